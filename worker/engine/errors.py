@@ -18,5 +18,5 @@ class OutputMismatchError(EngineError):
     """Two models that are compared produce outputs that cannot be compared (names, shapes)."""
 
 
-class JobCancelled(EngineError):  # noqa: N818 - it is a signal, not a failure
+class JobCancelled(EngineError):
     """Raised from a progress callback to stop work that a user cancelled."""

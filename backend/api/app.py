@@ -1,0 +1,78 @@
+"""The FastAPI application: REST API under /api/v1, OpenAPI at /docs, the dashboard at /."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import text
+
+from backend.api.deps import SessionDep
+from backend.api.errors import install_error_handlers
+from backend.api.routes import datasets, fidelity, jobs, models, projects
+from backend.api.upload_limit import UploadLimitMiddleware
+from backend.reaper import running_reaper
+from backend.settings import Settings, get_settings
+from backend.storage import store_from_uri
+
+STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
+FRONTEND_DIST = Path(__file__).resolve().parents[2] / "frontend" / "dist"
+
+health_router = APIRouter(tags=["health"])
+
+
+@health_router.get("/health", operation_id="health")
+def health(session: SessionDep) -> dict[str, str]:
+    session.execute(text("SELECT 1"))
+    return {"status": "ok", "database": "ok"}
+
+
+def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> FastAPI:
+    settings = settings or get_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if run_reaper:
+            async with running_reaper(settings):
+                yield
+        else:
+            yield
+
+    app = FastAPI(
+        title="Kneeboard",
+        version="0.1.0",
+        description="How far does a compressed model diverge from its golden model, which layers are to "
+        "blame, and which configuration is on the Pareto frontier.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.store = store_from_uri(
+        settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
+    )
+    install_error_handlers(app)
+    app.add_middleware(UploadLimitMiddleware, limit_bytes=settings.max_upload_bytes)
+
+    api = APIRouter(prefix="/api/v1")
+    for router in (
+        health_router,
+        projects.router,
+        models.router,
+        datasets.router,
+        jobs.router,
+        fidelity.router,
+    ):
+        api.include_router(router)
+    app.include_router(api)
+
+    dashboard = FRONTEND_DIST if (FRONTEND_DIST / "index.html").is_file() else STATIC_DIR
+    app.mount("/assets", StaticFiles(directory=dashboard, check_dir=False), name="assets")
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(dashboard / "index.html")
+
+    return app

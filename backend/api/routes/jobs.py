@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import func, select
+
+from backend import job_lifecycle
+from backend.api.deps import SessionDep, SettingsDep
+from backend.api.routes.lookup import get_in_project_or_404, get_or_404
+from backend.api.schemas import JobCreate, JobKindOut, JobOut, Page
+from backend.contracts import PARAMS_BY_KIND, USER_JOB_KINDS, FidelityJobParams, JobKind
+from backend.db.models import Dataset, Job, JobStatus, Model, ModelStatus, Project
+from backend.errors import Conflict, InvalidRequest
+from backend.services.jobs import dispatch, new_job
+
+router = APIRouter(tags=["jobs"])
+
+
+def job_out(job: Job) -> JobOut:
+    out = JobOut.model_validate(job)
+    if out.started_at and out.finished_at:
+        out.duration_s = (out.finished_at - out.started_at).total_seconds()
+    return out
+
+
+@router.get("/job-kinds", operation_id="listJobKinds")
+def list_job_kinds() -> list[JobKindOut]:
+    return [
+        JobKindOut(
+            kind=kind.value,
+            description=(PARAMS_BY_KIND[kind].__doc__ or "").strip(),
+            params_schema=PARAMS_BY_KIND[kind].model_json_schema(),
+        )
+        for kind in USER_JOB_KINDS
+    ]
+
+
+def _validate_params(kind_name: str, raw: dict[str, object]) -> tuple[JobKind, BaseModel]:
+    kinds = [k.value for k in USER_JOB_KINDS]
+    if kind_name not in kinds:
+        raise InvalidRequest(f"unknown job kind {kind_name!r}; available kinds: {', '.join(kinds)}")
+    kind = JobKind(kind_name)
+    try:
+        return kind, PARAMS_BY_KIND[kind].model_validate(raw)
+    except ValidationError as exc:
+        details = "; ".join(f"params.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise InvalidRequest(details) from exc
+
+
+def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseModel) -> None:
+    if isinstance(params, FidelityJobParams):
+        for model_id in (params.golden_model_id, params.compressed_model_id):
+            model = get_in_project_or_404(session, Model, model_id, project_id)
+            if model.status == ModelStatus.invalid.value:
+                raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
+        get_in_project_or_404(session, Dataset, params.dataset_id, project_id)
+
+
+@router.post("/jobs", status_code=status.HTTP_201_CREATED, operation_id="createJob")
+def create_job(body: JobCreate, session: SessionDep, settings: SettingsDep) -> JobOut:
+    get_or_404(session, Project, body.project_id)
+    kind, params = _validate_params(body.kind, body.params)
+    _check_references(session, body.project_id, params)
+    job = new_job(body.project_id, kind, params.model_dump(mode="json"))
+    session.add(job)
+    session.commit()
+    dispatch(session, settings, job)
+    return job_out(job)
+
+
+@router.get("/jobs", operation_id="listJobs")
+def list_jobs(
+    session: SessionDep,
+    project_id: uuid.UUID | None = None,
+    kind: str | None = None,
+    status_: Annotated[JobStatus | None, Query(alias="status")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[JobOut]:
+    conditions = []
+    if project_id is not None:
+        conditions.append(Job.project_id == project_id)
+    if kind is not None:
+        conditions.append(Job.kind == kind)
+    if status_ is not None:
+        conditions.append(Job.status == status_.value)
+    total = session.execute(select(func.count()).select_from(Job).where(*conditions)).scalar_one()
+    rows = session.execute(
+        select(Job).where(*conditions).order_by(Job.created_at.desc()).limit(limit).offset(offset)
+    ).scalars()
+    return Page[JobOut](items=[job_out(j) for j in rows], total=total, limit=limit, offset=offset)
+
+
+@router.get("/jobs/{job_id}", operation_id="getJob")
+def get_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
+    return job_out(get_or_404(session, Job, job_id))
+
+
+@router.post("/jobs/{job_id}/cancel", operation_id="cancelJob")
+def cancel_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
+    job = get_or_404(session, Job, job_id)
+    if not job_lifecycle.cancel(session, job_id):
+        session.refresh(job)
+        raise Conflict(f"job {job_id} is already {job.status}; only queued or running jobs can be cancelled")
+    session.refresh(job)
+    return job_out(job)
+
+
+@router.delete("/jobs/{job_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="deleteJob")
+def delete_job(job_id: uuid.UUID, session: SessionDep) -> None:
+    """Delete a job and its results; a queued or running job is cancelled first so its worker stops."""
+    get_or_404(session, Job, job_id)
+    job_lifecycle.cancel(session, job_id)
+    job = get_or_404(session, Job, job_id)
+    session.delete(job)
+    session.commit()

@@ -1,0 +1,136 @@
+"""Response and request bodies of the public API."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Generic, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _as_utc(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; every timestamp we store is UTC.
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+UTCDateTime = Annotated[datetime, AfterValidator(_as_utc)]
+
+
+class ORMModel(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class ProjectCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=10_000)
+
+
+class ProjectOut(ORMModel):
+    id: uuid.UUID
+    name: str
+    description: str
+    created_at: UTCDateTime
+
+
+class ModelOut(ORMModel):
+    id: uuid.UUID
+    project_id: uuid.UUID
+    name: str
+    filename: str
+    format: str
+    artifact_sha256: str
+    size_bytes: int
+    status: str = Field(description="inspecting, ready or invalid")
+    error: str | None = Field(description="Why the model is invalid (the loader's message).")
+    declared_input_shapes: dict[str, list[int]] | None
+    inspection: dict[str, Any] | None = Field(
+        description="Inputs, outputs, layers (type, parameters, MACs), totals. Filled by the inspect job."
+    )
+    created_at: UTCDateTime
+
+
+class ArrayOut(BaseModel):
+    shape: list[int]
+    dtype: str
+
+
+class DatasetOut(ORMModel):
+    id: uuid.UUID
+    project_id: uuid.UUID
+    name: str
+    filename: str
+    kind: str
+    artifact_sha256: str
+    size_bytes: int
+    n_samples: int
+    arrays: dict[str, ArrayOut]
+    has_labels: bool
+    preprocessing: dict[str, Any] | None
+    created_at: UTCDateTime
+
+
+class JobCreate(BaseModel):
+    project_id: uuid.UUID
+    kind: str = Field(description="Job kind, e.g. 'fidelity'.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Parameters of the kind (see /job-kinds)."
+    )
+
+
+class JobOut(ORMModel):
+    id: uuid.UUID
+    project_id: uuid.UUID
+    kind: str
+    params: dict[str, Any]
+    status: str = Field(description="queued, running, succeeded, failed or cancelled")
+    progress: float = Field(description="Fraction done, 0 to 1.")
+    progress_message: str
+    error: str | None
+    worker_id: str | None
+    attempts: int
+    created_at: UTCDateTime
+    started_at: UTCDateTime | None
+    finished_at: UTCDateTime | None
+    heartbeat_at: UTCDateTime | None
+    duration_s: float | None = Field(default=None, description="finished_at − started_at, seconds.")
+
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+class JobKindOut(BaseModel):
+    kind: str
+    description: str
+    params_schema: dict[str, Any]
+
+
+class SampleDivergenceOut(ORMModel):
+    sample_index: int
+    output_name: str
+    kl: float | None = Field(description="KL(P‖Q) in nats, golden P to compressed Q; lower is better.")
+    cosine: float | None
+    mse: float | None
+    top1_match: bool | None
+    golden_class: int | None
+    compressed_class: int | None
+    label: int | None
+    flagged: bool
+    finite: bool
+
+
+class FidelityReportOut(BaseModel):
+    job_id: uuid.UUID
+    golden_model_id: uuid.UUID
+    compressed_model_id: uuid.UUID
+    dataset_id: uuid.UUID
+    summary: dict[str, Any] = Field(
+        description="Per output name: the metrics; plus warnings and sample counts."
+    )

@@ -1,0 +1,42 @@
+"""Celery configuration shared by the API (which only sends) and the workers (which consume).
+
+Reliability choices (see DESIGN.md, "Job lifecycle"): tasks are acknowledged late and a worker prefetches one
+message, so a message is never lost with a busy worker; the job row, its heartbeat and the API's reaper
+decide what happens to a job whose worker died, whatever the broker does with the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend.settings import Settings
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "broker_url": settings.resolved_broker_url,
+        "task_default_queue": settings.queue_name,
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_time_limit": settings.task_time_limit_s,
+        "broker_connection_retry_on_startup": True,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "worker_hijack_root_logger": False,
+    }
+    if settings.uses_filesystem_broker:
+        folder = settings.broker_folder
+        folder.mkdir(parents=True, exist_ok=True)
+        config["broker_transport_options"] = {
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+            "store_processed": False,
+        }
+        # The filesystem transport has no fanout exchange: no remote control, events or mingle.
+        config["worker_enable_remote_control"] = False
+    else:
+        # Redis re-delivers an unacknowledged message after the visibility timeout: keep it above the task limit.
+        config["broker_transport_options"] = {"visibility_timeout": settings.task_time_limit_s + 600}
+    return config

@@ -1,0 +1,92 @@
+"""`kneeboard` command line: up (the whole embedded stack), api, worker, migrate."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from backend.db.migrations import upgrade_to_head
+from backend.settings import Settings, get_settings
+
+log = logging.getLogger("kneeboard")
+
+
+def worker_command(
+    settings: Settings, concurrency: int | None = None, hostname: str = "kneeboard@%h"
+) -> list[str]:
+    """The Celery worker command line for these settings."""
+    cmd = [
+        sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+        "--loglevel=INFO",
+        f"--concurrency={concurrency or settings.worker_concurrency}",
+        f"--queues={settings.queue_name}",
+        f"--hostname={hostname}",
+        "--without-mingle", "--without-gossip",
+    ]  # fmt: skip
+    if settings.uses_filesystem_broker:
+        cmd.append("--without-heartbeat")
+    return cmd
+
+
+def _serve(settings: Settings) -> None:
+    import uvicorn
+
+    from backend.api.app import create_app
+
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+
+
+def cmd_migrate(settings: Settings) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade_to_head(settings.resolved_database_url)
+    print(f"database at head: {settings.resolved_database_url}")
+
+
+def cmd_up(settings: Settings) -> None:
+    """Migrate, start one worker process and the demo seeder, then serve the API and dashboard."""
+    cmd_migrate(settings)
+    children: list[subprocess.Popen[bytes]] = [subprocess.Popen(worker_command(settings))]
+    if settings.seed_demo:
+        api_url = f"http://{settings.host}:{settings.port}"
+        children.append(subprocess.Popen([sys.executable, "-m", "worker.demo_seed", "--api", api_url]))
+    print(f"Kneeboard: dashboard at http://{settings.host}:{settings.port}  (API docs at /docs)", flush=True)
+    try:
+        _serve(settings)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="kneeboard", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("up", help="migrate, start a worker and the API + dashboard, seed the demo project")
+    sub.add_parser("api", help="serve the API and dashboard only (run `migrate` first)")
+    sub.add_parser("worker", help="run a Celery worker for these settings")
+    sub.add_parser("migrate", help="upgrade the database to the latest Alembic revision")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = get_settings()
+    if args.command == "up":
+        cmd_up(settings)
+    elif args.command == "api":
+        _serve(settings)
+    elif args.command == "worker":
+        os.execv(sys.executable, worker_command(settings))
+    elif args.command == "migrate":
+        cmd_migrate(settings)
+
+
+if __name__ == "__main__":
+    main()

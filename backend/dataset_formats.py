@@ -1,0 +1,96 @@
+"""Describe an uploaded ``.npz`` dataset from its array headers, without loading the arrays.
+
+Runs in the API process: reads only each member's .npy header (numpy.lib.format), so a multi-GB dataset
+is described in milliseconds and memory stays flat. Object arrays are refused, since loading them would
+need unpickling.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from backend.errors import InvalidUpload
+
+LABELS = "labels"
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class NpzDescription:
+    n_samples: int
+    arrays: dict[str, ArrayInfo]
+
+    @property
+    def has_labels(self) -> bool:
+        return LABELS in self.arrays
+
+
+def _read_header(zf: zipfile.ZipFile, member: str) -> ArrayInfo:
+    with zf.open(member) as f:
+        try:
+            version = npy_format.read_magic(f)
+            if version == (1, 0):
+                shape, _fortran, dtype = npy_format.read_array_header_1_0(f)
+            else:
+                shape, _fortran, dtype = npy_format.read_array_header_2_0(f)
+        except (ValueError, EOFError) as exc:
+            raise InvalidUpload(f"array {member!r} in the .npz is not a valid .npy array: {exc}") from exc
+    if dtype.hasobject:
+        raise InvalidUpload(
+            f"array {member!r} has dtype object, which would need unpickling to load; save numeric arrays only"
+        )
+    return ArrayInfo(shape=tuple(int(s) for s in shape), dtype=np.dtype(dtype).name)
+
+
+def describe_npz(path: Path) -> NpzDescription:
+    """Shapes and dtypes of every array; refuses empty files, non-npz files and arrays of unequal length."""
+    if path.stat().st_size == 0:
+        raise InvalidUpload("the file is empty (0 bytes): choose the .npz file again and re-upload it")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = [n for n in zf.namelist() if n.endswith(".npy")]
+            if not members:
+                raise InvalidUpload(
+                    "the .npz holds no arrays: save one with numpy.savez('data.npz', input=x, labels=y)"
+                )
+            arrays = {m[: -len(".npy")]: _read_header(zf, m) for m in members}
+    except zipfile.BadZipFile as exc:
+        raise InvalidUpload(
+            f"not a .npz file ({exc}): save the dataset with numpy.savez('data.npz', input=x, labels=y)"
+        ) from exc
+    for name, info in arrays.items():
+        if len(info.shape) == 0:
+            raise InvalidUpload(f"array {name!r} is a scalar; every array needs a first (sample) dimension")
+    lengths = {name: info.shape[0] for name, info in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        listing = ", ".join(f"{n}: {k}" for n, k in lengths.items())
+        raise InvalidUpload(f"arrays have unequal lengths ({listing}); every array needs one row per sample")
+    labels = arrays.get(LABELS)
+    if labels is not None and (
+        len(labels.shape) != 1 or not np.issubdtype(np.dtype(labels.dtype), np.integer)
+    ):
+        raise InvalidUpload(
+            f"'labels' must be a 1-D integer array of class indices; got shape {labels.shape} dtype {labels.dtype}"
+        )
+    if set(arrays) == {LABELS}:
+        raise InvalidUpload(
+            "the .npz holds only 'labels'; add the input array(s) named after the model inputs"
+        )
+    n_samples = next(iter(lengths.values()))
+    if n_samples == 0:
+        raise InvalidUpload("the arrays have 0 samples")
+    return NpzDescription(n_samples=n_samples, arrays=arrays)

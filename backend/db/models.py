@@ -1,0 +1,181 @@
+"""ORM tables (SQLAlchemy 2, typed). Alembic migrations are the only way these tables get created;
+tests/backend/test_migrations.py fails when the two drift apart."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class JobStatus(enum.StrEnum):
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled)
+
+
+class ModelStatus(enum.StrEnum):
+    inspecting = "inspecting"
+    ready = "ready"
+    invalid = "invalid"
+
+
+TZDateTime = DateTime(timezone=True)
+
+
+class Project(Base):
+    __tablename__ = "projects"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Artifact(Base):
+    """A stored file, content-addressed: the same bytes are stored once however often they are uploaded."""
+
+    __tablename__ = "artifacts"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Model(Base):
+    __tablename__ = "models"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    project_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    filename: Mapped[str] = mapped_column(String(500))
+    format: Mapped[str] = mapped_column(String(32))
+    artifact_sha256: Mapped[str] = mapped_column(ForeignKey("artifacts.sha256"), index=True)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16), default=ModelStatus.inspecting.value)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    declared_input_shapes: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    inspection: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # The job that inspects the upload; while the model is "inspecting", that job's fate is the model's.
+    inspect_job_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Dataset(Base):
+    __tablename__ = "datasets"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    project_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    filename: Mapped[str] = mapped_column(String(500))
+    kind: Mapped[str] = mapped_column(String(16))
+    artifact_sha256: Mapped[str] = mapped_column(ForeignKey("artifacts.sha256"), index=True)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    n_samples: Mapped[int] = mapped_column(Integer)
+    arrays: Mapped[dict[str, Any]] = mapped_column(JSON)
+    has_labels: Mapped[bool] = mapped_column(Boolean, default=False)
+    preprocessing: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Job(Base):
+    """The source of truth for a job's state. The queue only delivers job ids."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index("ix_jobs_status_heartbeat", "status", "heartbeat_at"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    project_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(32), index=True)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.queued.value, index=True)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    progress_message: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    worker_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    attempt_token: Mapped[str | None] = mapped_column(String(36), default=None)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+
+    results: Mapped[list[JobResult]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class JobResult(Base):
+    """A named result document of a job (e.g. "fidelity.summary"). One row per (job, key): writes are upserts."""
+
+    __tablename__ = "job_results"
+    __table_args__ = (UniqueConstraint("job_id", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(100))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+    job: Mapped[Job] = relationship(back_populates="results")
+
+
+class SampleDivergence(Base):
+    """Per-sample divergence of one output of a fidelity job: pageable, sortable and filterable in SQL."""
+
+    __tablename__ = "sample_divergences"
+    __table_args__ = (Index("ix_sample_divergences_job_kl", "job_id", "output_name", "kl"),)
+
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    output_name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    sample_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kl: Mapped[float | None] = mapped_column(Float)
+    cosine: Mapped[float | None] = mapped_column(Float)
+    mse: Mapped[float | None] = mapped_column(Float)
+    top1_match: Mapped[bool | None] = mapped_column(Boolean)
+    golden_class: Mapped[int | None] = mapped_column(Integer)
+    compressed_class: Mapped[int | None] = mapped_column(Integer)
+    label: Mapped[int | None] = mapped_column(Integer)
+    flagged: Mapped[bool] = mapped_column(Boolean, default=False)
+    finite: Mapped[bool] = mapped_column(Boolean, default=True)

@@ -1,0 +1,54 @@
+"""One error hierarchy for the API; backend/api/errors.py maps it to HTTP in one place.
+
+Every message is written for the user: it says what went wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class KneeboardError(Exception):
+    """Root of the errors we raise on purpose."""
+
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(KneeboardError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(KneeboardError):
+    status_code = 409
+    code = "conflict"
+
+
+class InvalidUpload(KneeboardError):
+    """The uploaded file is not what it claims to be, or cannot be accepted."""
+
+    status_code = 422
+    code = "invalid_upload"
+
+
+class InvalidRequest(KneeboardError):
+    status_code = 422
+    code = "invalid_request"
+
+
+class UploadTooLarge(KneeboardError):
+    status_code = 413
+    code = "upload_too_large"
+
+
+class StorageError(KneeboardError):
+    status_code = 503
+    code = "storage_unavailable"
+
+
+class QueueUnavailable(KneeboardError):
+    status_code = 503
+    code = "queue_unavailable"

@@ -1,0 +1,153 @@
+"""State transitions of a job row, each one a single conditional UPDATE (compare-and-set).
+
+The job row is the source of truth; the queue only delivers ids. Every transition names the state it
+expects, so a duplicate delivery, a late zombie worker or two reapers racing cannot corrupt a job:
+
+    queued ──claim──> running ──finish──> succeeded | failed
+       ^                 │ └──cancel──> cancelled (the worker notices at its next progress report)
+       └──── reap ───────┘ (no heartbeat for heartbeat_timeout_s; after max_attempts: failed)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement, select, update
+from sqlalchemy.orm import Session
+
+from backend.db.models import Job, JobStatus, utcnow
+
+ACTIVE = (JobStatus.queued.value, JobStatus.running.value)
+
+
+@dataclass(frozen=True)
+class Claim:
+    job_id: uuid.UUID
+    token: str
+    attempt: int
+
+
+def claim(session: Session, job_id: uuid.UUID, worker_id: str) -> Claim | None:
+    """queued -> running for this worker. None when the job is not queued (done, cancelled, taken, deleted)."""
+    token = str(uuid.uuid4())
+    now = utcnow()
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == JobStatus.queued.value)
+        .values(
+            status=JobStatus.running.value,
+            worker_id=worker_id,
+            attempt_token=token,
+            attempts=Job.attempts + 1,
+            started_at=now,
+            heartbeat_at=now,
+            progress=0.0,
+            error=None,
+        )
+    )
+    session.commit()
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        return None
+    attempt = session.execute(select(Job.attempts).where(Job.id == job_id)).scalar_one()
+    return Claim(job_id=job_id, token=token, attempt=attempt)
+
+
+def _owned(c: Claim) -> list[ColumnElement[bool]]:
+    return [Job.id == c.job_id, Job.attempt_token == c.token, Job.status == JobStatus.running.value]
+
+
+def heartbeat(session: Session, c: Claim, progress: float | None = None, message: str | None = None) -> bool:
+    """Record that the claim's worker is alive (and its progress). False when the job is no longer ours:
+    cancelled by a user, or reaped after we were presumed dead."""
+    values: dict[str, object] = {"heartbeat_at": utcnow()}
+    if progress is not None:
+        values["progress"] = max(0.0, min(1.0, progress))
+    if message is not None:
+        values["progress_message"] = message
+    result = session.execute(update(Job).where(*_owned(c)).values(**values))
+    session.commit()
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+def finish(session: Session, c: Claim, status: JobStatus, error: str | None = None) -> bool:
+    """running -> succeeded/failed, only if the claim still owns the job. The caller's session may hold the
+    job's result rows: they commit together with the status, or not at all."""
+    values: dict[str, object] = {"status": status.value, "finished_at": utcnow(), "error": error}
+    if status == JobStatus.succeeded:
+        values |= {"progress": 1.0, "progress_message": "done"}
+    result = session.execute(update(Job).where(*_owned(c)).values(**values))
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        session.rollback()
+        return False
+    session.commit()
+    return True
+
+
+def cancel(session: Session, job_id: uuid.UUID) -> bool:
+    """queued/running -> cancelled. A running worker stops at its next progress report."""
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status.in_(ACTIVE))
+        .values(status=JobStatus.cancelled.value, finished_at=utcnow(), progress_message="cancelled by user")
+    )
+    session.commit()
+    return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ReapOutcome:
+    requeued: list[tuple[uuid.UUID, str]]  # (job id, kind) to send to the queue again
+    failed: list[uuid.UUID]
+
+
+def reap_lost_jobs(
+    session: Session, heartbeat_timeout_s: float, max_attempts: int, now: datetime | None = None
+) -> ReapOutcome:
+    """Running jobs whose heartbeat stopped: back to the queue, or failed once max_attempts were used."""
+    now = now or utcnow()
+    cutoff = now - timedelta(seconds=heartbeat_timeout_s)
+    stale = session.execute(
+        select(Job.id, Job.kind, Job.attempts, Job.attempt_token, Job.worker_id).where(
+            Job.status == JobStatus.running.value, Job.heartbeat_at < cutoff
+        )
+    ).all()
+    requeued: list[tuple[uuid.UUID, str]] = []
+    failed: list[uuid.UUID] = []
+    for job_id, kind, attempts, token, worker in stale:
+        lost = f"worker {worker} stopped sending heartbeats for more than {heartbeat_timeout_s:g} s (killed or crashed)"
+        guard = [Job.id == job_id, Job.status == JobStatus.running.value, Job.attempt_token == token]
+        if attempts < max_attempts:
+            values: dict[str, object] = {
+                "status": JobStatus.queued.value,
+                "attempt_token": None,
+                "worker_id": None,
+                "progress": 0.0,
+                "progress_message": f"{lost}; queued again (attempt {attempts + 1} of {max_attempts})",
+            }
+        else:
+            values = {
+                "status": JobStatus.failed.value,
+                "finished_at": now,
+                "error": f"{lost}; gave up after {attempts} attempt(s). Retry the job; if it fails again, "
+                "the worker may be running out of memory on this model.",
+            }
+        if session.execute(update(Job).where(*guard).values(**values)).rowcount == 1:  # type: ignore[attr-defined]
+            (requeued.append((job_id, kind)) if attempts < max_attempts else failed.append(job_id))
+    session.commit()
+    return ReapOutcome(requeued=requeued, failed=failed)
+
+
+def run_reaper_once(
+    session_maker: Callable[[], Session],
+    heartbeat_timeout_s: float,
+    max_attempts: int,
+    enqueue: Callable[[uuid.UUID, str], None],
+) -> ReapOutcome:
+    with session_maker() as session:
+        outcome = reap_lost_jobs(session, heartbeat_timeout_s, max_attempts)
+    for job_id, kind in outcome.requeued:
+        enqueue(job_id, kind)
+    return outcome

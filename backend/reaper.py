@@ -1,0 +1,56 @@
+"""The API's background loop that finds jobs whose worker died and requeues or fails them.
+
+It runs in every API process; the compare-and-set updates in job_lifecycle make concurrent reapers harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+from starlette.concurrency import run_in_threadpool
+
+from backend import job_lifecycle
+from backend.contracts import JobKind
+from backend.db.session import session_factory
+from backend.queue import enqueue_job
+from backend.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
+    def enqueue(job_id: uuid.UUID, kind: str) -> None:
+        enqueue_job(settings, JobKind(kind), job_id)
+
+    outcome = job_lifecycle.run_reaper_once(
+        session_factory(settings.resolved_database_url),
+        settings.heartbeat_timeout_s,
+        settings.max_attempts,
+        enqueue,
+    )
+    if outcome.requeued or outcome.failed:
+        log.warning("reaper: requeued %s, failed %s", outcome.requeued, outcome.failed)
+    return outcome
+
+
+async def reaper_loop(settings: Settings) -> None:
+    while True:
+        await asyncio.sleep(settings.reaper_interval_s)
+        try:
+            await run_in_threadpool(reap_once, settings)
+        except Exception:  # keep reaping whatever one round did
+            log.exception("reaper round failed")
+
+
+@contextlib.asynccontextmanager
+async def running_reaper(settings: Settings):
+    task = asyncio.create_task(reaper_loop(settings))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,73 @@
+"""Moving staged uploads into the store and the database together, and releasing them again.
+
+Order matters so that a failure leaves nothing behind: the file is validated while still private
+(staging), then stored, then the rows are committed; if the commit fails, a file that this upload added
+is removed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from fastapi import UploadFile
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from backend.db.models import Artifact, Dataset, Model
+from backend.errors import InvalidUpload
+from backend.storage import ArtifactStore, StagedFile, staging_file, stream_to_file
+
+UPLOAD_CHUNK = 1024 * 1024
+
+
+async def _chunks(upload: UploadFile) -> AsyncIterator[bytes]:
+    while chunk := await upload.read(UPLOAD_CHUNK):
+        yield chunk
+
+
+async def stage_upload(upload: UploadFile, store: ArtifactStore, limit_bytes: int, path: Path) -> StagedFile:
+    if not upload.filename:
+        raise InvalidUpload("the upload has no file name; send the file as multipart field 'file'")
+    return await stream_to_file(_chunks(upload), path, limit_bytes)
+
+
+def persist(
+    session: Session, store: ArtifactStore, staged: StagedFile, add_rows: Callable[[Session], None]
+) -> None:
+    """Store the staged file and commit the rows that reference it, all or nothing."""
+    added_file = store.put(staged)
+    try:
+        if session.get(Artifact, staged.sha256) is None:
+            session.add(Artifact(sha256=staged.sha256, size_bytes=staged.size_bytes))
+            session.flush()
+        add_rows(session)
+        session.commit()
+    except BaseException:
+        session.rollback()
+        if added_file and not _is_referenced(session, staged.sha256):
+            with contextlib.suppress(Exception):
+                store.delete(staged.sha256)
+        raise
+
+
+def _is_referenced(session: Session, sha256: str) -> bool:
+    models = session.execute(select(func.count()).where(Model.artifact_sha256 == sha256)).scalar_one()
+    datasets = session.execute(select(func.count()).where(Dataset.artifact_sha256 == sha256)).scalar_one()
+    return bool(models or datasets)
+
+
+def release(session: Session, store: ArtifactStore, sha256: str) -> None:
+    """Drop the artifact's row and file when nothing references it any more. Call after the commit
+    that removed the last reference."""
+    if _is_referenced(session, sha256):
+        return
+    artifact = session.get(Artifact, sha256)
+    if artifact is not None:
+        session.delete(artifact)
+        session.commit()
+    store.delete(sha256)
+
+
+__all__ = ["persist", "release", "stage_upload", "staging_file"]

@@ -1,0 +1,43 @@
+"""Creating jobs and handing them to the queue."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from backend.contracts import JobKind
+from backend.db.models import Job, JobStatus, utcnow
+from backend.errors import QueueUnavailable
+from backend.queue import enqueue_job
+from backend.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def new_job(project_id: uuid.UUID, kind: JobKind, params: dict[str, Any]) -> Job:
+    return Job(
+        id=uuid.uuid4(),
+        project_id=project_id,
+        kind=kind.value,
+        params=params,
+        status=JobStatus.queued.value,
+        progress=0.0,
+        progress_message="waiting for a worker",
+        attempts=0,
+    )
+
+
+def dispatch(session: Session, settings: Settings, job: Job) -> None:
+    """Send a committed job to the queue; if the broker cannot be reached, the job fails with the reason."""
+    try:
+        enqueue_job(settings, JobKind(job.kind), job.id)
+    except Exception as exc:
+        log.exception("could not enqueue job %s", job.id)
+        job.status = JobStatus.failed.value
+        job.error = f"could not reach the job queue ({exc}); check that the broker is running, then retry"
+        job.finished_at = utcnow()
+        session.commit()
+        raise QueueUnavailable(job.error) from exc

@@ -1,0 +1,96 @@
+"""One settings class for every process (API, worker, CLI), read from KNEEBOARD_* environment variables.
+
+The defaults are the embedded mode: SQLite, a filesystem broker and a local artifact directory under
+``data_dir``, so nothing but Python is needed. Deployment sets the database, broker and artifact URLs.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KNEEBOARD_", extra="ignore", frozen=True)
+
+    data_dir: Path = Field(
+        default=Path(".kneeboard"),
+        description="Where the embedded mode keeps its SQLite file, broker queue and artifacts.",
+    )
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL, e.g. postgresql+psycopg://postgres@db/kneeboard. "
+        "Empty: SQLite file in data_dir.",
+    )
+    broker_url: str = Field(
+        default="",
+        description="Celery broker URL, e.g. redis://redis:6379/0. Empty: kombu's filesystem transport in data_dir.",
+    )
+    artifact_uri: str = Field(
+        default="",
+        description="Where uploads are stored: file:///path or s3://bucket/prefix. Empty: data_dir/artifacts.",
+    )
+    s3_endpoint_url: str | None = Field(
+        default=None,
+        description="Endpoint of an S3-compatible store (MinIO, Ceph...). Credentials come from the usual AWS_* variables.",
+    )
+    queue_name: str = Field(
+        default="kneeboard", description="Celery queue that API enqueues on and workers consume."
+    )
+    max_upload_bytes: int = Field(default=2 * 1024**3, gt=0, description="Largest accepted upload, in bytes.")
+    heartbeat_interval_s: float = Field(
+        default=5.0, gt=0, description="How often a running job proves it is alive."
+    )
+    heartbeat_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="A running job silent for longer than this is taken as lost by the reaper.",
+    )
+    reaper_interval_s: float = Field(default=10.0, gt=0, description="How often the API looks for lost jobs.")
+    max_attempts: int = Field(
+        default=2,
+        ge=1,
+        description="Deliveries of a job before a lost worker makes it fail instead of retrying.",
+    )
+    task_time_limit_s: int = Field(default=6 * 3600, gt=0, description="Hard limit for one task on a worker.")
+    worker_concurrency: int = Field(default=1, ge=1, description="Processes per worker in the embedded mode.")
+    host: str = Field(default="127.0.0.1", description="Address the API binds to.")
+    port: int = Field(default=8000, description="Port the API binds to.")
+    seed_demo: bool = Field(default=True, description="`kneeboard up` seeds the demo project on first start.")
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.heartbeat_timeout_s <= self.heartbeat_interval_s:
+            raise ValueError(
+                "KNEEBOARD_HEARTBEAT_TIMEOUT_S must be larger than KNEEBOARD_HEARTBEAT_INTERVAL_S"
+            )
+        return self
+
+    # Resolved values -------------------------------------------------------------------------
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'kneeboard.db').resolve()}"
+
+    @property
+    def resolved_broker_url(self) -> str:
+        return self.broker_url or "filesystem://"
+
+    @property
+    def uses_filesystem_broker(self) -> bool:
+        return self.resolved_broker_url.startswith("filesystem://")
+
+    @property
+    def broker_folder(self) -> Path:
+        return (self.data_dir / "broker").resolve()
+
+    @property
+    def resolved_artifact_uri(self) -> str:
+        return self.artifact_uri or (self.data_dir / "artifacts").resolve().as_uri()
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

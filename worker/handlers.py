@@ -1,0 +1,165 @@
+"""Job handlers: thin adapters that load rows by id, call the engine, and return a result writer."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from backend.contracts import RESULT_FIDELITY_SUMMARY, FidelityJobParams, InspectParams
+from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDivergence
+from worker.engine.errors import DatasetMismatchError, ModelLoadError
+from worker.runtime import JobContext, ResultWriter, json_safe
+
+
+def _model_row(ctx: JobContext, model_id: uuid.UUID) -> Model:
+    with ctx.sessions() as session:
+        model = session.get(Model, model_id)
+        if model is None:
+            raise ModelLoadError(f"model {model_id} was deleted")
+        session.expunge(model)
+        return model
+
+
+def _dataset_row(ctx: JobContext, dataset_id: uuid.UUID) -> Dataset:
+    with ctx.sessions() as session:
+        dataset = session.get(Dataset, dataset_id)
+        if dataset is None:
+            raise DatasetMismatchError(f"dataset {dataset_id} was deleted")
+        session.expunge(dataset)
+        return dataset
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of a .npz, never unpickling (object arrays were refused at upload)."""
+    with np.load(path, allow_pickle=False) as npz:
+        return {name: npz[name] for name in npz.files}
+
+
+class InspectHandler:
+    """Loads an uploaded model and records its inputs, outputs, layers, parameters and MACs/FLOPs."""
+
+    def run(self, ctx: JobContext) -> ResultWriter:
+        from worker.engine.inspection import inspect_model
+
+        params = InspectParams.model_validate(ctx.params)
+        model = _model_row(ctx, params.model_id)
+        ctx.progress(0.1, f"loading {model.format} model")
+        inspection = inspect_model(
+            ctx.store.local_path(model.artifact_sha256),
+            model.format,
+            model.declared_input_shapes,
+        )
+        report = json_safe(inspection.to_dict())
+
+        def write(session: Session) -> None:
+            row = session.get_one(Model, params.model_id)
+            row.inspection = report
+            row.status = ModelStatus.ready.value
+            row.error = None
+
+        return write
+
+    def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
+        row = session.get(Model, uuid.UUID(str(ctx.params["model_id"])))
+        if row is not None:
+            row.status = ModelStatus.invalid.value
+            row.error = message
+
+
+class FidelityHandler:
+    """Runs the golden and the compressed model over a dataset and compares their outputs."""
+
+    def run(self, ctx: JobContext) -> ResultWriter:
+        from worker.engine.fidelity import FidelityParams, compare_models
+        from worker.engine.loaders import load_model
+
+        params = FidelityJobParams.model_validate(ctx.params)
+        runners = []
+        for role, model_id in (
+            ("golden", params.golden_model_id),
+            ("compressed", params.compressed_model_id),
+        ):
+            model = _model_row(ctx, model_id)
+            if model.status == ModelStatus.invalid.value:
+                raise ModelLoadError(f"the {role} model {model.name!r} is invalid: {model.error}")
+            ctx.progress(0.0, f"loading the {role} model {model.name!r}")
+            runners.append(
+                load_model(
+                    ctx.store.local_path(model.artifact_sha256), model.format, intra_op_threads=params.threads
+                )
+            )
+        dataset = _dataset_row(ctx, params.dataset_id)
+        arrays = load_npz(ctx.store.local_path(dataset.artifact_sha256))
+        labels = arrays.pop("labels", None)
+
+        def on_progress(done: int, total: int) -> None:
+            ctx.progress(done / max(total, 1), f"{done} of {total} samples compared")
+
+        report = compare_models(
+            runners[0],
+            runners[1],
+            arrays,
+            labels,
+            FidelityParams(
+                batch_size=params.batch_size,
+                top_k=params.top_k,
+                threshold_kl=params.threshold_kl,
+                task=params.task,
+            ),
+            on_progress=on_progress,
+        )
+        summary = json_safe(report.summary_dict())
+        samples = sample_rows(ctx.job_id, report.per_sample_output, report.per_sample)
+
+        def write(session: Session) -> None:
+            session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
+            if samples:
+                session.execute(insert(SampleDivergence), samples)
+
+        return write
+
+    def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
+        return None
+
+
+def _opt_float(values: Any, i: int) -> float | None:
+    if values is None:
+        return None
+    v = float(values[i])
+    return v if np.isfinite(v) else None
+
+
+def sample_rows(
+    job_id: uuid.UUID, output_name: str, per_sample: dict[str, np.ndarray]
+) -> list[dict[str, Any]]:
+    """Rows of the per-sample divergence table of one output."""
+    n = len(next(iter(per_sample.values()))) if per_sample else 0
+    get = per_sample.get
+    rows = []
+    for i in range(n):
+        rows.append(
+            {
+                "job_id": job_id,
+                "output_name": output_name,
+                "sample_index": i,
+                "kl": _opt_float(get("kl"), i),
+                "cosine": _opt_float(get("cosine"), i),
+                "mse": _opt_float(get("mse"), i),
+                "top1_match": None if get("top1_match") is None else bool(per_sample["top1_match"][i]),
+                "golden_class": None if get("golden_class") is None else int(per_sample["golden_class"][i]),
+                "compressed_class": None
+                if get("compressed_class") is None
+                else int(per_sample["compressed_class"][i]),
+                "label": None
+                if get("label") is None or int(per_sample["label"][i]) < 0
+                else int(per_sample["label"][i]),
+                "flagged": bool(per_sample["flagged"][i]) if get("flagged") is not None else False,
+                "finite": bool(per_sample["finite"][i]) if get("finite") is not None else True,
+            }
+        )
+    return rows

@@ -1,0 +1,164 @@
+"""Running one job on a worker: claim it, keep its heartbeat, report progress, store results, finish it.
+
+Every write goes through backend.job_lifecycle's compare-and-set transitions, so a redelivered message,
+a job cancelled by its user, or a worker that was presumed dead and reaped can never overwrite the job:
+results are committed in the same transaction as the "succeeded" status, and only by the claim that owns
+the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import delete
+from sqlalchemy.orm import Session, sessionmaker
+
+from backend import job_lifecycle
+from backend.db.models import Job, JobResult, JobStatus, SampleDivergence
+from backend.db.session import session_factory
+from backend.settings import Settings, get_settings
+from backend.storage import ArtifactStore, store_from_uri
+from worker.engine.errors import EngineError, JobCancelled
+
+log = logging.getLogger(__name__)
+
+ResultWriter = Callable[[Session], None]
+"""Adds a job's result rows to a session; committed together with the job's success, or not at all."""
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Heartbeat(threading.Thread):
+    """Proves the job's worker is alive every ``interval`` seconds; notices when the job stops being ours."""
+
+    def __init__(self, sessions: sessionmaker[Session], claim: job_lifecycle.Claim, interval: float) -> None:
+        super().__init__(name=f"heartbeat-{claim.job_id}", daemon=True)
+        self.sessions, self.claim, self.interval = sessions, claim, interval
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                with self.sessions() as session:
+                    if not job_lifecycle.heartbeat(session, self.claim):
+                        self.lost.set()
+                        return
+            except Exception:  # a transient DB error must not kill the heartbeat
+                log.exception("heartbeat of job %s failed", self.claim.job_id)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+@dataclass
+class JobContext:
+    """What a handler gets: the job's parameters, the store, and a progress reporter that also cancels."""
+
+    job_id: uuid.UUID
+    params: dict[str, Any]
+    attempt: int
+    settings: Settings
+    store: ArtifactStore
+    sessions: sessionmaker[Session]
+    _claim: job_lifecycle.Claim
+    _heartbeat: Heartbeat
+    _last_write: float = 0.0
+    min_write_interval_s: float = 0.5
+
+    def progress(self, fraction: float, message: str) -> None:
+        """Report progress; raises JobCancelled when the user cancelled the job or it was taken from us."""
+        if self._heartbeat.lost.is_set():
+            raise JobCancelled("the job was cancelled")
+        now = time.monotonic()
+        if now - self._last_write < self.min_write_interval_s and fraction < 1.0:
+            return
+        self._last_write = now
+        with self.sessions() as session:
+            if not job_lifecycle.heartbeat(session, self._claim, progress=fraction, message=message):
+                raise JobCancelled("the job was cancelled")
+
+
+class JobHandler(Protocol):
+    def run(self, ctx: JobContext) -> ResultWriter: ...
+
+    def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
+        """Extra rows to change when the job fails (e.g. mark its model invalid); same transaction."""
+        ...
+
+
+def clear_results(session: Session, job_id: uuid.UUID) -> None:
+    """Remove what an earlier attempt of this job may have stored: writes are idempotent per job."""
+    session.execute(delete(SampleDivergence).where(SampleDivergence.job_id == job_id))
+    session.execute(delete(JobResult).where(JobResult.job_id == job_id))
+
+
+def json_safe(value: Any) -> Any:
+    """JSON has no NaN or infinity: replace them by None (the summaries say what None means)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return json_safe(value.item())
+    return value
+
+
+def _fail(sessions: sessionmaker[Session], handler: JobHandler, ctx: JobContext, message: str) -> None:
+    with sessions() as session:
+        clear_results(session, ctx.job_id)
+        handler.on_failure(session, ctx, message)
+        job_lifecycle.finish(session, ctx._claim, JobStatus.failed, error=message)
+
+
+def execute_job(job_id: str, handler: JobHandler, settings: Settings | None = None) -> str:
+    """Run a job to its end. Returns what happened (for logs and tests): the job's final status or 'skipped'."""
+    settings = settings or get_settings()
+    sessions = session_factory(settings.resolved_database_url)
+    jid = uuid.UUID(job_id)
+    with sessions() as session:
+        claim = job_lifecycle.claim(session, jid, worker_id())
+        if claim is None:
+            log.info("job %s is not queued any more (done, cancelled, deleted or taken): skipping", job_id)
+            return "skipped"
+        params = dict(session.get_one(Job, jid).params)
+    heartbeat = Heartbeat(sessions, claim, settings.heartbeat_interval_s)
+    store = store_from_uri(
+        settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
+    )
+    ctx = JobContext(jid, params, claim.attempt, settings, store, sessions, claim, heartbeat)
+    heartbeat.start()
+    try:
+        writer = handler.run(ctx)
+        with sessions() as session:
+            clear_results(session, jid)
+            writer(session)
+            if job_lifecycle.finish(session, claim, JobStatus.succeeded):
+                return JobStatus.succeeded.value
+            return "skipped"
+    except JobCancelled:
+        log.info("job %s stopped: cancelled", job_id)
+        return JobStatus.cancelled.value
+    except EngineError as exc:
+        _fail(sessions, handler, ctx, str(exc))
+        return JobStatus.failed.value
+    except Exception as exc:
+        log.error("job %s crashed:\n%s", job_id, traceback.format_exc())
+        _fail(sessions, handler, ctx, f"internal error ({type(exc).__name__}: {exc}); please report it")
+        return JobStatus.failed.value
+    finally:
+        heartbeat.stop()
