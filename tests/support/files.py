@@ -1,0 +1,50 @@
+"""Small files for upload tests, made without torch (the API side of the tests stays light)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+
+
+def npz_bytes(**arrays: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def digits_like_npz(n: int = 8) -> bytes:
+    rng = np.random.default_rng(0)
+    return npz_bytes(input=rng.random((n, 1, 8, 8), dtype=np.float32), labels=rng.integers(0, 10, n))
+
+
+def zip_bytes(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def minimal_onnx_bytes() -> bytes:
+    """A tiny valid ONNX model (Identity), built with the onnx package."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 4])
+    graph = helper.make_graph([helper.make_node("Identity", ["input"], ["output"])], "identity", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return bytes(model.SerializeToString())
+
+
+def pickle_bytes() -> bytes:
+    import pickle
+
+    return pickle.dumps({"weights": [1.0, 2.0]}, protocol=4)
+
+
+def torch_save_like_zip() -> bytes:
+    """The layout torch.save() writes for a module or state_dict: a zip around data.pkl."""
+    return zip_bytes({"m/data.pkl": pickle_bytes(), "m/byteorder": b"little", "m/version": b"3", "m/data/0": b"\0" * 16})
