@@ -1,0 +1,95 @@
+"""Job state transitions on the real Postgres database: claims, heartbeats, cancellation, the reaper."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from backend import job_lifecycle as lc
+from backend.db.models import Job, JobStatus, Project, utcnow
+from backend.db.session import session_factory
+from tests.conftest import truncate_all
+
+
+@pytest.fixture
+def session(pg_url: str) -> Session:
+    truncate_all(pg_url)
+    with session_factory(pg_url)() as s:
+        yield s  # type: ignore[misc]
+    truncate_all(pg_url)
+
+
+def _job(session: Session) -> Job:
+    project = Project(name=f"p-{uuid.uuid4().hex[:6]}")
+    session.add(project)
+    session.flush()
+    job = Job(project_id=project.id, kind="fidelity", params={}, status=JobStatus.queued.value, attempts=0)
+    session.add(job)
+    session.commit()
+    return job
+
+
+def _status(session: Session, job: Job) -> Job:
+    session.expire_all()
+    return session.get_one(Job, job.id)
+
+
+def test_only_one_claim_wins(session: Session) -> None:
+    job = _job(session)
+    first = lc.claim(session, job.id, "w1")
+    assert first is not None and first.attempt == 1
+    assert lc.claim(session, job.id, "w2") is None, "a duplicate delivery must not run the job twice"
+    assert _status(session, job).worker_id == "w1"
+
+
+def test_finish_by_a_stale_claim_is_ignored(session: Session) -> None:
+    job = _job(session)
+    stale = lc.claim(session, job.id, "w1")
+    assert stale is not None
+    session.execute(
+        update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow() - timedelta(minutes=10))
+    )
+    session.commit()
+    outcome = lc.reap_lost_jobs(session, heartbeat_timeout_s=60, max_attempts=2)
+    assert outcome.requeued == [(job.id, "fidelity")]
+    fresh = lc.claim(session, job.id, "w2")
+    assert fresh is not None and fresh.attempt == 2
+    assert not lc.finish(session, stale, JobStatus.succeeded), "the zombie worker must not finish the job"
+    assert not lc.heartbeat(session, stale)
+    assert lc.finish(session, fresh, JobStatus.succeeded)
+    assert _status(session, job).status == "succeeded"
+
+
+def test_reaper_fails_a_job_after_max_attempts_with_a_reason(session: Session) -> None:
+    job = _job(session)
+    assert lc.claim(session, job.id, "w1") is not None
+    later = utcnow() + timedelta(seconds=120)
+    outcome = lc.reap_lost_jobs(session, heartbeat_timeout_s=60, max_attempts=1, now=later)
+    assert outcome.failed == [job.id] and outcome.requeued == []
+    row = _status(session, job)
+    assert row.status == "failed" and "stopped sending heartbeats" in (row.error or "")
+
+
+def test_reaper_leaves_live_jobs_alone(session: Session) -> None:
+    job = _job(session)
+    c = lc.claim(session, job.id, "w1")
+    assert c is not None and lc.heartbeat(session, c, progress=0.5, message="half")
+    outcome = lc.reap_lost_jobs(session, heartbeat_timeout_s=60, max_attempts=2)
+    assert outcome.requeued == [] and outcome.failed == []
+    row = _status(session, job)
+    assert row.status == "running" and row.progress == 0.5 and row.progress_message == "half"
+
+
+def test_cancel_stops_heartbeats_and_finishing(session: Session) -> None:
+    job = _job(session)
+    c = lc.claim(session, job.id, "w1")
+    assert c is not None
+    assert lc.cancel(session, job.id)
+    assert not lc.heartbeat(session, c), "the worker learns of the cancellation at its next heartbeat"
+    assert not lc.finish(session, c, JobStatus.succeeded)
+    assert _status(session, job).status == "cancelled"
+    assert not lc.cancel(session, job.id)
