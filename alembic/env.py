@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from alembic import context
 from sqlalchemy import pool
 from sqlalchemy.engine import create_engine
 
+from alembic import context
 from backend.db.models import Base
 from backend.settings import get_settings
 

@@ -24,7 +24,6 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_connection_retry_on_startup": True,
         "task_serializer": "json",
         "accept_content": ["json"],
-        "worker_hijack_root_logger": False,
     }
     if settings.uses_filesystem_broker:
         folder = settings.broker_folder

@@ -48,7 +48,9 @@ def _read_header(zf: zipfile.ZipFile, member: str) -> ArrayInfo:
             else:
                 shape, _fortran, dtype = npy_format.read_array_header_2_0(f)
         except (ValueError, EOFError) as exc:
-            raise InvalidUpload(f"array {member.removesuffix('.npy')!r} in the .npz is not a valid .npy array: {exc}") from exc
+            raise InvalidUpload(
+                f"array {member.removesuffix('.npy')!r} in the .npz is not a valid .npy array: {exc}"
+            ) from exc
     if dtype.hasobject:
         raise InvalidUpload(
             f"array {member.removesuffix('.npy')!r} has dtype object, which would need unpickling to load; save numeric arrays only"

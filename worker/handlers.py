@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 import numpy as np
 from sqlalchemy import insert
@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from backend.contracts import RESULT_FIDELITY_SUMMARY, FidelityJobParams, InspectParams
 from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDivergence
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
+from worker.engine.types import ModelFormat
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 
@@ -34,6 +35,12 @@ def _dataset_row(ctx: JobContext, dataset_id: uuid.UUID) -> Dataset:
         return dataset
 
 
+def model_format(model: Model) -> ModelFormat:
+    if model.format not in get_args(ModelFormat):
+        raise ModelLoadError(f"model {model.name!r} has unknown format {model.format!r}")
+    return cast(ModelFormat, model.format)
+
+
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     """Every array of a .npz, never unpickling (object arrays were refused at upload)."""
     with np.load(path, allow_pickle=False) as npz:
@@ -45,15 +52,15 @@ class InspectHandler:
 
     def run(self, ctx: JobContext) -> ResultWriter:
         from worker.engine.inspection import inspect_model
+        from worker.engine.loaders import load_model
 
         params = InspectParams.model_validate(ctx.params)
         model = _model_row(ctx, params.model_id)
-        ctx.progress(0.1, f"loading {model.format} model")
-        inspection = inspect_model(
-            ctx.store.local_path(model.artifact_sha256),
-            model.format,
-            model.declared_input_shapes,
-        )
+        path = ctx.store.local_path(model.artifact_sha256)
+        ctx.progress(0.1, f"loading the {model.format} model in its runtime")
+        load_model(path, model_format(model))  # the runtime that will run it must accept it
+        ctx.progress(0.5, "inspecting layers, parameters and MACs")
+        inspection = inspect_model(path, model_format(model), model.declared_input_shapes)
         report = json_safe(inspection.to_dict())
 
         def write(session: Session) -> None:
@@ -90,7 +97,9 @@ class FidelityHandler:
             ctx.progress(0.0, f"loading the {role} model {model.name!r}")
             runners.append(
                 load_model(
-                    ctx.store.local_path(model.artifact_sha256), model.format, intra_op_threads=params.threads
+                    ctx.store.local_path(model.artifact_sha256),
+                    model_format(model),
+                    intra_op_threads=params.threads,
                 )
             )
         dataset = _dataset_row(ctx, params.dataset_id)
@@ -114,7 +123,7 @@ class FidelityHandler:
             on_progress=on_progress,
         )
         summary = json_safe(report.summary_dict())
-        samples = sample_rows(ctx.job_id, report.per_sample_output, report.per_sample)
+        samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
 
         def write(session: Session) -> None:
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
@@ -127,39 +136,31 @@ class FidelityHandler:
         return None
 
 
-def _opt_float(values: Any, i: int) -> float | None:
-    if values is None:
-        return None
-    v = float(values[i])
-    return v if np.isfinite(v) else None
+def _floats(values: np.ndarray) -> list[float | None]:
+    return [v if np.isfinite(v) else None for v in values.astype(np.float64).tolist()]
 
 
-def sample_rows(
-    job_id: uuid.UUID, output_name: str, per_sample: dict[str, np.ndarray]
-) -> list[dict[str, Any]]:
-    """Rows of the per-sample divergence table of one output."""
-    n = len(next(iter(per_sample.values()))) if per_sample else 0
-    get = per_sample.get
-    rows = []
-    for i in range(n):
-        rows.append(
-            {
-                "job_id": job_id,
-                "output_name": output_name,
-                "sample_index": i,
-                "kl": _opt_float(get("kl"), i),
-                "cosine": _opt_float(get("cosine"), i),
-                "mse": _opt_float(get("mse"), i),
-                "top1_match": None if get("top1_match") is None else bool(per_sample["top1_match"][i]),
-                "golden_class": None if get("golden_class") is None else int(per_sample["golden_class"][i]),
-                "compressed_class": None
-                if get("compressed_class") is None
-                else int(per_sample["compressed_class"][i]),
-                "label": None
-                if get("label") is None or int(per_sample["label"][i]) < 0
-                else int(per_sample["label"][i]),
-                "flagged": bool(per_sample["flagged"][i]) if get("flagged") is not None else False,
-                "finite": bool(per_sample["finite"][i]) if get("finite") is not None else True,
-            }
-        )
-    return rows
+def _classes(values: np.ndarray) -> list[int | None]:
+    return [v if v >= 0 else None for v in values.astype(np.int64).tolist()]
+
+
+def sample_rows(job_id: uuid.UUID, output_name: str, table: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Rows of the per-sample divergence table of one output (NaN and class -1 become NULL)."""
+    columns: dict[str, list[Any]] = {
+        "kl": _floats(table["kl"]),
+        "cosine": _floats(table["cosine"]),
+        "mse": _floats(table["mse"]),
+        "sqnr_db": _floats(table["sqnr_db"]),
+        "golden_class": _classes(table["golden_class"]),
+        "compressed_class": _classes(table["compressed_class"]),
+        "label": _classes(table["label"]),
+        "top1_match": table["top1_match"].astype(bool).tolist(),
+        "flagged": table["flagged"].astype(bool).tolist(),
+        "finite": table["finite"].astype(bool).tolist(),
+    }
+    n = len(columns["kl"])
+    return [
+        {"job_id": job_id, "output_name": output_name, "sample_index": i}
+        | {k: v[i] for k, v in columns.items()}
+        for i in range(n)
+    ]

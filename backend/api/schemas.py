@@ -118,6 +118,7 @@ class SampleDivergenceOut(ORMModel):
     kl: float | None = Field(description="KL(P‖Q) in nats, golden P to compressed Q; lower is better.")
     cosine: float | None
     mse: float | None
+    sqnr_db: float | None = Field(description="Per-sample SQNR in dB; None when the error is exactly 0.")
     top1_match: bool | None
     golden_class: int | None
     compressed_class: int | None

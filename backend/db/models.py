@@ -173,6 +173,7 @@ class SampleDivergence(Base):
     kl: Mapped[float | None] = mapped_column(Float)
     cosine: Mapped[float | None] = mapped_column(Float)
     mse: Mapped[float | None] = mapped_column(Float)
+    sqnr_db: Mapped[float | None] = mapped_column(Float)
     top1_match: Mapped[bool | None] = mapped_column(Boolean)
     golden_class: Mapped[int | None] = mapped_column(Integer)
     compressed_class: Mapped[int | None] = mapped_column(Integer)

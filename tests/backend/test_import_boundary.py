@@ -37,5 +37,7 @@ def test_api_app_does_not_import_model_runtimes(tmp_path: object) -> None:
 def test_the_check_would_notice_a_heavy_import() -> None:
     """Guard against a vacuous test: importing the worker side does pull in torch."""
     code = "import sys, worker.engine.loaders, torch; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.stdout.strip() == "True", out.stderr

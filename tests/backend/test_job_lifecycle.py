@@ -50,9 +50,7 @@ def test_finish_by_a_stale_claim_is_ignored(session: Session) -> None:
     job = _job(session)
     stale = lc.claim(session, job.id, "w1")
     assert stale is not None
-    session.execute(
-        update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow() - timedelta(minutes=10))
-    )
+    session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow() - timedelta(minutes=10)))
     session.commit()
     outcome = lc.reap_lost_jobs(session, heartbeat_timeout_s=60, max_attempts=2)
     assert outcome.requeued == [(job.id, "fidelity")]

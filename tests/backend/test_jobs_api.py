@@ -20,16 +20,23 @@ def fidelity_inputs(client: TestClient, project: dict[str, Any]) -> dict[str, st
     golden = client.post(f"/api/v1/projects/{pid}/models", files={"file": ("g.onnx", onnx)}).json()
     compressed = client.post(f"/api/v1/projects/{pid}/models", files={"file": ("c.onnx", onnx)}).json()
     dataset = client.post(
-        f"/api/v1/projects/{pid}/datasets", files={"file": ("d.npz", files.npz_bytes(input=__import__("numpy").zeros((4, 4), "float32")))}
+        f"/api/v1/projects/{pid}/datasets",
+        files={"file": ("d.npz", files.npz_bytes(input=__import__("numpy").zeros((4, 4), "float32")))},
     ).json()
-    return {"golden_model_id": golden["id"], "compressed_model_id": compressed["id"], "dataset_id": dataset["id"]}
+    return {
+        "golden_model_id": golden["id"],
+        "compressed_model_id": compressed["id"],
+        "dataset_id": dataset["id"],
+    }
 
 
 def _create(client: TestClient, project_id: str, params: dict[str, Any], kind: str = "fidelity") -> Any:
     return client.post("/api/v1/jobs", json={"project_id": project_id, "kind": kind, "params": params})
 
 
-def test_create_get_list_cancel_delete(client: TestClient, project: dict[str, Any], fidelity_inputs: dict[str, str]) -> None:
+def test_create_get_list_cancel_delete(
+    client: TestClient, project: dict[str, Any], fidelity_inputs: dict[str, str]
+) -> None:
     created = _create(client, project["id"], fidelity_inputs | {"top_k": 3})
     assert created.status_code == 201, created.text
     job = created.json()
@@ -37,7 +44,9 @@ def test_create_get_list_cancel_delete(client: TestClient, project: dict[str, An
     assert job["params"]["top_k"] == 3 and job["params"]["batch_size"] == 64  # defaults filled in
 
     assert client.get(f"/api/v1/jobs/{job['id']}").json()["id"] == job["id"]
-    listed = client.get("/api/v1/jobs", params={"project_id": project["id"], "kind": "fidelity", "status": "queued"}).json()
+    listed = client.get(
+        "/api/v1/jobs", params={"project_id": project["id"], "kind": "fidelity", "status": "queued"}
+    ).json()
     assert [j["id"] for j in listed["items"]] == [job["id"]] and listed["total"] == 1
     assert client.get("/api/v1/jobs", params={"status": "running"}).json()["total"] == 0
 
@@ -69,7 +78,11 @@ def test_results_of_an_unfinished_job_are_a_conflict(
     ],
 )
 def test_bad_parameters_name_the_field(
-    client: TestClient, project: dict[str, Any], fidelity_inputs: dict[str, str], change: dict[str, Any], message: str
+    client: TestClient,
+    project: dict[str, Any],
+    fidelity_inputs: dict[str, str],
+    change: dict[str, Any],
+    message: str,
 ) -> None:
     response = _create(client, project["id"], fidelity_inputs | change)
     assert response.status_code == 422 and message in response.json()["detail"]
@@ -80,7 +93,9 @@ def test_unknown_kind_lists_the_available_ones(client: TestClient, project: dict
     assert response.status_code == 422 and "available kinds: fidelity" in response.json()["detail"]
 
 
-def test_unknown_ids_are_404(client: TestClient, project: dict[str, Any], fidelity_inputs: dict[str, str]) -> None:
+def test_unknown_ids_are_404(
+    client: TestClient, project: dict[str, Any], fidelity_inputs: dict[str, str]
+) -> None:
     assert _create(client, MISSING, fidelity_inputs).status_code == 404
     response = _create(client, project["id"], fidelity_inputs | {"dataset_id": MISSING})
     assert response.status_code == 404 and "no dataset" in response.json()["detail"]
@@ -107,4 +122,6 @@ def test_duplicate_project_name_is_a_conflict(client: TestClient, project: dict[
 def test_job_kinds_publish_their_parameter_schema(client: TestClient) -> None:
     kinds = client.get("/api/v1/job-kinds").json()
     fidelity = next(k for k in kinds if k["kind"] == "fidelity")
-    assert {"golden_model_id", "compressed_model_id", "dataset_id", "top_k"} <= set(fidelity["params_schema"]["properties"])
+    assert {"golden_model_id", "compressed_model_id", "dataset_id", "top_k"} <= set(
+        fidelity["params_schema"]["properties"]
+    )

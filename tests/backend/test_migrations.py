@@ -58,7 +58,6 @@ def test_drift_is_detected(tmp_path: Path) -> None:
 
 def test_downgrade_to_base_and_back(tmp_path: Path) -> None:
     from alembic import command
-
     from backend.db.migrations import alembic_config
 
     url = f"sqlite:///{tmp_path / 'kb.db'}"

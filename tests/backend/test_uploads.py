@@ -23,11 +23,18 @@ def _stored_files(settings: Settings) -> list[Path]:
 
 def _counts(settings: Settings) -> dict[str, int]:
     with session_factory(settings.resolved_database_url)() as s:
-        return {t.__name__: s.execute(select(func.count()).select_from(t)).scalar_one() for t in (Artifact, Model, Dataset, Job)}
+        return {
+            t.__name__: s.execute(select(func.count()).select_from(t)).scalar_one()
+            for t in (Artifact, Model, Dataset, Job)
+        }
 
 
-def _upload_model(client: TestClient, project: dict[str, Any], filename: str, data: bytes, **form: str) -> Any:
-    return client.post(f"/api/v1/projects/{project['id']}/models", files={"file": (filename, data)}, data=form)
+def _upload_model(
+    client: TestClient, project: dict[str, Any], filename: str, data: bytes, **form: str
+) -> Any:
+    return client.post(
+        f"/api/v1/projects/{project['id']}/models", files={"file": (filename, data)}, data=form
+    )
 
 
 def test_model_upload_is_stored_once_and_queues_an_inspection(
@@ -58,7 +65,9 @@ BAD_MODELS = [
 ]
 
 
-@pytest.mark.parametrize(("filename", "data", "message"), BAD_MODELS, ids=[b[0] + "-" + b[2][:12] for b in BAD_MODELS])
+@pytest.mark.parametrize(
+    ("filename", "data", "message"), BAD_MODELS, ids=[b[0] + "-" + b[2][:12] for b in BAD_MODELS]
+)
 def test_bad_model_files_are_refused_and_leave_nothing(
     client: TestClient, project: dict[str, Any], settings: Settings, filename: str, data: bytes, message: str
 ) -> None:
@@ -83,7 +92,9 @@ def test_pickle_refusal_says_how_to_export(client: TestClient, project: dict[str
     assert "torch.export.save" in detail and "torch.jit.save" in detail and "torch.onnx.export" in detail
 
 
-def test_upload_over_the_limit_is_refused(client: TestClient, project: dict[str, Any], settings: Settings) -> None:
+def test_upload_over_the_limit_is_refused(
+    client: TestClient, project: dict[str, Any], settings: Settings
+) -> None:
     big = b"\0" * (settings.max_upload_bytes + 1024 * 1024)
     response = _upload_model(client, project, "huge.onnx", big)
     assert response.status_code == 413
@@ -91,7 +102,9 @@ def test_upload_over_the_limit_is_refused(client: TestClient, project: dict[str,
     assert _stored_files(settings) == [] and _counts(settings)["Model"] == 0
 
 
-def test_declared_size_over_the_limit_is_refused_before_reading(client: TestClient, project: dict[str, Any]) -> None:
+def test_declared_size_over_the_limit_is_refused_before_reading(
+    client: TestClient, project: dict[str, Any]
+) -> None:
     response = client.post(
         f"/api/v1/projects/{project['id']}/models",
         content=b"x" * 10,
@@ -100,14 +113,20 @@ def test_declared_size_over_the_limit_is_refused_before_reading(client: TestClie
     assert response.status_code == 413
 
 
-def test_dataset_upload_reports_samples_shapes_and_labels(client: TestClient, project: dict[str, Any]) -> None:
+def test_dataset_upload_reports_samples_shapes_and_labels(
+    client: TestClient, project: dict[str, Any]
+) -> None:
     response = client.post(
-        f"/api/v1/projects/{project['id']}/datasets", files={"file": ("digits.npz", files.digits_like_npz(12))}
+        f"/api/v1/projects/{project['id']}/datasets",
+        files={"file": ("digits.npz", files.digits_like_npz(12))},
     )
     assert response.status_code == 201, response.text
     body = response.json()
     assert body["n_samples"] == 12 and body["has_labels"] is True
-    assert body["arrays"] == {"input": {"shape": [12, 1, 8, 8], "dtype": "float32"}, "labels": {"shape": [12], "dtype": "int64"}}
+    assert body["arrays"] == {
+        "input": {"shape": [12, 1, 8, 8], "dtype": "float32"},
+        "labels": {"shape": [12], "dtype": "int64"},
+    }
     listed = client.get(f"/api/v1/projects/{project['id']}/datasets").json()
     assert [d["id"] for d in listed] == [body["id"]]
 
@@ -116,7 +135,9 @@ BAD_DATASETS = [
     ("empty.npz", b"", "empty (0 bytes)"),
     (
         "unequal.npz",
-        files.npz_bytes(input=__import__("numpy").zeros((5, 3), "float32"), labels=__import__("numpy").arange(4)),
+        files.npz_bytes(
+            input=__import__("numpy").zeros((5, 3), "float32"), labels=__import__("numpy").arange(4)
+        ),
         "unequal lengths (input: 5, labels: 4)",
     ),
     ("text.npz", b"just text", "not a .npz file"),
@@ -128,7 +149,9 @@ BAD_DATASETS = [
     ),
     (
         "floatlabels.npz",
-        files.npz_bytes(input=__import__("numpy").zeros((3, 2), "float32"), labels=__import__("numpy").zeros(3)),
+        files.npz_bytes(
+            input=__import__("numpy").zeros((3, 2), "float32"), labels=__import__("numpy").zeros(3)
+        ),
         "'labels' must be a 1-D integer array",
     ),
 ]
@@ -147,12 +170,16 @@ def test_bad_datasets_are_refused_and_leave_nothing(
 
 def test_unknown_project_is_404_and_stores_nothing(client: TestClient, settings: Settings) -> None:
     missing = "00000000-0000-0000-0000-000000000000"
-    response = client.post(f"/api/v1/projects/{missing}/models", files={"file": ("m.onnx", files.minimal_onnx_bytes())})
+    response = client.post(
+        f"/api/v1/projects/{missing}/models", files={"file": ("m.onnx", files.minimal_onnx_bytes())}
+    )
     assert response.status_code == 404 and "no project" in response.json()["detail"]
     assert _stored_files(settings) == []
 
 
-def test_deleting_the_last_reference_removes_the_file(client: TestClient, project: dict[str, Any], settings: Settings) -> None:
+def test_deleting_the_last_reference_removes_the_file(
+    client: TestClient, project: dict[str, Any], settings: Settings
+) -> None:
     data = files.minimal_onnx_bytes()
     a = _upload_model(client, project, "a.onnx", data).json()
     b = _upload_model(client, project, "b.onnx", data).json()
@@ -170,7 +197,9 @@ def test_onnx_zip_with_external_data_is_accepted(client: TestClient, project: di
     assert response.json()["format"] == "onnx_zip"
 
 
-def test_onnx_zip_with_path_traversal_is_refused(client: TestClient, project: dict[str, Any], settings: Settings) -> None:
+def test_onnx_zip_with_path_traversal_is_refused(
+    client: TestClient, project: dict[str, Any], settings: Settings
+) -> None:
     data = files.zip_bytes({"model.onnx": files.minimal_onnx_bytes(), "../evil.bin": b"x"})
     response = _upload_model(client, project, "model.zip", data)
     assert response.status_code == 422 and "outside the archive" in response.json()["detail"]

@@ -29,7 +29,6 @@ def zip_bytes(members: dict[str, bytes]) -> bytes:
 
 def minimal_onnx_bytes() -> bytes:
     """A tiny valid ONNX model (Identity), built with the onnx package."""
-    import onnx
     from onnx import TensorProto, helper
 
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 4])
@@ -47,4 +46,6 @@ def pickle_bytes() -> bytes:
 
 def torch_save_like_zip() -> bytes:
     """The layout torch.save() writes for a module or state_dict: a zip around data.pkl."""
-    return zip_bytes({"m/data.pkl": pickle_bytes(), "m/byteorder": b"little", "m/version": b"3", "m/data/0": b"\0" * 16})
+    return zip_bytes(
+        {"m/data.pkl": pickle_bytes(), "m/byteorder": b"little", "m/version": b"3", "m/data/0": b"\0" * 16}
+    )

@@ -10,7 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -82,10 +82,8 @@ class Process:
             time.sleep(0.2)
 
     def kill_group(self, sig: int = signal.SIGKILL) -> None:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(self.popen.pid, sig)
-        except ProcessLookupError:
-            pass
         self.popen.wait(timeout=30)
 
     def stop(self) -> None:

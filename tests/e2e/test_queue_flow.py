@@ -1,0 +1,108 @@
+"""Upload a model and a dataset over HTTP, let a real Celery worker on Redis inspect them and run a
+fidelity job, and check the stored numbers against an independent computation (ONNX Runtime + scipy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from scipy.special import log_softmax
+from scipy.stats import entropy
+
+from tests.e2e.conftest import Stack
+
+pytestmark = pytest.mark.e2e
+
+
+def _ort_logits(path: object, x: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return np.asarray(session.run(None, {session.get_inputs()[0].name: x})[0], dtype=np.float64)
+
+
+def test_upload_inspect_and_compare_through_the_queue(make_stack: Any, demo_files: Any) -> None:
+    stack: Stack = make_stack()
+    stack.add_worker("w1")
+    c = stack.client
+    project = c.create_project("e2e")
+    golden = c.upload_model(project["id"], demo_files.golden_onnx, name="golden")
+    compressed = c.upload_model(project["id"], demo_files.int8_onnx, name="int8")
+    dataset = c.upload_dataset(project["id"], demo_files.test_npz)
+
+    inspected = c.wait_model(golden["id"], timeout=120)
+    assert inspected["status"] == "ready", inspected["error"]
+    reference = onnx.load(str(demo_files.golden_onnx))
+    weights = [
+        t for t in reference.graph.initializer if t.data_type == onnx.TensorProto.FLOAT
+    ]  # not shape constants
+    n_params = sum(int(np.prod(t.dims)) for t in weights)
+    assert inspected["inspection"]["total_params"] == n_params
+    assert [i["name"] for i in inspected["inspection"]["inputs"]] == [i.name for i in reference.graph.input]
+    assert inspected["inspection"]["macs"] > 0
+    assert c.wait_model(compressed["id"], timeout=120)["status"] == "ready"
+
+    job = c.create_job(
+        project["id"],
+        "fidelity",
+        {
+            "golden_model_id": golden["id"],
+            "compressed_model_id": compressed["id"],
+            "dataset_id": dataset["id"],
+        },
+    )
+    done = c.wait_job(job["id"], timeout=300)
+    assert done["status"] == "succeeded", done["error"]
+    assert done["progress"] == 1.0 and done["attempts"] == 1 and done["worker_id"]
+
+    # The same numbers, computed independently from the files.
+    data = np.load(demo_files.test_npz)
+    x, labels = data["input"], data["labels"]
+    p_logits, q_logits = _ort_logits(demo_files.golden_onnx, x), _ort_logits(demo_files.int8_onnx, x)
+    kl = entropy(np.exp(log_softmax(p_logits, axis=1)), np.exp(log_softmax(q_logits, axis=1)), axis=1)
+    agreement = float(np.mean(p_logits.argmax(1) == q_logits.argmax(1)))
+
+    report = c.fidelity(job["id"])
+    summary = report["summary"]
+    assert summary["n_samples"] == len(x)
+    metrics = summary["outputs"][summary["primary_output"]]
+    assert metrics["kl_mean_nats"] == pytest.approx(kl.mean(), rel=1e-3, abs=1e-6)
+    assert metrics["top1_match"] == pytest.approx(agreement)
+    assert metrics["labels"]["golden_top1_accuracy"] == pytest.approx(
+        float(np.mean(p_logits.argmax(1) == labels))
+    )
+
+    worst = c.http.get(
+        f"/jobs/{job['id']}/fidelity/samples", params={"sort": "kl", "order": "desc", "limit": 5}
+    ).json()
+    assert worst["total"] == len(x)
+    assert [row["sample_index"] for row in worst["items"]] == list(np.argsort(-kl, kind="stable")[:5])
+    flipped = c.http.get(
+        f"/jobs/{job['id']}/fidelity/samples", params={"flipped": True, "limit": 1000}
+    ).json()
+    assert flipped["total"] == int(np.sum(p_logits.argmax(1) != q_logits.argmax(1)))
+
+
+def test_a_model_that_fails_to_load_is_marked_invalid_with_the_loaders_message(
+    make_stack: Any, tmp_path: Any
+) -> None:
+    """It passes the API's structural check but ONNX Runtime refuses it: the worker says why."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("NoSuchOperator", ["input"], ["output"])], "bad", [x], [y])
+    path = tmp_path / "bad_op.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+    stack: Stack = make_stack()
+    stack.add_worker("w1")
+    project = stack.client.create_project("invalid")
+    model = stack.client.wait_model(stack.client.upload_model(project["id"], path)["id"], timeout=120)
+    assert model["status"] == "invalid"
+    assert "NoSuchOperator" in model["error"]
+    jobs = stack.client.http.get("/jobs", params={"project_id": project["id"], "kind": "inspect"}).json()[
+        "items"
+    ]
+    assert jobs[0]["status"] == "failed" and "NoSuchOperator" in jobs[0]["error"]

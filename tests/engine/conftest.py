@@ -1,0 +1,84 @@
+"""Real models for the engine tests: the digits CNN trained once per session and its exports."""
+
+from __future__ import annotations
+
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from worker.engine.demo_models import (
+    DemoBundle,
+    DigitsSplit,
+    export_onnx,
+    export_torch_program,
+    export_torchscript,
+    load_digits_split,
+    train_digits_cnn,
+    write_demo_bundle,
+)
+
+
+@dataclass(frozen=True)
+class TimedBundle:
+    bundle: DemoBundle
+    seconds: float
+
+
+@pytest.fixture(scope="session")
+def digits_split() -> DigitsSplit:
+    return load_digits_split(seed=0)
+
+
+@pytest.fixture(scope="session")
+def digits_cnn(digits_split: DigitsSplit) -> torch.nn.Module:
+    return train_digits_cnn(digits_split, seed=0)
+
+
+@pytest.fixture(scope="session")
+def digits_bundle_timed(tmp_path_factory: pytest.TempPathFactory) -> TimedBundle:
+    started = time.perf_counter()
+    bundle = write_demo_bundle(tmp_path_factory.mktemp("demo_bundle"))
+    return TimedBundle(bundle, time.perf_counter() - started)
+
+
+@pytest.fixture(scope="session")
+def digits_bundle(digits_bundle_timed: TimedBundle) -> DemoBundle:
+    return digits_bundle_timed.bundle
+
+
+def zip_folder(folder: Path, archive: Path) -> Path:
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in sorted(folder.rglob("*")):
+            zf.write(file, file.relative_to(folder).as_posix())
+    return archive
+
+
+@pytest.fixture(scope="session")
+def cnn_files(
+    digits_cnn: DigitsCNN, digits_split: DigitsSplit, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """The trained CNN in every format: onnx, onnx_zip (weights as external data), torch_export, torchscript."""
+    folder = tmp_path_factory.mktemp("cnn_exports")
+    sample = digits_split.x_test[:2]
+    external = folder / "external"
+    external.mkdir()
+    export_onnx(digits_cnn, sample, external / "model.onnx", external_data=True)
+    assert len(list(external.iterdir())) > 1, "the exporter wrote no external data file"
+    return {
+        "onnx": export_onnx(digits_cnn, sample, folder / "cnn.onnx"),
+        "onnx_zip": zip_folder(external, folder / "cnn_onnx.zip"),
+        "torch_export": export_torch_program(digits_cnn, sample, folder / "cnn.pt2"),
+        "torchscript": export_torchscript(digits_cnn, sample, folder / "cnn.pt"),
+    }
+
+
+@pytest.fixture(scope="session")
+def cnn_reference(digits_cnn: DigitsCNN, digits_split: DigitsSplit) -> np.ndarray:
+    """The torch model's own logits on the test split: the reference every export must reproduce."""
+    with torch.inference_mode():
+        return digits_cnn(torch.from_numpy(digits_split.x_test)).numpy()

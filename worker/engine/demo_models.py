@@ -1,0 +1,337 @@
+"""Small real models trained in seconds on scikit-learn's bundled digits data set.
+
+They seed the demo project and give the engine's tests real (not mocked) golden / compressed pairs:
+a float CNN exported to ONNX, its int8 QDQ quantization, and the same CNN as a torch.export program
+and a TorchScript archive. Everything here runs offline: the digits data ship inside scikit-learn.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from worker.engine.loaders import TORCHSCRIPT_SPEC_FILE
+
+logger = logging.getLogger(__name__)
+
+DIGITS_CLASSES = 10
+DIGITS_IMAGE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class DigitsSplit:
+    """The digits data split once: images (N, 1, 8, 8) float32 in [0, 1], labels int64."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+@dataclass(frozen=True)
+class DemoBundle:
+    """Files written by `write_demo_bundle`."""
+
+    golden_onnx: Path
+    int8_onnx: Path
+    test_npz: Path
+    test_accuracy: float
+    """Top-1 accuracy of the float CNN on the test split, measured before export."""
+
+
+def load_digits_split(seed: int = 0, test_fraction: float = 0.2) -> DigitsSplit:
+    """Load sklearn's digits, scale pixels (0..16) to [0, 1], split stratified by label."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    images = (digits.images / 16.0).astype(np.float32)[:, None, :, :]
+    labels = digits.target.astype(np.int64)
+    x_train, x_test, y_train, y_test = train_test_split(
+        images, labels, test_size=test_fraction, stratify=labels, random_state=seed
+    )
+    return DigitsSplit(x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+
+
+class DigitsCNN(nn.Module):
+    """Two 3x3 convolutions (the second one strided) and a linear classifier: about 5k parameters."""
+
+    def __init__(self, channels: tuple[int, int] = (8, 16)) -> None:
+        super().__init__()
+        c1, c2 = channels
+        self.conv1 = nn.Conv2d(1, c1, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv2d(c1, c2, kernel_size=3, stride=2, padding=1)
+        self.relu = nn.ReLU()
+        self.fc = nn.Linear(c2 * 4 * 4, DIGITS_CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.relu(self.conv1(x))
+        x = self.relu(self.conv2(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+class DigitsLSTM(nn.Module):
+    """Reads the 8 image rows as a sequence of 8 features; classifies from the last hidden state."""
+
+    def __init__(self, hidden: int = 48) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(input_size=DIGITS_IMAGE_SIZE, hidden_size=hidden, batch_first=True)
+        self.fc = nn.Linear(hidden, DIGITS_CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(x.shape[0], DIGITS_IMAGE_SIZE, DIGITS_IMAGE_SIZE)
+        _, (h_n, _) = self.lstm(rows)
+        return self.fc(h_n[-1])
+
+
+def accuracy(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
+    """Top-1 accuracy of `model` on numpy images `x` and labels `y`."""
+    with torch.inference_mode():
+        predicted = model(torch.from_numpy(x)).argmax(dim=1).numpy()
+    return float((predicted == y).mean())
+
+
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+def _fit(
+    model: ModuleT, split: DigitsSplit, *, seed: int, epochs: int, lr: float, batch_size: int = 64
+) -> ModuleT:
+    """Plain Adam + cross-entropy loop; shuffling uses a generator seeded with `seed`."""
+    x = torch.from_numpy(split.x_train)
+    y = torch.from_numpy(split.y_train)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(x), generator=generator)
+        for start in range(0, len(x), batch_size):
+            batch = order[start : start + batch_size]
+            loss = nn.functional.cross_entropy(model(x[batch]), y[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    model.eval()
+    return model
+
+
+@contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    """Seed torch's global RNG for weight init without disturbing the caller's RNG state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def train_digits_cnn(split: DigitsSplit, seed: int = 0, epochs: int = 12) -> DigitsCNN:
+    """Train `DigitsCNN` (about half a second on 2 cores); returns it in eval mode."""
+    with _seeded(seed):
+        model = DigitsCNN()
+        return _fit(model, split, seed=seed, epochs=epochs, lr=1e-2)
+
+
+def train_digits_lstm(split: DigitsSplit, seed: int = 0, epochs: int = 25) -> DigitsLSTM:
+    """Train `DigitsLSTM` (a few seconds on 2 cores); returns it in eval mode."""
+    with _seeded(seed):
+        model = DigitsLSTM()
+        return _fit(model, split, seed=seed, epochs=epochs, lr=1e-2)
+
+
+def _batch_dim() -> Any:
+    return torch.export.Dim("batch")
+
+
+@contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """The exporters warn about optional packages (torchvision) and deprecations; none concern us."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exporter_logger = logging.getLogger("torch.onnx")
+        previous = exporter_logger.level
+        exporter_logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            exporter_logger.setLevel(previous)
+
+
+def export_onnx(
+    model: nn.Module,
+    sample: np.ndarray,
+    path: Path,
+    input_name: str = "input",
+    output_name: str = "logits",
+    *,
+    external_data: bool = False,
+) -> Path:
+    """Export to ONNX with a dynamic batch dimension named "batch".
+
+    Uses the dynamo exporter; falls back to the TorchScript-based exporter if it fails. With
+    `external_data=True` the weights go to a side file next to `path` (what an `onnx_zip` bundles).
+    """
+    path = Path(path)
+    args = (torch.from_numpy(sample),)
+    with _quiet_exporter():
+        try:
+            torch.onnx.export(
+                model,
+                args,
+                str(path),
+                input_names=[input_name],
+                output_names=[output_name],
+                dynamo=True,
+                dynamic_shapes=({0: _batch_dim()},),
+                external_data=external_data,
+                verbose=False,
+            )
+        except Exception as exc:  # the dynamo exporter's failures have no common base class
+            logger.warning("dynamo ONNX export failed (%s); using the legacy exporter", exc)
+            torch.onnx.export(
+                model,
+                args,
+                str(path),
+                input_names=[input_name],
+                output_names=[output_name],
+                dynamo=False,
+                dynamic_axes={input_name: {0: "batch"}, output_name: {0: "batch"}},
+            )
+    return path
+
+
+def export_torch_program(model: nn.Module, sample: np.ndarray, path: Path) -> Path:
+    """Save a `torch.export` program (.pt2) with a dynamic batch dimension."""
+    path = Path(path)
+    with _quiet_exporter():  # e.g. nn.LSTM's flat-weights warning, which concerns torch's own code
+        program = torch.export.export(model, (torch.from_numpy(sample),), dynamic_shapes=({0: _batch_dim()},))
+    torch.export.save(program, str(path))
+    return path
+
+
+def export_torchscript(
+    model: nn.Module,
+    sample: np.ndarray,
+    path: Path,
+    input_name: str = "input",
+    output_name: str = "output",
+) -> Path:
+    """Trace to TorchScript (.pt) and store the I/O specs as an extra file (batch dim = "batch").
+
+    TorchScript keeps neither shapes nor dtypes of the inputs, so without that extra file a loader
+    could only report them as unknown.
+    """
+    path = Path(path)
+    example = torch.from_numpy(sample)
+    with torch.no_grad():
+        scripted = torch.jit.trace(model, (example,))
+        output = model(example)
+    specs = {
+        "inputs": [_io_spec(input_name, example)],
+        "outputs": [_io_spec(output_name, output)],
+    }
+    torch.jit.save(scripted, str(path), _extra_files={TORCHSCRIPT_SPEC_FILE: json.dumps(specs)})
+    return path
+
+
+def _io_spec(name: str, tensor: torch.Tensor) -> dict[str, Any]:
+    shape: list[int | str] = ["batch", *tensor.shape[1:]]
+    return {"name": name, "shape": shape, "dtype": str(tensor.dtype).removeprefix("torch.")}
+
+
+class _ArrayCalibrationReader:
+    """Feeds calibration samples to onnxruntime's calibrator in batches (a CalibrationDataReader)."""
+
+    def __init__(self, samples: np.ndarray, input_name: str, batch_size: int = 64) -> None:
+        self._batches = iter(
+            [
+                {input_name: np.ascontiguousarray(samples[i : i + batch_size])}
+                for i in range(0, len(samples), batch_size)
+            ]
+        )
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._batches, None)
+
+
+def _calibration_reader(samples: np.ndarray, input_name: str) -> Any:
+    """Wrap `_ArrayCalibrationReader` in onnxruntime's abstract base class (imported lazily)."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(_ArrayCalibrationReader, CalibrationDataReader):
+        pass
+
+    return Reader(samples, input_name)
+
+
+def _pre_process(src: Path, dst: Path) -> Path:
+    """Run onnxruntime's quantization pre-processing (shape inference + optimisation) if it works."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    try:
+        quant_pre_process(str(src), str(dst))
+    except Exception as exc:  # pre-processing is an optimisation; quantizing without it still works
+        logger.warning("quant_pre_process failed (%s); quantizing the model as is", exc)
+        return src
+    return dst
+
+
+def quantize_onnx_int8(
+    src: Path,
+    dst: Path,
+    calibration: np.ndarray,
+    input_name: str = "input",
+    activation_type: Literal["uint8", "int8"] = "uint8",
+) -> Path:
+    """Static int8 quantization in QDQ format: per-channel int8 weights, MinMax-calibrated activations."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    activations = QuantType.QUInt8 if activation_type == "uint8" else QuantType.QInt8
+    dst = Path(dst)
+    with tempfile.TemporaryDirectory() as tmp:
+        prepared = _pre_process(Path(src), Path(tmp) / "prepared.onnx")
+        quantize_static(
+            str(prepared),
+            str(dst),
+            _calibration_reader(calibration, input_name),
+            quant_format=QuantFormat.QDQ,
+            per_channel=True,
+            activation_type=activations,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+        )
+    return dst
+
+
+def write_demo_bundle(out_dir: Path, seed: int = 0) -> DemoBundle:
+    """Train the digits CNN and write the demo project's files into `out_dir`.
+
+    digits_cnn.onnx (golden, float32), digits_cnn_int8.onnx (compressed, QDQ int8, calibrated on
+    training images) and digits_test.npz (`input` float32 (N, 1, 8, 8), `labels` int64).
+    """
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    split = load_digits_split(seed)
+    model = train_digits_cnn(split, seed=seed)
+    golden = export_onnx(model, split.x_test[:2], out_dir / "digits_cnn.onnx")
+    int8 = quantize_onnx_int8(golden, out_dir / "digits_cnn_int8.onnx", split.x_train[:512])
+    test_npz = out_dir / "digits_test.npz"
+    np.savez(test_npz, input=split.x_test, labels=split.y_test)
+    logger.info("demo bundle written to %s in %.1f s", out_dir, time.perf_counter() - started)
+    return DemoBundle(
+        golden_onnx=golden,
+        int8_onnx=int8,
+        test_npz=test_npz,
+        test_accuracy=accuracy(model, split.x_test, split.y_test),
+    )
