@@ -56,7 +56,11 @@ class Settings(BaseSettings):
         description="Deliveries of a job before a lost worker makes it fail instead of retrying.",
     )
     task_time_limit_s: int = Field(default=6 * 3600, gt=0, description="Hard limit for one task on a worker.")
-    worker_concurrency: int = Field(default=1, ge=1, description="Processes per worker in the embedded mode.")
+    worker_concurrency: int = Field(
+        default=1,
+        ge=1,
+        description="Pool processes of a worker started by `kneeboard up` or `kneeboard worker`.",
+    )
     host: str = Field(default="127.0.0.1", description="Address the API binds to.")
     port: int = Field(default=8000, description="Port the API binds to.")
     seed_demo: bool = Field(default=True, description="`kneeboard up` seeds the demo project on first start.")

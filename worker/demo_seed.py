@@ -2,6 +2,7 @@
 and a fidelity job comparing them. Idempotent: does nothing when the project exists.
 
     python -m worker.demo_seed --api http://127.0.0.1:8000
+    python -m worker.demo_seed --write-files demo-files   # only write the files, e.g. for the README's examples
 """
 
 from __future__ import annotations
@@ -54,8 +55,18 @@ def seed(api_url: str) -> str | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--api", default="http://127.0.0.1:8000")
+    parser.add_argument("--write-files", type=Path, help="write the demo files into this folder and exit")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.write_files:
+        from worker.engine.demo_models import write_demo_bundle
+
+        logging.getLogger().setLevel(logging.WARNING)  # the exporters are chatty
+        bundle = write_demo_bundle(args.write_files)
+        for path in (bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz):
+            print(path)
+        return
     seed(args.api)
 
 

@@ -13,6 +13,7 @@ import torch
 
 from worker.engine.demo_models import (
     DemoBundle,
+    DigitsCNN,
     DigitsSplit,
     export_onnx,
     export_torch_program,

@@ -11,6 +11,7 @@ import torch
 
 from worker.engine.demo_models import (
     DemoBundle,
+    DigitsCNN,
     DigitsSplit,
     accuracy,
     load_digits_split,

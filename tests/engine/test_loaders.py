@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from worker.engine.demo_models import DigitsSplit
+from worker.engine.demo_models import DigitsCNN, DigitsSplit
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.loaders import OnnxRunner, load_model
 from worker.engine.types import ModelFormat, Runner
@@ -59,9 +59,7 @@ def test_onnx_specs_are_the_declared_ones(cnn_files: dict[str, Path]) -> None:
     assert [(s.name, s.shape, s.dtype) for s in runner.outputs] == [("logits", ("batch", 10), "float32")]
 
 
-def test_torch_export_specs_come_from_the_graph(
-    cnn_files: dict[str, Path], digits_cnn: DigitsCNN
-) -> None:
+def test_torch_export_specs_come_from_the_graph(cnn_files: dict[str, Path], digits_cnn: DigitsCNN) -> None:
     runner = load_model(cnn_files["torch_export"], "torch_export")
     (spec,) = runner.inputs
     assert spec.name == "x"  # DigitsCNN.forward's argument

@@ -645,7 +645,8 @@ def _own_flops(per_module: Mapping[str, int], key: str) -> int:
 
 def _load_torch(path: Path, fmt: ModelFormat) -> TorchRunner:
     runner = load_model(path, fmt)
-    assert isinstance(runner, TorchRunner)
+    if not isinstance(runner, TorchRunner):  # load_model's torch formats always give a TorchRunner
+        raise EngineError(f"Internal error: {fmt} loaded as {type(runner).__name__}.")
     return runner
 
 
@@ -656,7 +657,8 @@ def _inspect_torch_export(path: Path, input_shapes: Mapping[str, Sequence[int]] 
 
     runner = _load_torch(path, "torch_export")
     program = runner.program
-    assert program is not None
+    if program is None:
+        raise EngineError(f"Internal error: {path.name} loaded without its exported program.")
     modules = _export_modules(program)
     total_params = sum(modules.own_params.values())
     notes: list[str] = []

@@ -1,0 +1,92 @@
+"""The embedded default: `kneeboard up` with no Postgres and no Redis (SQLite + filesystem broker), a real
+Celery worker process, the demo project seeded; and the README's curl examples run against it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from backend.client import KneeboardClient
+from tests.support.services import REPO_ROOT, Process, free_port
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Process]]:
+    tmp = tmp_path_factory.mktemp("embedded")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
+    env |= {"KNEEBOARD_DATA_DIR": str(tmp / "data"), "KNEEBOARD_PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    proc = Process([sys.executable, "-m", "backend.cli", "up"], env, tmp / "up.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        KneeboardClient(base).wait_healthy(timeout=120)
+        yield base, tmp / "data", proc
+    finally:
+        proc.stop()
+
+
+def _wait_for_demo(client: KneeboardClient, timeout: float = 300) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        demo = [p for p in client.projects() if p["name"] == "demo"]
+        if demo:
+            jobs = client.http.get("/jobs", params={"project_id": demo[0]["id"], "kind": "fidelity"}).json()[
+                "items"
+            ]
+            if jobs and jobs[0]["status"] in ("succeeded", "failed", "cancelled"):
+                return jobs[0]  # type: ignore[no-any-return]
+        time.sleep(1)
+    raise TimeoutError("the demo project was not seeded in time")
+
+
+def test_embedded_start_seeds_a_demo_with_real_numbers(embedded: tuple[str, Path, Process]) -> None:
+    base, data_dir, proc = embedded
+    client = KneeboardClient(base)
+    job = _wait_for_demo(client)
+    assert job["status"] == "succeeded", f"{job}\n{proc.log()[-3000:]}"
+    summary = client.fidelity(str(job["id"]))["summary"]
+    metrics = summary["outputs"][summary["primary_output"]]
+    assert summary["n_samples"] == 360  # 20% of scikit-learn's 1797 digits
+    assert 0.9 <= metrics["top1_match"] <= 1.0 and metrics["kl_mean_nats"] > 0
+    assert metrics["labels"]["golden_top1_accuracy"] > 0.9
+    # Embedded means embedded: SQLite and the filesystem broker in the data dir, a worker process that ran it.
+    assert (data_dir / "kneeboard.db").is_file() and (data_dir / "broker").is_dir()
+    assert "ready." in proc.log() and "kneeboard.fidelity" in proc.log()
+    page = httpx.get(base + "/")
+    assert page.status_code == 200 and "Kneeboard" in page.text
+    assert httpx.get(base + "/assets/app.js").status_code == 200
+
+
+def _readme_api_blocks() -> str:
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("## Using the API", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(re.findall(r"```bash\n(.*?)```", section, flags=re.S))
+
+
+def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path: Path) -> None:
+    base, _data_dir, _proc = embedded
+    script = _readme_api_blocks()
+    assert "curl" in script and "/fidelity" in script
+    (tmp_path / ".venv").symlink_to(REPO_ROOT / ".venv")
+    result = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + script],
+        cwd=tmp_path,
+        env={**os.environ, "KB": base, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert '"status": "succeeded"' in result.stdout
+    assert '"kl_mean_nats"' in result.stdout and '"sample_index"' in result.stdout
+    assert "not a valid ONNX model" in result.stdout
