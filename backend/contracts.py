@@ -9,7 +9,7 @@ import uuid
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class JobKind(StrEnum):
@@ -57,3 +57,43 @@ PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {
 
 # Result keys under which workers store documents in job_results.
 RESULT_FIDELITY_SUMMARY = "fidelity.summary"
+
+
+class ImagePreprocessing(BaseModel):
+    """How a zip of images becomes the model's input array; stored with the dataset.
+
+    Each image is converted to `mode`, resized to `size` (height, width) with bilinear filtering, scaled
+    by `scale`, then normalised per channel: (x − mean) / std. Images are ordered by file name.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    size: tuple[int, int] = Field(default=(224, 224), description="(height, width) after resizing.")
+    mode: Literal["RGB", "L"] = Field(
+        default="RGB", description="RGB (3 channels) or L (grayscale, 1 channel)."
+    )
+    scale: float = Field(default=1 / 255, gt=0, description="Multiplies the 0–255 pixel values first.")
+    mean: list[float] = Field(default_factory=lambda: [0.0], description="Per channel (or one for all).")
+    std: list[float] = Field(default_factory=lambda: [1.0], description="Per channel (or one for all); > 0.")
+    layout: Literal["NCHW", "NHWC"] = "NCHW"
+    input_name: str = Field(default="input", min_length=1, description="Name of the array the images become.")
+
+    @model_validator(mode="after")
+    def _check(self) -> ImagePreprocessing:
+        if min(self.size) < 1 or max(self.size) > 4096:
+            raise ValueError("size must be two ints between 1 and 4096")
+        for name in ("mean", "std"):
+            values = getattr(self, name)
+            if len(values) not in (1, self.channels):
+                raise ValueError(f"{name} needs 1 or {self.channels} values for mode {self.mode}")
+        if any(s <= 0 for s in self.std):
+            raise ValueError("std values must be > 0")
+        return self
+
+    @property
+    def channels(self) -> int:
+        return 3 if self.mode == "RGB" else 1
+
+    def array_shape(self, n: int) -> list[int]:
+        h, w = self.size
+        return [n, self.channels, h, w] if self.layout == "NCHW" else [n, h, w, self.channels]

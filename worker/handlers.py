@@ -10,8 +10,9 @@ import numpy as np
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from backend.contracts import RESULT_FIDELITY_SUMMARY, FidelityJobParams, InspectParams
+from backend.contracts import RESULT_FIDELITY_SUMMARY, FidelityJobParams, ImagePreprocessing, InspectParams
 from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDivergence
+from backend.image_datasets import describe_image_zip
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.types import ModelFormat
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -45,6 +46,33 @@ def load_npz(path: Path) -> dict[str, np.ndarray]:
     """Every array of a .npz, never unpickling (object arrays were refused at upload)."""
     with np.load(path, allow_pickle=False) as npz:
         return {name: npz[name] for name in npz.files}
+
+
+def load_dataset(path: Path, dataset: Dataset) -> dict[str, np.ndarray]:
+    """The dataset's arrays (and "labels" when it has them), whatever its upload format."""
+    if dataset.kind == "npz":
+        return load_npz(path)
+    if dataset.kind == "image_zip":
+        from worker.engine.images import images_to_array
+
+        recipe = ImagePreprocessing.model_validate(dataset.preprocessing or {})
+        listing = describe_image_zip(str(path), path.stat().st_size, verify_images=False)
+        arrays = {
+            recipe.input_name: images_to_array(
+                path,
+                listing.images,
+                recipe.size,
+                recipe.mode,
+                recipe.scale,
+                recipe.mean,
+                recipe.std,
+                recipe.layout,
+            )
+        }
+        if listing.labels is not None:
+            arrays["labels"] = np.asarray(listing.labels, dtype=np.int64)
+        return arrays
+    raise DatasetMismatchError(f"dataset {dataset.name!r} has unknown kind {dataset.kind!r}")
 
 
 class InspectHandler:
@@ -103,7 +131,8 @@ class FidelityHandler:
                 )
             )
         dataset = _dataset_row(ctx, params.dataset_id)
-        arrays = load_npz(ctx.store.local_path(dataset.artifact_sha256))
+        ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
+        arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
         labels = arrays.pop("labels", None)
 
         def on_progress(done: int, total: int) -> None:

@@ -106,3 +106,73 @@ def test_a_model_that_fails_to_load_is_marked_invalid_with_the_loaders_message(
         "items"
     ]
     assert jobs[0]["status"] == "failed" and "NoSuchOperator" in jobs[0]["error"]
+
+
+def test_mixed_formats_and_an_image_dataset(make_stack: Any, tmp_path: Any) -> None:
+    """A torch.export golden (.pt2) against its ONNX export, on a zip of PNG digits with a labels CSV:
+    the two runtimes agree to float precision, so the divergence must be essentially zero."""
+    import io
+    import zipfile
+
+    from tests.support.images import png_bytes
+    from worker.engine.demo_models import (
+        export_onnx,
+        export_torch_program,
+        load_digits_split,
+        train_digits_cnn,
+    )
+
+    split = load_digits_split()
+    model = train_digits_cnn(split, epochs=3)
+    sample = split.x_test[:2]
+    pt2 = export_torch_program(model, sample, tmp_path / "digits.pt2")
+    onnx_path = export_onnx(model, sample, tmp_path / "digits.onnx")
+
+    images = np.clip(split.x_test[:40, 0] * 255, 0, 255).round().astype(np.uint8)  # (40, 8, 8) grayscale
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for i, image in enumerate(images):
+            zf.writestr(f"digits/{i:03d}.png", png_bytes(image))
+        zf.writestr(
+            "digits/labels.csv",
+            "filename,label\n" + "".join(f"{i:03d}.png,{y}\n" for i, y in enumerate(split.y_test[:40])),
+        )
+    (tmp_path / "digits.zip").write_bytes(buf.getvalue())
+
+    stack: Stack = make_stack()
+    stack.add_worker("w1")
+    c = stack.client
+    project = c.create_project("mixed")
+    golden = c.upload_model(project["id"], pt2)
+    compressed = c.upload_model(project["id"], onnx_path)
+    assert golden["format"] == "torch_export" and compressed["format"] == "onnx"
+    with (tmp_path / "digits.zip").open("rb") as f:
+        response = c.http.post(
+            f"/projects/{project['id']}/datasets",
+            files={"file": ("digits.zip", f)},
+            data={"preprocessing": '{"size": [8, 8], "mode": "L", "scale": 0.00392156862745098}'},
+        )
+    assert response.status_code == 201, response.text
+    dataset = response.json()
+    assert dataset["arrays"]["input"]["shape"] == [40, 1, 8, 8] and dataset["has_labels"]
+    for m in (golden, compressed):
+        ready = c.wait_model(m["id"], timeout=120)
+        assert ready["status"] == "ready", ready["error"]
+    assert c.model(golden["id"])["inspection"]["total_params"] == sum(p.numel() for p in model.parameters())
+
+    job = c.create_job(
+        project["id"],
+        "fidelity",
+        {
+            "golden_model_id": golden["id"],
+            "compressed_model_id": compressed["id"],
+            "dataset_id": dataset["id"],
+        },
+    )
+    done = c.wait_job(job["id"], timeout=300)
+    assert done["status"] == "succeeded", done["error"]
+    summary = c.fidelity(job["id"])["summary"]
+    metrics = summary["outputs"][summary["primary_output"]]
+    assert summary["n_samples"] == 40
+    assert metrics["top1_match"] == 1.0 and metrics["kl_mean_nats"] < 1e-6
+    assert metrics["labels"]["n"] == 40

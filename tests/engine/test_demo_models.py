@@ -52,12 +52,14 @@ def test_cnn_training_is_deterministic(digits_cnn: DigitsCNN, digits_split: Digi
     assert not torch.equal(other.state_dict()["fc.weight"], digits_cnn.state_dict()["fc.weight"])
 
 
-def test_training_leaves_the_global_rng_alone(digits_split: DigitsSplit) -> None:
+def test_training_leaves_global_torch_state_alone(digits_split: DigitsSplit) -> None:
+    threads = torch.get_num_threads()
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
     train_digits_cnn(digits_split, seed=0, epochs=1)
     assert torch.equal(torch.rand(3), expected)
+    assert torch.get_num_threads() == threads
 
 
 def test_lstm_accuracy(digits_split: DigitsSplit) -> None:

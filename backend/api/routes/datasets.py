@@ -5,14 +5,17 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, UploadFile, status
+from pydantic import ValidationError
 from sqlalchemy import select
 
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import DatasetOut
+from backend.contracts import ImagePreprocessing
 from backend.dataset_formats import describe_npz
 from backend.db.models import Dataset, Project
 from backend.errors import InvalidUpload
+from backend.image_datasets import describe_image_zip
 from backend.services.artifacts import persist, release, stage_upload, staging_file
 
 router = APIRouter(tags=["datasets"])
@@ -22,7 +25,8 @@ router = APIRouter(tags=["datasets"])
     "/projects/{project_id}/datasets",
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadDataset",
-    summary="Upload a dataset (.npz: arrays named after the model inputs, optional int 'labels')",
+    summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of "
+    "images with an optional labels.csv (filename,label) and a preprocessing recipe",
 )
 async def upload_dataset(
     project_id: uuid.UUID,
@@ -31,32 +35,66 @@ async def upload_dataset(
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="The .npz file.")],
     name: Annotated[str | None, Form(max_length=200)] = None,
+    preprocessing: Annotated[
+        str | None,
+        Form(
+            description="For a zip of images: JSON of the recipe (size, mode, scale, mean, std, layout, input_name)."
+        ),
+    ] = None,
 ) -> DatasetOut:
     get_or_404(session, Project, project_id)
     filename = file.filename or "dataset"
     suffix = Path(filename).suffix.lower()
-    if suffix != ".npz":
+    if suffix not in (".npz", ".zip"):
         raise InvalidUpload(
             f"unsupported dataset file {filename!r}: upload a .npz written by numpy.savez('data.npz', input=x, "
-            "labels=y) (zipped image folders are not supported yet)"
+            "labels=y), or a .zip of images with an optional labels.csv"
         )
+    recipe = _parse_recipe(preprocessing) if suffix == ".zip" else None
     with staging_file(store) as path:
         staged = await stage_upload(file, store, settings.max_upload_bytes, path)
-        description = describe_npz(staged.path)
         dataset = Dataset(
             id=uuid.uuid4(),
             project_id=project_id,
             name=name or filename,
             filename=filename,
-            kind="npz",
             artifact_sha256=staged.sha256,
             size_bytes=staged.size_bytes,
-            n_samples=description.n_samples,
-            arrays={k: v.to_dict() for k, v in description.arrays.items()},
-            has_labels=description.has_labels,
         )
+        if recipe is None:
+            _describe_npz_into(dataset, staged.path)
+        else:
+            _describe_images_into(dataset, staged.path, staged.size_bytes, recipe)
         persist(session, store, staged, lambda s: s.add(dataset))
     return DatasetOut.model_validate(dataset)
+
+
+def _parse_recipe(raw: str | None) -> ImagePreprocessing:
+    try:
+        return ImagePreprocessing.model_validate_json(raw) if raw else ImagePreprocessing()
+    except ValidationError as exc:
+        details = "; ".join(f"preprocessing.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InvalidUpload(details or str(exc)) from exc
+
+
+def _describe_npz_into(dataset: Dataset, path: Path) -> None:
+    description = describe_npz(path)
+    dataset.kind = "npz"
+    dataset.n_samples = description.n_samples
+    dataset.arrays = {k: v.to_dict() for k, v in description.arrays.items()}
+    dataset.has_labels = description.has_labels
+
+
+def _describe_images_into(dataset: Dataset, path: Path, size: int, recipe: ImagePreprocessing) -> None:
+    description = describe_image_zip(str(path), size)
+    n = len(description.images)
+    dataset.kind = "image_zip"
+    dataset.n_samples = n
+    dataset.arrays = {recipe.input_name: {"shape": recipe.array_shape(n), "dtype": "float32"}}
+    if description.labels is not None:
+        dataset.arrays["labels"] = {"shape": [n], "dtype": "int64"}
+    dataset.has_labels = description.labels is not None
+    dataset.preprocessing = recipe.model_dump(mode="json")
 
 
 @router.get("/projects/{project_id}/datasets", operation_id="listDatasets")
