@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, TypeVar, cast, get_args
 
 import numpy as np
 from sqlalchemy import insert
@@ -17,23 +17,18 @@ from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.types import ModelFormat
 from worker.runtime import JobContext, ResultWriter, json_safe
 
+Row = TypeVar("Row", Model, Dataset)
 
-def _model_row(ctx: JobContext, model_id: uuid.UUID) -> Model:
+
+def _detached(ctx: JobContext, table: type[Row], row_id: uuid.UUID) -> Row:
+    """A row read in a short session and detached, so no session stays open during the engine's work."""
     with ctx.sessions() as session:
-        model = session.get(Model, model_id)
-        if model is None:
-            raise ModelLoadError(f"model {model_id} was deleted")
-        session.expunge(model)
-        return model
-
-
-def _dataset_row(ctx: JobContext, dataset_id: uuid.UUID) -> Dataset:
-    with ctx.sessions() as session:
-        dataset = session.get(Dataset, dataset_id)
-        if dataset is None:
-            raise DatasetMismatchError(f"dataset {dataset_id} was deleted")
-        session.expunge(dataset)
-        return dataset
+        row = session.get(table, row_id)
+        if row is None:
+            error = ModelLoadError if table is Model else DatasetMismatchError
+            raise error(f"{table.__name__.lower()} {row_id} was deleted while the job waited")
+        session.expunge(row)
+        return row
 
 
 def model_format(model: Model) -> ModelFormat:
@@ -83,7 +78,7 @@ class InspectHandler:
         from worker.engine.loaders import load_model
 
         params = InspectParams.model_validate(ctx.params)
-        model = _model_row(ctx, params.model_id)
+        model = _detached(ctx, Model, params.model_id)
         path = ctx.store.local_path(model.artifact_sha256)
         ctx.progress(0.1, f"loading the {model.format} model in its runtime")
         load_model(path, model_format(model))  # the runtime that will run it must accept it
@@ -119,7 +114,7 @@ class FidelityHandler:
             ("golden", params.golden_model_id),
             ("compressed", params.compressed_model_id),
         ):
-            model = _model_row(ctx, model_id)
+            model = _detached(ctx, Model, model_id)
             if model.status == ModelStatus.invalid.value:
                 raise ModelLoadError(f"the {role} model {model.name!r} is invalid: {model.error}")
             ctx.progress(0.0, f"loading the {role} model {model.name!r}")
@@ -130,7 +125,7 @@ class FidelityHandler:
                     intra_op_threads=params.threads,
                 )
             )
-        dataset = _dataset_row(ctx, params.dataset_id)
+        dataset = _detached(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
         arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
         labels = arrays.pop("labels", None)

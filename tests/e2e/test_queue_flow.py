@@ -17,6 +17,24 @@ from tests.e2e.conftest import Stack
 pytestmark = pytest.mark.e2e
 
 
+def run_fidelity(
+    c: Any, project: dict[str, Any], golden: Any, compressed: Any, dataset: Any
+) -> dict[str, Any]:
+    """Launch a fidelity job over HTTP and wait for it to succeed."""
+    job = c.create_job(
+        project["id"],
+        "fidelity",
+        {
+            "golden_model_id": golden["id"],
+            "compressed_model_id": compressed["id"],
+            "dataset_id": dataset["id"],
+        },
+    )
+    done = c.wait_job(job["id"], timeout=300)
+    assert done["status"] == "succeeded", done["error"]
+    return done  # type: ignore[no-any-return]
+
+
 def _ort_logits(path: object, x: np.ndarray) -> np.ndarray:
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     return np.asarray(session.run(None, {session.get_inputs()[0].name: x})[0], dtype=np.float64)
@@ -43,17 +61,7 @@ def test_upload_inspect_and_compare_through_the_queue(make_stack: Any, demo_file
     assert inspected["inspection"]["macs"] > 0
     assert c.wait_model(compressed["id"], timeout=120)["status"] == "ready"
 
-    job = c.create_job(
-        project["id"],
-        "fidelity",
-        {
-            "golden_model_id": golden["id"],
-            "compressed_model_id": compressed["id"],
-            "dataset_id": dataset["id"],
-        },
-    )
-    done = c.wait_job(job["id"], timeout=300)
-    assert done["status"] == "succeeded", done["error"]
+    job = done = run_fidelity(c, project, golden, compressed, dataset)
     assert done["progress"] == 1.0 and done["attempts"] == 1 and done["worker_id"]
 
     # The same numbers, computed independently from the files.
@@ -160,17 +168,7 @@ def test_mixed_formats_and_an_image_dataset(make_stack: Any, tmp_path: Any) -> N
         assert ready["status"] == "ready", ready["error"]
     assert c.model(golden["id"])["inspection"]["total_params"] == sum(p.numel() for p in model.parameters())
 
-    job = c.create_job(
-        project["id"],
-        "fidelity",
-        {
-            "golden_model_id": golden["id"],
-            "compressed_model_id": compressed["id"],
-            "dataset_id": dataset["id"],
-        },
-    )
-    done = c.wait_job(job["id"], timeout=300)
-    assert done["status"] == "succeeded", done["error"]
+    job = run_fidelity(c, project, golden, compressed, dataset)
     summary = c.fidelity(job["id"])["summary"]
     metrics = summary["outputs"][summary["primary_output"]]
     assert summary["n_samples"] == 40

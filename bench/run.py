@@ -1,0 +1,16 @@
+"""Run every benchmark: `.venv/bin/python -m bench.run`. Each prints times and ratios against a baseline
+measured in the same run (absolute times are not comparable across machines or runs)."""
+
+from __future__ import annotations
+
+from bench import bench_fidelity, bench_upload
+
+
+def main() -> None:
+    bench_fidelity.main()
+    print()
+    bench_upload.main()
+
+
+if __name__ == "__main__":
+    main()
