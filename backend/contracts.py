@@ -47,6 +47,11 @@ class FidelityJobParams(BaseModel):
     task: Literal["auto", "classification", "embedding", "regression"] = Field(
         default="auto", description="How outputs are compared; auto infers it from the output shape."
     )
+    outputs_are_probabilities: bool | None = Field(
+        default=None,
+        description="True when the models output probabilities, False for logits; null detects it "
+        "(rows ≥ 0 summing to 1). Probabilities are clamped at 1e-12 and renormalised before logs.",
+    )
     threads: int | None = Field(default=None, ge=1, le=256, description="Intra-op threads of the runtimes.")
 
 

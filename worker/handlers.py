@@ -143,6 +143,7 @@ class FidelityHandler:
                 top_k=params.top_k,
                 threshold_kl=params.threshold_kl,
                 task=params.task,
+                outputs_are_probabilities=params.outputs_are_probabilities,
             ),
             on_progress=on_progress,
         )

@@ -56,8 +56,7 @@ def fast_reaping_settings(tmp: Path, url: str, **overrides: object) -> Settings:
     return Settings(**(values | overrides))  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def make_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Stack]]:
+def _stack_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Stack]]:
     """Start an API process (with its reaper) over a private Postgres database; workers are added by tests."""
     stacks: list[Stack] = []
     dbs = []
@@ -79,6 +78,17 @@ def make_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..
         stack.stop()
     for db in dbs:
         db.__exit__(None, None, None)
+
+
+@pytest.fixture
+def make_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Stack]]:
+    yield from _stack_factory(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def make_stack_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Stack]]:
+    """Like make_stack, for a module whose tests share one stack."""
+    yield from _stack_factory(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
