@@ -135,3 +135,39 @@ class FidelityReportOut(BaseModel):
     summary: dict[str, Any] = Field(
         description="Per output name: the metrics; plus warnings and sample counts."
     )
+
+
+class NamedRef(BaseModel):
+    id: uuid.UUID
+    name: str | None = Field(description="None when the model or dataset was deleted since.")
+
+
+class FidelityHeadline(BaseModel):
+    """The primary output's key numbers, for comparing runs side by side."""
+
+    output: str
+    kl_mean_nats: float | None = Field(
+        default=None, description="KL(P‖Q), golden P to compressed Q; lower is better."
+    )
+    js_mean_nats: float | None = Field(
+        default=None, description="Jensen-Shannon divergence; lower is better."
+    )
+    top1_match: float | None = Field(default=None, description="Share of samples with the same top-1 class.")
+    topk_agreement: float | None = None
+    cosine_mean: float | None = None
+    sqnr_db: float | None = Field(
+        default=None, description="Higher is better; None when infinite or undefined."
+    )
+    top1_accuracy_drop_pp: float | None = Field(default=None, description="Needs labels; lower is better.")
+    ece_shift: float | None = Field(default=None, description="ECE(compressed) − ECE(golden); needs labels.")
+    concentration: str | None = Field(default=None, description="uniform or concentrated damage.")
+
+
+class FidelityRunOut(BaseModel):
+    job_id: uuid.UUID
+    finished_at: UTCDateTime | None
+    golden: NamedRef
+    compressed: NamedRef
+    dataset: NamedRef
+    n_samples: int
+    headline: FidelityHeadline

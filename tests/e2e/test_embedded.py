@@ -62,6 +62,14 @@ def test_embedded_start_seeds_a_demo_with_real_numbers(embedded: tuple[str, Path
     # Embedded means embedded: SQLite and the filesystem broker in the data dir, a worker process that ran it.
     assert (data_dir / "kneeboard.db").is_file() and (data_dir / "broker").is_dir()
     assert "ready." in proc.log() and "kneeboard.fidelity" in proc.log()
+    demo = next(p for p in client.projects() if p["name"] == "demo")
+    golden_id = client.job(str(job["id"]))["params"]["golden_model_id"]
+    runs = client.http.get(
+        f"/projects/{demo['id']}/fidelity-runs", params={"golden_model_id": golden_id}
+    ).json()
+    assert (
+        runs["total"] == 1 and runs["items"][0]["headline"]["top1_match"] == metrics["top1_match"]
+    )  # SQLite JSON filter
     page = httpx.get(base + "/")
     assert page.status_code == 200 and "Kneeboard" in page.text
     assert httpx.get(base + "/assets/app.js").status_code == 200

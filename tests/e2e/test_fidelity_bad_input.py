@@ -125,3 +125,29 @@ def test_a_model_compared_with_itself_diverges_by_exactly_zero(
     assert metrics["kl_mean_nats"] == 0.0 and metrics["js_mean_nats"] == 0.0 and metrics["tv_mean"] == 0.0
     assert metrics["top1_match"] == 1.0 and metrics["cosine_min"] == 1.0
     assert metrics["sqnr_db"] is None and metrics["sqnr_db_infinite"] is True
+
+
+def test_runs_of_a_project_are_listed_for_comparison(
+    stack_with_worker: Stack, tmp_path: Path, demo_files: Any
+) -> None:
+    c = stack_with_worker.client
+    project = c.create_project("compare")
+    golden = c.wait_model(
+        c.upload_model(project["id"], demo_files.golden_onnx, name="fp32")["id"], timeout=120
+    )
+    int8 = c.wait_model(c.upload_model(project["id"], demo_files.int8_onnx, name="int8")["id"], timeout=120)
+    dataset = c.upload_dataset(project["id"], demo_files.test_npz, name="digits")
+    same = _fidelity(stack_with_worker, project, golden, golden, dataset)
+    quantized = _fidelity(stack_with_worker, project, golden, int8, dataset)
+    runs = c.http.get(f"/projects/{project['id']}/fidelity-runs").json()
+    assert runs["total"] == 2
+    by_job = {r["job_id"]: r for r in runs["items"]}
+    assert by_job[same["id"]]["headline"]["kl_mean_nats"] == 0.0
+    assert by_job[quantized["id"]]["headline"]["kl_mean_nats"] > 0.0
+    assert by_job[quantized["id"]]["compressed"] == {"id": int8["id"], "name": "int8"}
+    assert by_job[quantized["id"]]["dataset"]["name"] == "digits"
+    assert by_job[quantized["id"]]["headline"]["top1_accuracy_drop_pp"] is not None
+    filtered = c.http.get(
+        f"/projects/{project['id']}/fidelity-runs", params={"golden_model_id": int8["id"]}
+    ).json()
+    assert filtered["total"] == 0

@@ -1,16 +1,23 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from sqlalchemy import func, select
 
 from backend.api.deps import SessionDep
 from backend.api.routes.lookup import get_or_404
-from backend.api.schemas import FidelityReportOut, Page, SampleDivergenceOut
+from backend.api.schemas import (
+    FidelityHeadline,
+    FidelityReportOut,
+    FidelityRunOut,
+    NamedRef,
+    Page,
+    SampleDivergenceOut,
+)
 from backend.contracts import RESULT_FIDELITY_SUMMARY, JobKind
-from backend.db.models import Job, JobResult, JobStatus, SampleDivergence
+from backend.db.models import Dataset, Job, JobResult, JobStatus, Model, Project, SampleDivergence
 from backend.errors import Conflict, InvalidRequest
 
 router = APIRouter(tags=["fidelity"])
@@ -87,3 +94,80 @@ def list_fidelity_samples(
     return Page[SampleDivergenceOut](
         items=[SampleDivergenceOut.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
     )
+
+
+def headline(summary: dict[str, Any]) -> FidelityHeadline:
+    """The primary output's key numbers from a stored fidelity summary."""
+    output = summary.get("primary_output", "")
+    metrics: dict[str, Any] = summary.get("outputs", {}).get(output, {})
+    labels = metrics.get("labels") or {}
+    concentration = (summary.get("per_sample_summary") or {}).get("concentration") or {}
+    return FidelityHeadline(
+        output=output,
+        kl_mean_nats=metrics.get("kl_mean_nats"),
+        js_mean_nats=metrics.get("js_mean_nats"),
+        top1_match=metrics.get("top1_match"),
+        topk_agreement=metrics.get("topk_agreement"),
+        cosine_mean=metrics.get("cosine_mean"),
+        sqnr_db=metrics.get("sqnr_db"),
+        top1_accuracy_drop_pp=labels.get("top1_accuracy_drop_pp"),
+        ece_shift=(labels.get("calibration") or {}).get("ece_shift"),
+        concentration=concentration.get("verdict"),
+    )
+
+
+@router.get("/projects/{project_id}/fidelity-runs", operation_id="listFidelityRuns")
+def list_fidelity_runs(
+    project_id: uuid.UUID,
+    session: SessionDep,
+    golden_model_id: uuid.UUID | None = None,
+    dataset_id: uuid.UUID | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[FidelityRunOut]:
+    """Every succeeded fidelity job of a project with its headline numbers, newest first: compare runs."""
+    get_or_404(session, Project, project_id)
+    conditions = [
+        Job.project_id == project_id,
+        Job.kind == JobKind.fidelity.value,
+        Job.status == JobStatus.succeeded.value,
+        JobResult.key == RESULT_FIDELITY_SUMMARY,
+    ]
+    if golden_model_id is not None:
+        conditions.append(Job.params["golden_model_id"].as_string() == str(golden_model_id))
+    if dataset_id is not None:
+        conditions.append(Job.params["dataset_id"].as_string() == str(dataset_id))
+    joined = select(Job, JobResult.payload).join(JobResult, JobResult.job_id == Job.id).where(*conditions)
+    total = session.execute(select(func.count()).select_from(joined.subquery())).scalar_one()
+    page = [
+        (job, payload)
+        for job, payload in session.execute(
+            joined.order_by(Job.finished_at.desc(), Job.id).limit(limit).offset(offset)
+        ).tuples()
+    ]
+    names = _names(session, page)
+    items = [
+        FidelityRunOut(
+            job_id=job.id,
+            finished_at=job.finished_at,
+            golden=names[job.params["golden_model_id"]],
+            compressed=names[job.params["compressed_model_id"]],
+            dataset=names[job.params["dataset_id"]],
+            n_samples=payload.get("n_samples", 0),
+            headline=headline(payload),
+        )
+        for job, payload in page
+    ]
+    return Page[FidelityRunOut](items=items, total=total, limit=limit, offset=offset)
+
+
+def _names(session: SessionDep, page: list[tuple[Job, dict[str, Any]]]) -> dict[str, NamedRef]:
+    ids = {
+        uuid.UUID(job.params[k])
+        for job, _ in page
+        for k in ("golden_model_id", "compressed_model_id", "dataset_id")
+    }
+    found: dict[uuid.UUID, str] = {}
+    for table in (Model, Dataset):
+        found |= dict(session.execute(select(table.id, table.name).where(table.id.in_(ids))).tuples().all())
+    return {str(i): NamedRef(id=i, name=found.get(i)) for i in ids}
