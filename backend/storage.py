@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from backend.errors import StorageError, UploadTooLarge
+from backend.errors import StorageError
 
 CHUNK = 1024 * 1024
 
@@ -174,23 +173,6 @@ def staging_file(store: ArtifactStore) -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
-async def stream_to_file(chunks: AsyncIterator[bytes], path: Path, limit_bytes: int) -> StagedFile:
-    """Write chunks to ``path`` while hashing; refuse (and stop reading) past ``limit_bytes``."""
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("wb") as out:
-        async for chunk in chunks:
-            size += len(chunk)
-            if size > limit_bytes:
-                raise UploadTooLarge(
-                    f"upload is larger than the limit of {limit_bytes} bytes "
-                    "(raise KNEEBOARD_MAX_UPLOAD_BYTES if this file is expected)"
-                )
-            digest.update(chunk)
-            out.write(chunk)
-    return StagedFile(path=path, sha256=digest.hexdigest(), size_bytes=size)
-
-
 def copy_file_to_staging(src: Path, store: ArtifactStore) -> StagedFile:
     """Stage a file that is already on local disk (CLI imports, derived artifacts)."""
     digest = hashlib.sha256()
@@ -202,7 +184,3 @@ def copy_file_to_staging(src: Path, store: ArtifactStore) -> StagedFile:
             out.write(chunk)
             size += len(chunk)
     return StagedFile(path=Path(name), sha256=digest.hexdigest(), size_bytes=size)
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

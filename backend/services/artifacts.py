@@ -8,29 +8,13 @@ is removed again.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
-from fastapi import UploadFile
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from backend.db.models import Artifact, Dataset, Model
-from backend.errors import InvalidUpload
-from backend.storage import ArtifactStore, StagedFile, staging_file, stream_to_file
-
-UPLOAD_CHUNK = 1024 * 1024
-
-
-async def _chunks(upload: UploadFile) -> AsyncIterator[bytes]:
-    while chunk := await upload.read(UPLOAD_CHUNK):
-        yield chunk
-
-
-async def stage_upload(upload: UploadFile, store: ArtifactStore, limit_bytes: int, path: Path) -> StagedFile:
-    if not upload.filename:
-        raise InvalidUpload("the upload has no file name; send the file as multipart field 'file'")
-    return await stream_to_file(_chunks(upload), path, limit_bytes)
+from backend.storage import ArtifactStore, StagedFile
 
 
 def persist(
@@ -68,6 +52,3 @@ def release(session: Session, store: ArtifactStore, sha256: str) -> None:
         session.delete(artifact)
         session.commit()
     store.delete(sha256)
-
-
-__all__ = ["persist", "release", "stage_upload", "staging_file"]

@@ -204,3 +204,44 @@ def test_onnx_zip_with_path_traversal_is_refused(
     response = _upload_model(client, project, "model.zip", data)
     assert response.status_code == 422 and "outside the archive" in response.json()["detail"]
     assert _stored_files(settings) == []
+
+
+def test_upload_without_a_file_field_says_how_to_send_it(client: TestClient, project: dict[str, Any]) -> None:
+    response = client.post(
+        f"/api/v1/projects/{project['id']}/models", data={"name": "x"}, files={"other": ("a", b"1")}
+    )
+    assert response.status_code == 422 and "field 'file'" in response.json()["detail"]
+    raw = client.post(f"/api/v1/projects/{project['id']}/models", content=b"raw bytes")
+    assert raw.status_code == 422 and "multipart/form-data" in raw.json()["detail"]
+
+
+def test_malformed_multipart_is_refused(
+    client: TestClient, project: dict[str, Any], settings: Settings
+) -> None:
+    response = client.post(
+        f"/api/v1/projects/{project['id']}/models",
+        content=b"--xyz\r\nno headers end here",
+        headers={"content-type": "multipart/form-data; boundary=xyz"},
+    )
+    assert response.status_code == 422
+    assert _stored_files(settings) == [] and _counts(settings)["Model"] == 0
+
+
+def test_upload_form_fields_and_openapi_schema(client: TestClient, project: dict[str, Any]) -> None:
+    response = _upload_model(
+        client,
+        project,
+        "m.onnx",
+        files.minimal_onnx_bytes(),
+        name="  named  ",
+        input_shapes='{"input": [2, 4]}',
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["name"] == "named" and response.json()["declared_input_shapes"] == {
+        "input": [2, 4]
+    }
+    bad = _upload_model(client, project, "m.onnx", files.minimal_onnx_bytes(), input_shapes="[1, 2")
+    assert bad.status_code == 422 and "input_shapes" in bad.json()["detail"]
+    spec = client.get("/openapi.json").json()
+    body = spec["paths"]["/api/v1/projects/{project_id}/models"]["post"]["requestBody"]["content"]
+    assert set(body["multipart/form-data"]["schema"]["properties"]) == {"file", "name", "input_shapes"}

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi import APIRouter, Request, status
 from pydantic import ValidationError
 from sqlalchemy import select
 
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
+from backend.api.multipart_upload import form_text, multipart_openapi, receive_upload
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import DatasetOut
 from backend.contracts import ImagePreprocessing
@@ -16,7 +16,8 @@ from backend.dataset_formats import describe_npz
 from backend.db.models import Dataset, Project
 from backend.errors import InvalidUpload
 from backend.image_datasets import describe_image_zip
-from backend.services.artifacts import persist, release, stage_upload, staging_file
+from backend.services.artifacts import persist, release
+from backend.storage import staging_file
 
 router = APIRouter(tags=["datasets"])
 
@@ -27,43 +28,39 @@ router = APIRouter(tags=["datasets"])
     operation_id="uploadDataset",
     summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of "
     "images with an optional labels.csv (filename,label) and a preprocessing recipe",
+    openapi_extra=multipart_openapi(
+        "The .npz file or the .zip of images.",
+        {
+            "name": "Display name (default: the file name).",
+            "preprocessing": "For a zip of images: JSON of the recipe (size, mode, scale, mean, std, layout, "
+            "input_name); see ImagePreprocessing.",
+        },
+    ),
 )
 async def upload_dataset(
-    project_id: uuid.UUID,
-    session: SessionDep,
-    store: StoreDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="The .npz file.")],
-    name: Annotated[str | None, Form(max_length=200)] = None,
-    preprocessing: Annotated[
-        str | None,
-        Form(
-            description="For a zip of images: JSON of the recipe (size, mode, scale, mean, std, layout, input_name)."
-        ),
-    ] = None,
+    project_id: uuid.UUID, request: Request, session: SessionDep, store: StoreDep, settings: SettingsDep
 ) -> DatasetOut:
     get_or_404(session, Project, project_id)
-    filename = file.filename or "dataset"
-    suffix = Path(filename).suffix.lower()
-    if suffix not in (".npz", ".zip"):
-        raise InvalidUpload(
-            f"unsupported dataset file {filename!r}: upload a .npz written by numpy.savez('data.npz', input=x, "
-            "labels=y), or a .zip of images with an optional labels.csv"
-        )
-    recipe = _parse_recipe(preprocessing) if suffix == ".zip" else None
     with staging_file(store) as path:
-        staged = await stage_upload(file, store, settings.max_upload_bytes, path)
+        staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
+        suffix = Path(filename).suffix.lower()
+        if suffix not in (".npz", ".zip"):
+            raise InvalidUpload(
+                f"unsupported dataset file {filename!r}: upload a .npz written by numpy.savez('data.npz', "
+                "input=x, labels=y), or a .zip of images with an optional labels.csv"
+            )
         dataset = Dataset(
             id=uuid.uuid4(),
             project_id=project_id,
-            name=name or filename,
+            name=form_text(fields, "name") or filename,
             filename=filename,
             artifact_sha256=staged.sha256,
             size_bytes=staged.size_bytes,
         )
-        if recipe is None:
+        if suffix == ".npz":
             _describe_npz_into(dataset, staged.path)
         else:
+            recipe = _parse_recipe(fields.get("preprocessing"))
             _describe_images_into(dataset, staged.path, staged.size_bytes, recipe)
         persist(session, store, staged, lambda s: s.add(dataset))
     return DatasetOut.model_validate(dataset)

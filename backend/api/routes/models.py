@@ -2,20 +2,21 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, File, Form, UploadFile, status
+from fastapi import APIRouter, Request, status
 from sqlalchemy import select
 
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
+from backend.api.multipart_upload import form_text, multipart_openapi, receive_upload
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import ModelOut
 from backend.contracts import JobKind
 from backend.db.models import Job, JobStatus, Model, ModelStatus, Project
 from backend.errors import InvalidUpload
 from backend.model_formats import detect_model_format
-from backend.services.artifacts import persist, release, stage_upload, staging_file
+from backend.services.artifacts import persist, release
 from backend.services.jobs import dispatch, new_job
+from backend.storage import staging_file
 
 router = APIRouter(tags=["models"])
 
@@ -52,29 +53,27 @@ def model_out(session: SessionDep, model: Model) -> ModelOut:
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadModel",
     summary="Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt)",
+    openapi_extra=multipart_openapi(
+        "The model file.",
+        {
+            "name": "Display name (default: the file name).",
+            "input_shapes": 'JSON of concrete input shapes for MACs/FLOPs, e.g. {"input": [1, 3, 224, 224]}.',
+        },
+    ),
 )
 async def upload_model(
-    project_id: uuid.UUID,
-    session: SessionDep,
-    store: StoreDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="The model file.")],
-    name: Annotated[str | None, Form(max_length=200)] = None,
-    input_shapes: Annotated[
-        str | None,
-        Form(description='JSON of concrete input shapes for MACs/FLOPs, e.g. {"input": [1,3,224,224]}'),
-    ] = None,
+    project_id: uuid.UUID, request: Request, session: SessionDep, store: StoreDep, settings: SettingsDep
 ) -> ModelOut:
     get_or_404(session, Project, project_id)
-    shapes = _parse_input_shapes(input_shapes)
     with staging_file(store) as path:
-        staged = await stage_upload(file, store, settings.max_upload_bytes, path)
-        fmt = detect_model_format(staged.path, file.filename or "")
+        staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
+        shapes = _parse_input_shapes(fields.get("input_shapes"))
+        fmt = detect_model_format(staged.path, filename)
         model = Model(
             id=uuid.uuid4(),
             project_id=project_id,
-            name=name or (file.filename or "model"),
-            filename=file.filename or "model",
+            name=form_text(fields, "name") or filename,
+            filename=filename,
             format=fmt,
             artifact_sha256=staged.sha256,
             size_bytes=staged.size_bytes,
