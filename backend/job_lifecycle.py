@@ -122,6 +122,7 @@ def reap_lost_jobs(
         if attempts < max_attempts:
             values: dict[str, object] = {
                 "status": JobStatus.queued.value,
+                "enqueued_at": now,
                 "attempt_token": None,
                 "worker_id": None,
                 "progress": 0.0,
@@ -140,14 +141,43 @@ def reap_lost_jobs(
     return ReapOutcome(requeued=requeued, failed=failed)
 
 
+def mark_enqueued(session: Session, job_id: uuid.UUID) -> None:
+    session.execute(update(Job).where(Job.id == job_id).values(enqueued_at=utcnow()))
+    session.commit()
+
+
+def stale_queued_jobs(
+    session: Session, resend_after_s: float, now: datetime | None = None
+) -> list[tuple[uuid.UUID, str]]:
+    """Queued jobs whose message was sent longer ago than resend_after_s (it may have died with a worker
+    that had reserved it). Each is claimed for re-sending by moving its enqueued_at, so concurrent reapers
+    send it once."""
+    now = now or utcnow()
+    cutoff = now - timedelta(seconds=resend_after_s)
+    stale = session.execute(
+        select(Job.id, Job.kind, Job.enqueued_at).where(
+            Job.status == JobStatus.queued.value, Job.enqueued_at < cutoff
+        )
+    ).all()
+    taken = []
+    for job_id, kind, sent_at in stale:
+        guard = [Job.id == job_id, Job.status == JobStatus.queued.value, Job.enqueued_at == sent_at]
+        if session.execute(update(Job).where(*guard).values(enqueued_at=now)).rowcount == 1:  # type: ignore[attr-defined]
+            taken.append((job_id, kind))
+    session.commit()
+    return taken
+
+
 def run_reaper_once(
     session_maker: Callable[[], Session],
     heartbeat_timeout_s: float,
     max_attempts: int,
     enqueue: Callable[[uuid.UUID, str], None],
+    resend_after_s: float | None = None,
 ) -> ReapOutcome:
     with session_maker() as session:
         outcome = reap_lost_jobs(session, heartbeat_timeout_s, max_attempts)
-    for job_id, kind in outcome.requeued:
+        resend = stale_queued_jobs(session, resend_after_s) if resend_after_s else []
+    for job_id, kind in outcome.requeued + resend:
         enqueue(job_id, kind)
-    return outcome
+    return ReapOutcome(requeued=outcome.requeued + resend, failed=outcome.failed)

@@ -30,6 +30,7 @@ def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
         settings.heartbeat_timeout_s,
         settings.max_attempts,
         enqueue,
+        resend_after_s=settings.queued_resend_s,
     )
     if outcome.requeued or outcome.failed:
         log.warning("reaper: requeued %s, failed %s", outcome.requeued, outcome.failed)

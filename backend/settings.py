@@ -50,6 +50,12 @@ class Settings(BaseSettings):
         description="A running job silent for longer than this is taken as lost by the reaper.",
     )
     reaper_interval_s: float = Field(default=10.0, gt=0, description="How often the API looks for lost jobs.")
+    queued_resend_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="A job still queued this long after its message was sent gets it sent again (a worker that "
+        "died holding it reserved); duplicates are harmless.",
+    )
     max_attempts: int = Field(
         default=2,
         ge=1,

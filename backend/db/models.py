@@ -140,6 +140,8 @@ class Job(Base):
     started_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     heartbeat_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    # When the job's message was last sent to the queue; the reaper sends it again if it waits too long.
+    enqueued_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
 
     results: Mapped[list[JobResult]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True

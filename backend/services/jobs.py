@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from backend import job_lifecycle
 from backend.contracts import JobKind
 from backend.db.models import Job, JobStatus, utcnow
 from backend.errors import QueueUnavailable
@@ -33,6 +34,7 @@ def new_job(project_id: uuid.UUID, kind: JobKind, params: dict[str, Any]) -> Job
 def dispatch(session: Session, settings: Settings, job: Job) -> None:
     """Send a committed job to the queue; if the broker cannot be reached, the job fails with the reason."""
     try:
+        job_lifecycle.mark_enqueued(session, job.id)
         enqueue_job(settings, JobKind(job.kind), job.id)
     except Exception as exc:
         log.exception("could not enqueue job %s", job.id)

@@ -91,3 +91,17 @@ def test_cancel_stops_heartbeats_and_finishing(session: Session) -> None:
     assert not lc.finish(session, c, JobStatus.succeeded)
     assert _status(session, job).status == "cancelled"
     assert not lc.cancel(session, job.id)
+
+
+def test_queued_jobs_waiting_too_long_are_resent_once(session: Session) -> None:
+    job = _job(session)
+    lc.mark_enqueued(session, job.id)
+    assert lc.stale_queued_jobs(session, resend_after_s=60) == [], "just sent: leave it"
+    later = utcnow() + timedelta(seconds=120)
+    assert lc.stale_queued_jobs(session, resend_after_s=60, now=later) == [(job.id, "fidelity")]
+    assert lc.stale_queued_jobs(session, resend_after_s=60, now=later) == [], "the resend moved enqueued_at"
+    assert lc.claim(session, job.id, "w1") is not None
+    much_later = later + timedelta(seconds=600)
+    assert lc.stale_queued_jobs(session, resend_after_s=60, now=much_later) == [], (
+        "running jobs are not resent"
+    )

