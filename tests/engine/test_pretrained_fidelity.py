@@ -49,7 +49,7 @@ BATCH = 8
 
 # ImageNet-1k class indices (the standard order of the 1000 synsets).
 BELL_COTE, CASTLE, CHURCH, DOME, MONASTERY, PALACE, STUPA = 442, 483, 497, 538, 663, 698, 832
-DAISY, BEE = 985, 309
+LAKESIDE, DAISY = 975, 985
 BUILDINGS = {BELL_COTE, CASTLE, CHURCH, DOME, MONASTERY, PALACE, STUPA}
 
 # Six pairs of paraphrases: sentence 2k and 2k + 1 say the same thing.
@@ -74,7 +74,9 @@ def run_onnx(path: Path, feeds: Mapping[str, np.ndarray], batch: int = BATCH) ->
     (the batch size the engine is given below, so both see the same float arithmetic)."""
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     n = len(next(iter(feeds.values())))
-    parts = [session.run(None, {k: v[i : i + batch] for k, v in feeds.items()})[0] for i in range(0, n, batch)]
+    parts = [
+        session.run(None, {k: v[i : i + batch] for k, v in feeds.items()})[0] for i in range(0, n, batch)
+    ]
     return np.concatenate(parts)
 
 
@@ -114,7 +116,9 @@ def lite0_logits(lite0: Lite0) -> tuple[np.ndarray, np.ndarray]:
 def lite0_report(lite0: Lite0) -> Iterator[FidelityReport]:
     golden, int8 = load_model(lite0.golden, "onnx"), load_model(lite0.int8, "onnx")
     try:
-        yield compare_models(golden, int8, {"input": lite0.images.images}, None, FidelityParams(batch_size=BATCH))
+        yield compare_models(
+            golden, int8, {"input": lite0.images.images}, None, FidelityParams(batch_size=BATCH)
+        )
     finally:
         close_runner(golden)
         close_runner(int8)
@@ -124,27 +128,34 @@ def test_sample_images() -> None:
     images = sample_images()
     assert images.images.shape == (16, 3, 224, 224) and images.images.dtype == np.float32
     assert len(set(images.names)) == 16 and set(images.photo) == {"china", "flower"}
-    # (pixel - 127) / 128 keeps uint8 pixels within [-1, 1).
-    assert images.images.min() >= -1.0 and images.images.max() < 1.0
+    assert images.pixels.dtype == np.uint8 and images.pixels.shape == (16, 224, 224, 3)
+    # TensorFlow's EfficientNet-Lite scaling, channels first.
+    expected = (images.pixels.transpose(0, 3, 1, 2).astype(np.float32) - 127.0) / 128.0
+    np.testing.assert_array_equal(images.images, expected)
     mirrored = images.names.index("china/center/mirrored")
     plain = images.names.index("china/center")
     np.testing.assert_array_equal(images.images[mirrored], images.images[plain][:, :, ::-1])
     assert not np.array_equal(images.images[plain], images.images[images.names.index("china/left")])
 
 
-def test_lite0_golden_onnx_reproduces_torch(lite0: Lite0, lite0_logits: tuple[np.ndarray, np.ndarray]) -> None:
+def test_lite0_golden_onnx_reproduces_torch(
+    lite0: Lite0, lite0_logits: tuple[np.ndarray, np.ndarray]
+) -> None:
     with torch.inference_mode():
         reference = lite0.model(torch.from_numpy(lite0.images.images)).numpy()
     np.testing.assert_allclose(lite0_logits[0], reference, atol=1e-3)
 
 
-def test_lite0_golden_recognises_the_photos(lite0: Lite0, lite0_logits: tuple[np.ndarray, np.ndarray]) -> None:
-    """china.jpg is a Chinese temple among trees; flower.jpg a close-up of a flower head."""
+def test_lite0_golden_recognises_the_photos(
+    lite0: Lite0, lite0_logits: tuple[np.ndarray, np.ndarray]
+) -> None:
+    """china.jpg: a Chinese palace tower above a lake (its right-hand crops are mostly a tree and the
+    lake); flower.jpg: an orange dahlia, whose nearest ImageNet class is daisy."""
     logits = lite0_logits[0]
     top5 = np.argsort(-logits, axis=1)[:, :5]
     china, flower = lite0.images.indices("china"), lite0.images.indices("flower")
     assert all(PALACE in top5[i] for i in china), top5[china]
-    assert sum(int(top5[i, 0]) in BUILDINGS for i in china) >= 6, top5[china]
+    assert all(int(top5[i, 0]) in BUILDINGS | {LAKESIDE} for i in china), top5[china]
     assert all(top5[i, 0] == DAISY for i in flower), top5[flower]
     assert not any(DAISY in top5[i] for i in china)
     assert not any(set(top5[i]) & BUILDINGS for i in flower)
@@ -214,7 +225,9 @@ def pooled_embeddings(encoder: Path, feeds: Mapping[str, np.ndarray]) -> np.ndar
 
 @pytest.fixture(scope="module")
 def minilm_embeddings(minilm: MiniLM) -> tuple[np.ndarray, np.ndarray]:
-    return pooled_embeddings(minilm.encoder_fp32, minilm.feeds), pooled_embeddings(minilm.encoder_int8, minilm.feeds)
+    return pooled_embeddings(minilm.encoder_fp32, minilm.feeds), pooled_embeddings(
+        minilm.encoder_int8, minilm.feeds
+    )
 
 
 def test_minilm_fp32_export_has_the_int8_files_interface(minilm: MiniLM) -> None:
@@ -227,7 +240,11 @@ def test_minilm_fp32_export_has_the_int8_files_interface(minilm: MiniLM) -> None
     assert interface(minilm.encoder_int8) == expected
     assert interface(minilm.encoder_fp32) == expected
     assert interface(minilm.pooled_fp32) == ([(name, int64) for name in MINILM_INPUTS], [SENTENCE_EMBEDDING])
-    int8_weights = [t for t in onnx.load(str(minilm.encoder_int8)).graph.initializer if t.data_type == onnx.TensorProto.INT8]
+    int8_weights = [
+        t
+        for t in onnx.load(str(minilm.encoder_int8)).graph.initializer
+        if t.data_type == onnx.TensorProto.INT8
+    ]
     assert len(int8_weights) >= 36  # 6 layers x (q, k, v, attention output, intermediate, output)
 
 
@@ -240,6 +257,20 @@ def test_minilm_tokens(minilm: MiniLM) -> None:
     assert (ids[np.arange(len(ids)), lengths - 1] == 102).all()  # [SEP] closes every sentence
     assert (ids[mask == 0] == 0).all()  # [PAD]
     assert not minilm.feeds["token_type_ids"].any()
+
+
+def test_appended_pooling_equals_numpy_pooling(
+    minilm: MiniLM, minilm_embeddings: tuple[np.ndarray, np.ndarray]
+) -> None:
+    """The ONNX pooling graph on both models against masked mean + L2 normalisation done here."""
+    for pooled, expected in zip((minilm.pooled_fp32, minilm.pooled_int8), minilm_embeddings, strict=True):
+        embeddings = run_onnx(pooled, minilm.feeds)
+        assert embeddings.shape == (len(SENTENCES), 384)
+        np.testing.assert_allclose(embeddings, expected, atol=1e-5)
+    # Padding matters: averaging over every position, pads included, gives other vectors.
+    hidden = run_onnx(minilm.encoder_fp32, minilm.feeds).astype(np.float64).mean(axis=1)
+    unmasked = hidden / np.linalg.norm(hidden, axis=1, keepdims=True)
+    assert np.abs(unmasked - minilm_embeddings[0]).max() > 1e-3
 
 
 def test_minilm_golden_pairs_paraphrases(minilm_embeddings: tuple[np.ndarray, np.ndarray]) -> None:
@@ -268,7 +299,9 @@ def test_minilm_fidelity_matches_independent_computation(
 ) -> None:
     golden, int8 = load_model(minilm.pooled_fp32, "onnx"), load_model(minilm.pooled_int8, "onnx")
     try:
-        report = compare_models(golden, int8, minilm.feeds, None, FidelityParams(batch_size=BATCH, task="embedding"))
+        report = compare_models(
+            golden, int8, minilm.feeds, None, FidelityParams(batch_size=BATCH, task="embedding")
+        )
     finally:
         close_runner(golden)
         close_runner(int8)

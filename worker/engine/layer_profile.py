@@ -24,7 +24,9 @@ Capture and matching by format:
   their own. The local value of a layer runs the compressed nodes that produce its tensor back to the
   nearest matched tensors (e.g. DequantizeLinear -> QuantizeLinear -> Conv, with the weights'
   DequantizeLinear), with the golden values of those tensors fed in; all layers' sub-graphs sit side by
-  side in one extra model, run once per batch. onnxruntime runs with graph optimizations disabled (as
+  side in one extra model, run once per batch. A layer's sub-graph includes the QuantizeLinear /
+  DequantizeLinear of its own output, so even a layer that only moves data (Reshape) shows the
+  quantization noise of its output when fed the unquantized golden values. onnxruntime runs with graph optimizations disabled (as
   qdq_loss_debug does), so a QDQ model runs as simulated quantization: quantize-dequantize in float.
 - torch.export (.pt2) vs torch.export: the program is unflattened (torch.export.unflatten) to get its
   module hierarchy back, and forward hooks on the leaf modules capture each call's inputs and outputs.
@@ -233,6 +235,9 @@ def _bind(feeds: Feeds, names: Sequence[str], role: str) -> dict[str, np.ndarray
 
 
 def _batch_size(feeds: Feeds) -> int:
+    """Length of axis 0 of the batch's first array."""
+    if not feeds:
+        raise DatasetMismatchError("a batch holds no input arrays")
     first = np.asarray(next(iter(feeds.values())))
     if first.ndim == 0:
         raise DatasetMismatchError("input arrays need a batch dimension (axis 0)")
@@ -267,6 +272,7 @@ def _subgraph_inputs(node: onnx.NodeProto) -> list[str]:
 
 
 def _has_subgraph(node: onnx.NodeProto) -> bool:
+    """Whether the node carries a graph attribute (If, Loop, Scan...)."""
     return any(attr.HasField("g") or len(attr.graphs) > 0 for attr in node.attribute)
 
 
@@ -350,6 +356,7 @@ class _OnnxSide:
         return entry[1].op_type if entry is not None else INPUT_OP_TYPE
 
     def feeds(self, feeds: Feeds) -> dict[str, np.ndarray]:
+        """The batch's arrays for this model's graph inputs."""
         return _bind(feeds, self.graph_inputs, self.role)
 
     def capture(self, feeds: Feeds, names: Collection[str]) -> dict[str, np.ndarray]:
@@ -448,9 +455,13 @@ class _OnnxLocal:
         self._dtypes = {name: _NUMPY_OF_ORT[side.types[name]] for name in self.plan.boundaries}
         self._inputs = sorted(self.plan.graph_inputs)
         self._side = side
-        self.session = _ort_session(self._write(side, workdir / "local.onnx"), side.folder)
+        self.session: onnxruntime.InferenceSession | None = None
+        if self.plan.outputs:  # a model without outputs would be refused
+            self.session = _ort_session(self._write(side, workdir / "local.onnx"), side.folder)
 
     def _write(self, side: _OnnxSide, target: Path) -> Path:
+        """Save the compressed model with the planned nodes, inputs and outputs (and only the initializers
+        they read) to `target`."""
         import onnx
         from onnx import helper
 
@@ -462,7 +473,10 @@ class _OnnxLocal:
             helper.make_tensor_value_info(name, _ORT_FLOAT_TYPES[side.types[name]], None)
             for name in self.plan.boundaries
         ]
-        del graph.node[:], graph.input[:], graph.output[:], graph.value_info[:]
+        used = {name for node in self.plan.nodes for name in node.input}
+        initializers = [init for init in graph.initializer if init.name in used]
+        del graph.node[:], graph.input[:], graph.output[:], graph.value_info[:], graph.initializer[:]
+        graph.initializer.extend(initializers)
         graph.node.extend(self.plan.nodes)
         graph.input.extend(inputs)
         graph.output.extend(onnx.ValueInfoProto(name=out) for out in self.plan.outputs.values())
@@ -471,6 +485,8 @@ class _OnnxLocal:
 
     def run(self, feeds: Feeds, golden: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Local outputs by golden name for one batch; `golden` holds the golden activations."""
+        if self.session is None:
+            return {}
         bound = self._side.feeds(feeds)
         inputs = {name: bound[name] for name in self._inputs}
         inputs.update(
@@ -479,9 +495,8 @@ class _OnnxLocal:
                 for name, g in self.plan.boundaries.items()
             }
         )
-        wanted = list(self.plan.outputs.values())
-        values = self.session.run(wanted, inputs)
-        return {g: np.asarray(values[wanted.index(out)]) for g, out in self.plan.outputs.items()}
+        values = self.session.run(list(self.plan.outputs.values()), inputs)
+        return {g: np.asarray(v) for g, v in zip(self.plan.outputs, values, strict=True)}
 
 
 # ------------------------------------------------------------------------------------------- torch
@@ -497,6 +512,7 @@ def _module_types(program: torch.export.ExportedProgram) -> dict[str, str]:
 
 
 def _float_leaves(value: Any) -> list[torch.Tensor]:
+    """The floating-point tensors in a (nested) module output, in pytree order."""
     import torch
     from torch.utils import _pytree
 
@@ -504,10 +520,12 @@ def _float_leaves(value: Any) -> list[torch.Tensor]:
 
 
 def _leaf_names(call: str, count: int) -> list[str]:
+    """Layer names of a call's float outputs: the call itself for one output, ``call[i]`` for several."""
     return [call] if count == 1 else [f"{call}[{i}]" for i in range(count)]
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A numpy copy (bfloat16 and other dtypes numpy lacks are widened to float32)."""
     import torch
 
     if tensor.dtype not in (torch.float16, torch.float32, torch.float64):
@@ -517,6 +535,8 @@ def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _TorchLayer:
+    """Where a torch layer's values come from: a module call and the index of the float output."""
+
     call: str  # module path, or path#k for the k-th extra call
     path: str
     leaf: int
@@ -559,6 +579,7 @@ class _TorchSide:
     def _hook(
         self, path: str, _module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
     ) -> None:
+        """Forward hook: name the call, keep the wanted float outputs (and the inputs, if asked)."""
         from torch.utils import _pytree
 
         if not self._recording:
@@ -619,12 +640,14 @@ class _TorchSide:
 
 
 def _clone_tensor(value: Any) -> Any:
+    """Clone tensors (a later in-place op must not change a captured input); keep anything else."""
     import torch
 
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def _cast(array: np.ndarray, dtype: str) -> np.ndarray:
+    """`array` as the input spec's dtype (left as it is when numpy does not know that dtype)."""
     try:
         wanted = np.dtype(dtype)
     except TypeError:
@@ -646,7 +669,7 @@ class _TorchLocal:
         cache: dict[tuple[str, str], list[torch.Tensor]] = {}
         for name, pair in list(self._pairs.items()):
             g_call = self._golden.layers[name].call
-            key = (pair.compressed, g_call)
+            key = (self._compressed.layers[pair.compressed].call, g_call)
             try:
                 if key not in cache:
                     cache[key] = self._compressed.call(pair.compressed, self._golden.last_inputs[g_call])
@@ -661,14 +684,15 @@ class _TorchLocal:
 
 
 def _auto_match(
-    name: str, compressed: _Side, targets: Collection[str], same_graph_family: bool
+    name: str, golden: _Side, golden_names: Collection[str], compressed: _Side, targets: Collection[str]
 ) -> str | None:
-    """The compressed tensor standing for golden `name`: its dequantized QDQ copy, else the same name."""
-    if not same_graph_family:
+    """The compressed tensor standing for golden `name`: its dequantized QDQ copy (unless the golden model
+    has that copy too, being quantized itself), else the same name; None across formats."""
+    if golden.family != compressed.family:
         return None
     if compressed.family == "onnx":
         for suffix in DEQUANT_OUTPUT_SUFFIXES:
-            if name + suffix in targets:
+            if name + suffix in targets and name + suffix not in golden_names:
                 return name + suffix
     return name if name in targets else None
 
@@ -694,7 +718,7 @@ def _match(golden: _Side, compressed: _Side, name_map: Mapping[str, str], notes:
         if name in name_map:
             target = name_map[name] if name_map[name] in compressed_names else None
         elif name in auto_names:
-            target = _auto_match(name, compressed, targets, same)
+            target = _auto_match(name, golden, golden_names, compressed, targets)
         else:
             target = None
         if target is not None:
@@ -706,6 +730,7 @@ def _match(golden: _Side, compressed: _Side, name_map: Mapping[str, str], notes:
 
 
 def _open_side(path: Path, fmt: ModelFormat, workdir: Path, role: str) -> _OnnxSide | _TorchSide:
+    """Load one model for capture (an onnx_zip is extracted into `workdir` first)."""
     if fmt == "onnx":
         return _OnnxSide(Path(path), workdir, role)
     if fmt == "onnx_zip":
@@ -794,22 +819,32 @@ def _finish(pairs: list[_Pair], notes: list[str]) -> list[LayerFidelity]:
             notes.append(f"Layer {pair.golden!r} left out: {pair.accumulated.problem}.")
         else:
             kept.append(pair)
+    not_batch_first = [pair.golden for pair in kept if not pair.accumulated.batch_first]
+    if not_batch_first:
+        notes.append(
+            f"No cosine for {', '.join(not_batch_first)}: their tensors do not have the batch on axis 0."
+        )
     last = max(len(kept) - 1, 1)
     layers = []
     for depth, pair in enumerate(kept):
         local, note = _local_result(pair)
-        accumulated = pair.accumulated.result()
-        if not pair.accumulated.batch_first:
-            notes.append(f"Layer {pair.golden!r}: its tensor is not batch-first, so no cosine is given.")
         layers.append(
             LayerFidelity(
-                pair.golden, pair.compressed, pair.op_type, depth, depth / last, accumulated, local, note
+                pair.golden,
+                pair.compressed,
+                pair.op_type,
+                depth,
+                depth / last,
+                pair.accumulated.result(),
+                local,
+                note,
             )
         )
     return layers
 
 
 def _local_result(pair: _Pair) -> tuple[LayerStats | None, str | None]:
+    """The pair's local totals and note; None with the reason when they could not be computed."""
     if pair.local is None:
         return None, pair.local_note
     if pair.local.problem is not None:
@@ -818,12 +853,14 @@ def _local_result(pair: _Pair) -> tuple[LayerStats | None, str | None]:
 
 
 def _summarise_local(layers: list[LayerFidelity], notes: list[str]) -> None:
+    """One note naming the layers without a local value."""
     missing = [layer.name for layer in layers if layer.local is None]
     if missing:
         notes.append(f"No local value for {len(missing)} layer(s) ({', '.join(missing)}); see local_note.")
 
 
 def _matching_note(golden: _Side, compressed: _Side) -> str:
+    """How layers were matched for this pair of formats."""
     if golden.family == compressed.family == "onnx":
         return (
             "ONNX tensors matched by name; a QDQ DequantizeLinear output '<name>_DequantizeLinear_Output' stands "

@@ -1,0 +1,454 @@
+"""profile_layers on the real digits CNN: fp32 vs its int8 QDQ quantization (checked against onnxruntime's
+own qdq_loss_debug), identical models, one perturbed layer (ONNX and torch.export, checked against the torch
+model's own activations), streaming, external data, mixed formats and the error paths."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from worker.engine.demo_models import (
+    DigitsCNN,
+    DigitsSplit,
+    export_onnx,
+    export_torch_program,
+    export_torchscript,
+    quantize_onnx_int8,
+)
+from worker.engine.errors import DatasetMismatchError, JobCancelled
+from worker.engine.layer_profile import LayerProfile, profile_layers
+
+STAT_KEYS = {"cosine_mean", "cosine_min", "sqnr_db", "sqnr_db_infinite"}
+LAYER_KEYS = {
+    "name",
+    "compressed_name",
+    "op_type",
+    "depth",
+    "depth_fraction",
+    "accumulated",
+    "local",
+    "local_note",
+}
+
+
+@dataclass(frozen=True)
+class Models:
+    golden_onnx: Path
+    int8_onnx: Path
+    perturbed_onnx: Path
+    golden_pt2: Path
+    perturbed_pt2: Path
+    golden: DigitsCNN
+    perturbed: DigitsCNN
+
+
+def perturb_conv2(model: DigitsCNN, scale: float = 0.3) -> DigitsCNN:
+    """A copy of `model` with Gaussian noise (scale x the weights' std) added to conv2's weights only."""
+    noisy = copy.deepcopy(model)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        weight = noisy.conv2.weight
+        weight += scale * weight.std() * torch.randn(weight.shape, generator=generator)
+    return noisy
+
+
+@pytest.fixture(scope="module")
+def models(
+    digits_cnn: DigitsCNN, digits_split: DigitsSplit, tmp_path_factory: pytest.TempPathFactory
+) -> Models:
+    folder = tmp_path_factory.mktemp("layer_profile")
+    sample = digits_split.x_test[:2]
+    perturbed = perturb_conv2(digits_cnn)
+    golden_onnx = export_onnx(digits_cnn, sample, folder / "golden.onnx")
+    return Models(
+        golden_onnx=golden_onnx,
+        int8_onnx=quantize_onnx_int8(golden_onnx, folder / "int8.onnx", digits_split.x_train[:512]),
+        perturbed_onnx=export_onnx(perturbed, sample, folder / "perturbed.onnx"),
+        golden_pt2=export_torch_program(digits_cnn, sample, folder / "golden.pt2"),
+        perturbed_pt2=export_torch_program(perturbed, sample, folder / "perturbed.pt2"),
+        golden=digits_cnn,
+        perturbed=perturbed,
+    )
+
+
+def batches(x: np.ndarray, size: int) -> Iterator[dict[str, np.ndarray]]:
+    return ({"input": x[i : i + size]} for i in range(0, len(x), size))
+
+
+def sqnr(a: np.ndarray, b: np.ndarray) -> float:
+    """Reference SQNR in dB over all elements, in float64 (inf for a zero error)."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    error = float(np.sum((a64 - b64) ** 2))
+    return math.inf if error == 0 else 10 * math.log10(float(np.sum(a64**2)) / error)
+
+
+def by_name(profile: LayerProfile) -> dict[str, dict]:
+    return {layer["name"]: layer for layer in profile.to_dict()["layers"]}
+
+
+def torch_activations(model: DigitsCNN, x: np.ndarray) -> dict[str, torch.Tensor]:
+    """The CNN's activations, computed step by step, named as the dynamo ONNX export names them."""
+    with torch.inference_mode():
+        t = torch.from_numpy(x)
+        conv = model.conv1(t)
+        relu = torch.relu(conv)
+        conv_1 = model.conv2(relu)
+        relu_1 = torch.relu(conv_1)
+        return {
+            "conv2d": conv,
+            "relu": relu,
+            "conv2d_1": conv_1,
+            "relu_1": relu_1,
+            "logits": model.fc(torch.flatten(relu_1, 1)),
+        }
+
+
+# ------------------------------------------------------------------ against onnxruntime's qdq_loss_debug
+
+
+def ort_reference(models: Models, x: np.ndarray, tmp: Path) -> tuple[dict, dict]:
+    """onnxruntime's own per-tensor error (compute_activation_error) and its activation matching."""
+    from onnxruntime.quantization import qdq_loss_debug as qdq
+
+    class Reader:
+        def __init__(self) -> None:
+            self._it = batches(x, 64)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self._it, None)
+
+        def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
+            return iter(self._it)
+
+    qdq.modify_model_output_intermediate_tensors(str(models.golden_onnx), str(tmp / "float_aug.onnx"))
+    qdq.modify_model_output_intermediate_tensors(str(models.int8_onnx), str(tmp / "qdq_aug.onnx"))
+    float_acts = qdq.collect_activations(str(tmp / "float_aug.onnx"), Reader())
+    qdq_acts = qdq.collect_activations(str(tmp / "qdq_aug.onnx"), Reader())
+    matching = qdq.create_activation_matching(qdq_acts, float_acts)
+    return qdq.compute_activation_error(matching), matching
+
+
+def test_accumulated_sqnr_matches_onnxruntime_qdq_loss_debug(
+    models: Models, digits_split: DigitsSplit, tmp_path: Path
+) -> None:
+    x = digits_split.x_test
+    errors, matching = ort_reference(models, x, tmp_path)
+    expected = {name: err["xmodel_err"] for name, err in errors.items() if "xmodel_err" in err}
+    assert {"relu", "relu_1", "logits"} <= set(expected)
+
+    profile = profile_layers(models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 64))
+    layers = {layer.name: layer for layer in profile.layers}
+    assert set(layers) == set(expected)
+    diffs = {name: abs(layers[name].accumulated.sqnr_db - value) for name, value in expected.items()}
+    assert max(diffs.values()) < 1e-3, diffs
+    assert layers["relu"].compressed_name == "relu_DequantizeLinear_Output"
+    assert layers["input"].op_type == "Input"
+
+    # cosine from onnxruntime's collected activations, by plain numpy
+    for name in expected:
+        golden = np.concatenate(matching[name]["float"]).reshape(len(x), -1).astype(np.float64)
+        quant = np.concatenate(matching[name]["post_qdq"]).reshape(len(x), -1).astype(np.float64)
+        cos = np.sum(golden * quant, 1) / (np.linalg.norm(golden, axis=1) * np.linalg.norm(quant, axis=1))
+        assert layers[name].accumulated.cosine_mean == pytest.approx(cos.mean(), abs=1e-9)
+        assert layers[name].accumulated.cosine_min == pytest.approx(cos.min(), abs=1e-9)
+
+    # every layer gets a finite local value; the convolutions fused into Conv+Relu by pre-processing are
+    # reported as unmatched instead of being guessed
+    assert all(layer.local is not None and math.isfinite(layer.local.sqnr_db) for layer in profile.layers)
+    assert set(profile.unmatched_golden) == {"conv2d", "conv2d_1"}
+    assert profile.unmatched_compressed == []
+    assert profile.n_samples == len(x)
+
+
+def test_local_of_quantized_layer_matches_a_direct_computation(
+    models: Models, digits_split: DigitsSplit, tmp_path: Path
+) -> None:
+    """Local 'logits' of the QDQ model = quantize-dequantize(Gemm(golden input of fc, dequantized weights))."""
+    from onnxruntime.quantization.qdq_loss_debug import create_weight_matching
+
+    x = digits_split.x_test
+    weights = create_weight_matching(str(models.golden_onnx), str(models.int8_onnx))
+    acts = torch_activations(models.golden, x)
+    flat = torch.flatten(acts["relu_1"], 1).numpy().astype(np.float64)
+    w = weights["fc.weight"]["dequantized"].astype(np.float64)
+    b = weights["fc.bias"]["dequantized"].astype(np.float64)
+    gemm = (flat @ w.T + b).astype(np.float32)
+    scale, zero_point = logits_qparams(models.int8_onnx)
+    q = np.clip(np.round(gemm / scale) + zero_point, 0, 255)  # uint8, round half to even like ORT
+    local = ((q - zero_point) * scale).astype(np.float32)
+
+    profile = profile_layers(models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 64))
+    layer = next(layer for layer in profile.layers if layer.name == "logits")
+    assert layer.local is not None
+    assert layer.local.sqnr_db == pytest.approx(sqnr(acts["logits"].numpy(), local), abs=5e-3)
+
+
+def logits_qparams(path: Path) -> tuple[float, int]:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    inits = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    return float(inits["logits_scale"]), int(inits["logits_zero_point"])
+
+
+# ------------------------------------------------------------------------------------ identical models
+
+
+@pytest.mark.parametrize(
+    ("attr", "fmt"), [("golden_onnx", "onnx"), ("int8_onnx", "onnx"), ("golden_pt2", "torch_export")]
+)
+def test_identical_models_have_infinite_sqnr_and_cosine_one(
+    models: Models, digits_split: DigitsSplit, attr: str, fmt: str
+) -> None:
+    path = getattr(models, attr)
+    profile = profile_layers(path, fmt, path, fmt, batches(digits_split.x_test, 64))  # type: ignore[arg-type]
+    data = profile.to_dict()
+    assert len(data["layers"]) >= 5
+    for layer in data["layers"]:
+        for stats in (layer["accumulated"], layer["local"]):
+            assert stats == {"cosine_mean": 1.0, "cosine_min": 1.0, "sqnr_db": None, "sqnr_db_infinite": True}
+    assert data["unmatched_golden"] == data["unmatched_compressed"] == []
+
+
+# -------------------------------------------------------------------------------------- perturbed layer
+
+
+def assert_locality(layers: dict[str, dict], order: list[str], perturbed: str) -> None:
+    """Only `perturbed` adds error: local infinite elsewhere; accumulated infinite before it, finite after."""
+    at = order.index(perturbed)
+    for i, name in enumerate(order):
+        layer = layers[name]
+        if name == perturbed:
+            assert layer["local"]["sqnr_db"] < 30
+        else:
+            assert layer["local"]["sqnr_db_infinite"], name
+        if i < at:
+            assert layer["accumulated"]["sqnr_db_infinite"], name
+        else:
+            assert layer["accumulated"]["sqnr_db"] < 40, name
+
+
+def test_perturbed_layer_onnx_local_error_only_at_that_layer(
+    models: Models, digits_split: DigitsSplit
+) -> None:
+    x = digits_split.x_test
+    profile = profile_layers(models.golden_onnx, "onnx", models.perturbed_onnx, "onnx", batches(x, 50))
+    layers = by_name(profile)
+    order = ["conv2d", "relu", "conv2d_1", "relu_1", "_unsafe_view", "logits"]
+    assert list(layers) == order
+    assert [layers[n]["depth"] for n in order] == list(range(6))
+    assert layers["logits"]["depth_fraction"] == 1.0
+    assert_locality(layers, order, "conv2d_1")
+
+    golden, noisy = torch_activations(models.golden, x), torch_activations(models.perturbed, x)
+    with torch.inference_mode():
+        local_conv2 = models.perturbed.conv2(golden["relu"]).numpy()
+    assert layers["conv2d_1"]["local"]["sqnr_db"] == pytest.approx(
+        sqnr(golden["conv2d_1"].numpy(), local_conv2), abs=1e-3
+    )
+    for name in ("conv2d_1", "relu_1", "logits"):
+        assert layers[name]["accumulated"]["sqnr_db"] == pytest.approx(
+            sqnr(golden[name].numpy(), noisy[name].numpy()), abs=1e-3
+        )
+
+
+def test_perturbed_module_torch_export_local_error_only_at_that_module(
+    models: Models, digits_split: DigitsSplit
+) -> None:
+    x = digits_split.x_test
+    profile = profile_layers(
+        models.golden_pt2, "torch_export", models.perturbed_pt2, "torch_export", batches(x, 64)
+    )
+    layers = by_name(profile)
+    order = ["conv1", "relu", "conv2", "relu#1", "fc"]  # relu is called twice
+    assert list(layers) == order
+    assert [layers[n]["op_type"] for n in order] == ["Conv2d", "ReLU", "Conv2d", "ReLU", "Linear"]
+    assert_locality(layers, order, "conv2")
+
+    golden, noisy = torch_activations(models.golden, x), torch_activations(models.perturbed, x)
+    with torch.inference_mode():
+        local_conv2 = models.perturbed.conv2(golden["relu"]).numpy()
+    assert layers["conv2"]["local"]["sqnr_db"] == pytest.approx(
+        sqnr(golden["conv2d_1"].numpy(), local_conv2), rel=1e-9
+    )
+    assert layers["fc"]["accumulated"]["sqnr_db"] == pytest.approx(
+        sqnr(golden["logits"].numpy(), noisy["logits"].numpy()), rel=1e-9
+    )
+
+
+# ------------------------------------------------------------------------------------------- streaming
+
+
+def test_batch_size_does_not_change_the_numbers(models: Models, digits_split: DigitsSplit) -> None:
+    x = digits_split.x_test
+    small = profile_layers(models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 7))
+    large = profile_layers(models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 1000))
+    assert [layer.name for layer in small.layers] == [layer.name for layer in large.layers]
+    for a, b in zip(small.layers, large.layers, strict=True):
+        assert a.local is not None and b.local is not None
+        for sa, sb in ((a.accumulated, b.accumulated), (a.local, b.local)):
+            assert sa.sqnr_db == pytest.approx(sb.sqnr_db, rel=1e-9)
+            assert sa.cosine_mean == pytest.approx(sb.cosine_mean, rel=1e-9)
+            assert sa.cosine_min == pytest.approx(sb.cosine_min, rel=1e-9)
+
+
+def test_progress_reports_samples_done_and_cancellation_propagates(
+    models: Models, digits_split: DigitsSplit
+) -> None:
+    x = digits_split.x_test[:100]
+    seen: list[int] = []
+    profile_layers(
+        models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 40), on_progress=seen.append
+    )
+    assert seen == [40, 80, 100]
+
+    def cancel(done: int) -> None:
+        raise JobCancelled("stop")
+
+    with pytest.raises(JobCancelled):
+        profile_layers(
+            models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 40), on_progress=cancel
+        )
+
+
+# ------------------------------------------------------------------------------- formats and edge cases
+
+
+def test_external_data_in_onnx_zip_gives_the_same_profile(
+    models: Models, digits_split: DigitsSplit, tmp_path: Path
+) -> None:
+    folder = tmp_path / "external"
+    folder.mkdir()
+    export_onnx(models.golden, digits_split.x_test[:2], folder / "model.onnx", external_data=True)
+    assert len(list(folder.iterdir())) > 1
+    archive = tmp_path / "golden.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for file in folder.iterdir():
+            zf.write(file, file.name)
+    x = digits_split.x_test[:120]
+    from_zip = profile_layers(archive, "onnx_zip", models.int8_onnx, "onnx", batches(x, 64))
+    plain = profile_layers(models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 64))
+    assert from_zip.to_dict()["layers"] == plain.to_dict()["layers"]
+    assert len(from_zip.layers) == 5
+
+
+def test_mixed_formats_match_only_through_the_name_map(models: Models, digits_split: DigitsSplit) -> None:
+    x = digits_split.x_test[:200]
+    unmapped = profile_layers(
+        models.golden_onnx, "onnx", models.perturbed_pt2, "torch_export", batches(x, 64)
+    )
+    assert unmapped.layers == []
+    assert "relu_1" in unmapped.unmatched_golden and "relu#1" in unmapped.unmatched_compressed
+    assert any("name mapping" in note and "none was given" in note for note in unmapped.notes)
+
+    mapped = profile_layers(
+        models.golden_onnx,
+        "onnx",
+        models.perturbed_pt2,
+        "torch_export",
+        batches(x, 64),
+        name_map={"conv2d_1": "conv2", "logits": "fc", "relu": "missing"},
+    )
+    assert [(layer.name, layer.compressed_name) for layer in mapped.layers] == [
+        ("conv2d_1", "conv2"),
+        ("logits", "fc"),
+    ]
+    assert all(layer.local is None and layer.local_note for layer in mapped.layers)
+    assert any("'missing'" in note for note in mapped.notes)
+    same_format = by_name(
+        profile_layers(models.golden_onnx, "onnx", models.perturbed_onnx, "onnx", batches(x, 64))
+    )
+    for layer in mapped.layers:
+        assert layer.accumulated.sqnr_db == pytest.approx(
+            same_format[layer.name]["accumulated"]["sqnr_db"], abs=1e-3
+        )
+
+
+def test_to_dict_is_strict_json_with_the_documented_keys(models: Models, digits_split: DigitsSplit) -> None:
+    profile = profile_layers(
+        models.golden_onnx, "onnx", models.perturbed_onnx, "onnx", batches(digits_split.x_test[:64], 32)
+    )
+    data = json.loads(json.dumps(profile.to_dict(), allow_nan=False))
+    assert set(data) == {"n_samples", "layers", "unmatched_golden", "unmatched_compressed", "notes"}
+    for layer in data["layers"]:
+        assert set(layer) == LAYER_KEYS
+        assert set(layer["accumulated"]) == set(layer["local"]) == STAT_KEYS
+
+
+def test_torchscript_is_reported_as_unsupported(models: Models, digits_split: DigitsSplit) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        script = export_torchscript(models.golden, digits_split.x_test[:2], Path(tmp) / "model.pt")
+        profile = profile_layers(
+            script, "torchscript", script, "torchscript", batches(digits_split.x_test, 64)
+        )
+    assert profile.layers == []
+    assert any("TorchScript" in note and "torch.export" in note for note in profile.notes)
+
+
+def test_no_batches_is_a_dataset_error(models: Models) -> None:
+    with pytest.raises(DatasetMismatchError):
+        profile_layers(models.golden_onnx, "onnx", models.int8_onnx, "onnx", iter([]))
+
+
+def tiny_onnx(path: Path, scale: np.ndarray) -> Path:
+    """x (n, 4) -> t = x^T (4, n) -> y = t * scale (4, n) -> z = y^T (n, 4) -> m = mean(z, axis 1) (n, 1)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+        helper.make_node("Mul", ["t", "scale"], ["y"]),
+        helper.make_node("Transpose", ["y"], ["z"], perm=[1, 0]),
+        helper.make_node("ReduceMean", ["z"], ["m"], axes=[1], keepdims=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("m", TensorProto.FLOAT, ["n", 1])],
+        [numpy_helper.from_array(scale.astype(np.float32), "scale")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_tensor_without_batch_axis_gets_sqnr_only_and_a_shape_mismatch_is_left_out(tmp_path: Path) -> None:
+    x = np.random.default_rng(0).normal(size=(30, 4)).astype(np.float32)
+    scale = np.ones((4, 1), np.float32)
+    noisy = scale.copy()
+    noisy[2] = 1.1
+    golden = tiny_onnx(tmp_path / "golden.onnx", scale)
+    compressed = tiny_onnx(tmp_path / "compressed.onnx", noisy)
+
+    def feeds() -> Iterator[dict[str, np.ndarray]]:
+        return ({"x": x[i : i + 10]} for i in range(0, 30, 10))
+
+    layers = {
+        layer.name: layer for layer in profile_layers(golden, "onnx", compressed, "onnx", feeds()).layers
+    }
+    assert list(layers) == ["t", "y", "z", "m"]
+    y = layers["y"]
+    assert y.accumulated.cosine_mean is None and y.accumulated.cosine_min is None  # (4, n): no sample axis
+    assert y.accumulated.sqnr_db == pytest.approx(sqnr(x.T * scale, x.T * noisy), rel=1e-6)
+    assert y.local is not None and y.local.sqnr_db == pytest.approx(y.accumulated.sqnr_db, rel=1e-9)
+    z = layers["z"]
+    assert z.accumulated.cosine_mean is not None and z.accumulated.cosine_mean < 1.0
+    assert z.local is not None and z.local.sqnr_db == math.inf  # the transpose adds no error
+
+    mismatched = profile_layers(golden, "onnx", compressed, "onnx", feeds(), name_map={"y": "m"})
+    assert [layer.name for layer in mismatched.layers] == ["t", "z", "m"]
+    assert any("'y' left out" in note and "shapes differ" in note for note in mismatched.notes)
+    assert "y" in mismatched.unmatched_compressed
