@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install Kneeboard with its worker and dev dependencies, pinned by requirements/constraints.txt.
-# Idempotent: does nothing when pyproject.toml and the constraints are unchanged since the last install.
+# Then build the dashboard (frontend/) with npm. Idempotent: each step is skipped when its inputs are unchanged
+# since it last ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,4 +20,16 @@ if [ "$(cat .venv/.kneeboard-installed 2>/dev/null)" != "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -c requirements/constraints.txt -e '.[worker,dev]' 2>&1 | grep -v "is ignored" || true
   .venv/bin/python -c 'import backend, worker, torch, onnxruntime' # fail here, not later, if the install did not work
   echo "$stamp" > .venv/.kneeboard-installed
+fi
+
+# The dashboard, built by Vite into frontend/dist (served by the API at /). Needs Node >= 20.19 and npm.
+if command -v npm >/dev/null 2>&1; then
+  frontend_stamp=$(cd frontend && cat package-lock.json index.html vite.config.ts tsconfig.json $(find src -type f | sort) | sha256sum | cut -d' ' -f1)
+  if [ "$(cat frontend/dist/.kneeboard-built 2>/dev/null)" != "$frontend_stamp" ]; then
+    echo "Building the dashboard (frontend/)..."
+    (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+    echo "$frontend_stamp" > frontend/dist/.kneeboard-built
+  fi
+else
+  echo "npm not found: the API and worker will run, but the dashboard is not built (install Node 20 and rerun)." >&2
 fi

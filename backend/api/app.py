@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
@@ -19,8 +19,11 @@ from backend.reaper import running_reaper
 from backend.settings import Settings, get_settings
 from backend.storage import store_from_uri
 
-STATIC_DIR = Path(__file__).resolve().parents[1] / "static"
 FRONTEND_DIST = Path(__file__).resolve().parents[2] / "frontend" / "dist"
+NOT_BUILT_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Kneeboard</title></head>
+<body><h1>Kneeboard</h1><p>The dashboard is not built. <code>./scripts/install.sh</code> builds it (it needs Node 20
+and npm), or by hand: <code>cd frontend &amp;&amp; npm ci &amp;&amp; npm run build</code>, then reload.</p>
+<p>The REST API is running: see <a href="/docs">/docs</a>.</p></body></html>"""
 
 health_router = APIRouter(tags=["health"])
 
@@ -68,11 +71,13 @@ def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> 
         api.include_router(router)
     app.include_router(api)
 
-    dashboard = FRONTEND_DIST if (FRONTEND_DIST / "index.html").is_file() else STATIC_DIR
-    app.mount("/assets", StaticFiles(directory=dashboard, check_dir=False), name="assets")
+    # The built single-page app: index.html at /, its hashed bundles under /assets (vite's assetsDir).
+    # Routes live in the URL fragment (#/jobs/12), so no other path needs to fall back to index.html.
+    app.mount("/assets", StaticFiles(directory=FRONTEND_DIST / "assets", check_dir=False), name="assets")
 
-    @app.get("/", include_in_schema=False)
-    def index() -> FileResponse:
-        return FileResponse(dashboard / "index.html")
+    @app.get("/", include_in_schema=False, response_model=None)
+    def index() -> FileResponse | HTMLResponse:
+        built = FRONTEND_DIST / "index.html"
+        return FileResponse(built) if built.is_file() else HTMLResponse(NOT_BUILT_PAGE)
 
     return app

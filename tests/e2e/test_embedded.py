@@ -72,7 +72,11 @@ def test_embedded_start_seeds_a_demo_with_real_numbers(embedded: tuple[str, Path
     )  # SQLite JSON filter
     page = httpx.get(base + "/")
     assert page.status_code == 200 and "Kneeboard" in page.text
-    assert httpx.get(base + "/assets/app.js").status_code == 200
+    # The built app (scripts/install.sh builds it): index.html names its hashed bundle, served under /assets.
+    bundle = re.search(r'src="(/assets/[^"]+\.js)"', page.text)
+    assert bundle, f"no script bundle in the dashboard page: {page.text[:500]}"
+    script = httpx.get(base + bundle.group(1))
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
 
 
 def _readme_api_blocks() -> str:

@@ -1,0 +1,50 @@
+import { useEffect } from "react";
+import { Layout } from "./components/Layout";
+import { useRoute } from "./components/router";
+import { href, type Route } from "./lib/route";
+import { ComparePage } from "./pages/ComparePage";
+import { ModelPage } from "./pages/ModelPage";
+import { ProjectPage } from "./pages/ProjectPage";
+import { ProjectsPage } from "./pages/ProjectsPage";
+import { ReportPage } from "./pages/ReportPage";
+
+function Page({ route }: { route: Route }) {
+  switch (route.page) {
+    case "projects":
+      return <ProjectsPage />;
+    case "project":
+      return <ProjectPage key={route.projectId} projectId={route.projectId} />;
+    case "compare":
+      return <ComparePage key={route.projectId} projectId={route.projectId} />;
+    case "model":
+      return <ModelPage key={route.modelId} modelId={route.modelId} />;
+    case "report":
+      return <ReportPage key={route.jobId} jobId={route.jobId} query={route.query} />;
+    case "notFound":
+      return (
+        <Layout crumbs={[{ label: "Projects", href: href({ page: "projects" }) }]} title="Page not found">
+          <p>
+            There is no page at <code>{route.path}</code>. <a href={href({ page: "projects" })}>Back to the projects</a>
+            .
+          </p>
+        </Layout>
+      );
+  }
+}
+
+const TITLES: Record<Route["page"], string> = {
+  projects: "Projects",
+  project: "Project",
+  compare: "Compare runs",
+  model: "Model",
+  report: "Fidelity report",
+  notFound: "Not found",
+};
+
+export function App() {
+  const route = useRoute();
+  useEffect(() => {
+    document.title = `${TITLES[route.page]} · Kneeboard`;
+  }, [route.page]);
+  return <Page route={route} />;
+}

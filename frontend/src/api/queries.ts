@@ -1,0 +1,204 @@
+// Server state: one react-query hook per API read, polling while something is still moving.
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import type { SampleQuery } from "../lib/route";
+import { api, unwrap } from "./http";
+import type { Job, Model, Sample } from "./types";
+
+export const POLL_MS = 2000;
+export const JOBS_PAGE = 20;
+const ACTIVE = new Set(["queued", "running"]);
+
+export const isActive = (job: Job): boolean => ACTIVE.has(job.status);
+const anyInspecting = (models: Model[] | undefined): boolean => !!models?.some((m) => m.status === "inspecting");
+
+export const keys = {
+  projects: ["projects"] as const,
+  project: (id: string) => ["project", id] as const,
+  models: (projectId: string) => ["models", projectId] as const,
+  model: (id: string) => ["model", id] as const,
+  datasets: (projectId: string) => ["datasets", projectId] as const,
+  jobs: (projectId: string) => ["jobs", projectId] as const,
+  job: (id: string) => ["job", id] as const,
+  jobKinds: ["job-kinds"] as const,
+  report: (jobId: string) => ["report", jobId] as const,
+  samples: (jobId: string) => ["samples", jobId] as const,
+  runs: (projectId: string) => ["runs", projectId] as const,
+};
+
+export function useProjects() {
+  return useQuery({
+    queryKey: keys.projects,
+    queryFn: () => unwrap(api.GET("/api/v1/projects")),
+  });
+}
+
+export function useProject(projectId: string) {
+  return useQuery({
+    queryKey: keys.project(projectId),
+    queryFn: () => unwrap(api.GET("/api/v1/projects/{project_id}", { params: { path: { project_id: projectId } } })),
+    enabled: projectId !== "",
+  });
+}
+
+export function useCreateProject() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { name: string; description: string }) => unwrap(api.POST("/api/v1/projects", { body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.projects }),
+  });
+}
+
+export function useModels(projectId: string) {
+  return useQuery({
+    queryKey: keys.models(projectId),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/projects/{project_id}/models", { params: { path: { project_id: projectId } } })),
+    enabled: projectId !== "",
+    refetchInterval: (query) => (anyInspecting(query.state.data) ? POLL_MS : false),
+  });
+}
+
+export function useModel(modelId: string) {
+  return useQuery({
+    queryKey: keys.model(modelId),
+    queryFn: () => unwrap(api.GET("/api/v1/models/{model_id}", { params: { path: { model_id: modelId } } })),
+    refetchInterval: (query) => (query.state.data?.status === "inspecting" ? POLL_MS : false),
+  });
+}
+
+export function useDatasets(projectId: string) {
+  return useQuery({
+    queryKey: keys.datasets(projectId),
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/projects/{project_id}/datasets", { params: { path: { project_id: projectId } } })),
+    enabled: projectId !== "",
+  });
+}
+
+export function useJobs(projectId: string, offset: number) {
+  return useQuery({
+    queryKey: [...keys.jobs(projectId), offset],
+    queryFn: () =>
+      unwrap(api.GET("/api/v1/jobs", { params: { query: { project_id: projectId, limit: JOBS_PAGE, offset } } })),
+    placeholderData: keepPreviousData,
+    refetchInterval: (query) => (query.state.data?.items.some(isActive) ? POLL_MS : false),
+  });
+}
+
+export function useJob(jobId: string) {
+  return useQuery({
+    queryKey: keys.job(jobId),
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}", { params: { path: { job_id: jobId } } })),
+    refetchInterval: (query) => (query.state.data && isActive(query.state.data) ? POLL_MS : false),
+  });
+}
+
+export function useJobKinds() {
+  return useQuery({
+    queryKey: keys.jobKinds,
+    queryFn: () => unwrap(api.GET("/api/v1/job-kinds")),
+    staleTime: Infinity,
+  });
+}
+
+export function useCreateFidelityJob(projectId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (params: Record<string, string | number>) =>
+      unwrap(api.POST("/api/v1/jobs", { body: { project_id: projectId, kind: "fidelity", params } })),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.jobs(projectId) }),
+  });
+}
+
+export function useCancelJob(projectId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (jobId: string) =>
+      unwrap(api.POST("/api/v1/jobs/{job_id}/cancel", { params: { path: { job_id: jobId } } })),
+    onSettled: () => client.invalidateQueries({ queryKey: keys.jobs(projectId) }),
+  });
+}
+
+export function useFidelityReport(jobId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: keys.report(jobId),
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/fidelity", { params: { path: { job_id: jobId } } })),
+    enabled,
+    staleTime: Infinity,
+  });
+}
+
+const tristate = (value: SampleQuery["flagged"]): boolean | undefined =>
+  value === "any" ? undefined : value === "yes";
+
+export function useSamples(jobId: string, output: string, query: SampleQuery) {
+  const { sort, order, flagged, flipped, limit, offset } = query;
+  return useQuery({
+    queryKey: [...keys.samples(jobId), output, sort, order, flagged, flipped, limit, offset],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/jobs/{job_id}/fidelity/samples", {
+          params: {
+            path: { job_id: jobId },
+            query: { output, sort, order, flagged: tristate(flagged), flipped: tristate(flipped), limit, offset },
+          },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+    staleTime: Infinity,
+  });
+}
+
+/** The server's largest page of samples. */
+const SAMPLE_PAGE_MAX = 1000;
+
+/**
+ * Per-sample values for the histogram: the first `max` samples by index, fetched page by page, and how many
+ * there are in all (more than `max` means the histogram shows a sample of them).
+ */
+export function useSampleValues(jobId: string, output: string, max: number) {
+  return useQuery({
+    queryKey: [...keys.samples(jobId), output, "values", max],
+    queryFn: async () => {
+      const items: Sample[] = [];
+      for (;;) {
+        const page: { items: Sample[]; total: number } = await unwrap(
+          api.GET("/api/v1/jobs/{job_id}/fidelity/samples", {
+            params: {
+              path: { job_id: jobId },
+              query: {
+                output,
+                sort: "sample_index",
+                order: "asc",
+                limit: Math.min(SAMPLE_PAGE_MAX, max - items.length),
+                offset: items.length,
+              },
+            },
+          }),
+        );
+        items.push(...page.items);
+        if (page.items.length === 0 || items.length >= Math.min(page.total, max)) return { items, total: page.total };
+      }
+    },
+    staleTime: Infinity,
+  });
+}
+
+export function useFidelityRuns(projectId: string, filters: { golden: string; dataset: string }) {
+  return useQuery({
+    queryKey: [...keys.runs(projectId), filters.golden, filters.dataset],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/projects/{project_id}/fidelity-runs", {
+          params: {
+            path: { project_id: projectId },
+            query: {
+              golden_model_id: filters.golden || undefined,
+              dataset_id: filters.dataset || undefined,
+              limit: 500,
+            },
+          },
+        }),
+      ),
+  });
+}

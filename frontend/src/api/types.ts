@@ -1,0 +1,11 @@
+// Names for the generated schema types used across the app.
+import type { components } from "../client/schema";
+
+type Schemas = components["schemas"];
+export type Project = Schemas["ProjectOut"];
+export type Model = Schemas["ModelOut"];
+export type Dataset = Schemas["DatasetOut"];
+export type Job = Schemas["JobOut"];
+export type Sample = Schemas["SampleDivergenceOut"];
+export type FidelityReport = Schemas["FidelityReportOut"];
+export type FidelityRun = Schemas["FidelityRunOut"];

@@ -1,0 +1,79 @@
+// A Plotly chart. Plotly is loaded on first use (its own chunk) and drawn with Plotly.react, so updates
+// re-use the chart. The modebar keeps Plotly's "Download plot as a png" button.
+import type { Config, Data, Layout } from "plotly.js";
+import { useEffect, useRef, useState } from "react";
+
+type PlotlyModule = typeof import("plotly.js");
+let plotly: Promise<PlotlyModule> | null = null;
+function loadPlotly(): Promise<PlotlyModule> {
+  plotly ??= import("plotly.js-basic-dist-min").then((m) => m.default);
+  return plotly;
+}
+
+const BASE_LAYOUT: Partial<Layout> = {
+  margin: { l: 60, r: 20, t: 10, b: 50 },
+  font: { family: "system-ui, sans-serif", size: 12 },
+  paper_bgcolor: "white",
+  plot_bgcolor: "white",
+  bargap: 0,
+};
+
+export function Plot({
+  data,
+  layout,
+  filename,
+  height = 320,
+}: {
+  data: Data[];
+  layout: Partial<Layout>;
+  /** PNG file name offered by the modebar's download button. */
+  filename: string;
+  height?: number;
+}) {
+  const ref = useRef<HTMLDivElement>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    const element = ref.current;
+    if (!element) return;
+    let cancelled = false;
+    const config: Partial<Config> = {
+      displaylogo: false,
+      responsive: true,
+      modeBarButtonsToRemove: ["select2d", "lasso2d"],
+      toImageButtonOptions: { filename, format: "png", scale: 2 },
+    };
+    loadPlotly()
+      .then(async (Plotly) => {
+        if (cancelled) return;
+        await Plotly.react(element, data, { ...BASE_LAYOUT, height, ...layout }, config);
+      })
+      .catch((e: unknown) => {
+        setError(e instanceof Error ? e.message : String(e));
+      });
+    return () => {
+      cancelled = true;
+    };
+  }, [data, layout, filename, height]);
+
+  useEffect(() => {
+    const element = ref.current;
+    return () => {
+      if (element)
+        void loadPlotly().then((Plotly) => {
+          Plotly.purge(element);
+        });
+    };
+  }, []);
+
+  return (
+    <>
+      {error && (
+        <p className="error" role="alert">
+          Could not draw the chart: {error}
+        </p>
+      )}
+      <div ref={ref} className="plot" style={{ minHeight: height }} />
+    </>
+  );
+}

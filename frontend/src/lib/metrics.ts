@@ -1,0 +1,233 @@
+// The metric cards of a fidelity report: which numbers of an output's summary to show, what each means,
+// and which way is better. Only metrics present in the summary become cards.
+import { at, type JsonObject } from "./json";
+import { formatNumber, formatPercent } from "./format";
+
+export type Direction = "lower" | "higher" | "closer to 0";
+
+interface MetricDef {
+  /** Dotted path in the output's metrics. */
+  path: string;
+  label: string;
+  explanation: string;
+  direction?: Direction;
+  unit: "nats" | "fraction" | "dB" | "pp" | "count" | "";
+  /** Significant digits (default 4); cosine similarities need more to differ from 1. */
+  digits?: number;
+  /** Shown first; the others sit under "more metrics". */
+  headline?: boolean;
+}
+
+export interface MetricCard {
+  path: string;
+  label: string;
+  value: string;
+  explanation: string;
+  direction?: Direction;
+  headline: boolean;
+}
+
+const METRICS: readonly MetricDef[] = [
+  {
+    path: "kl_mean_nats",
+    label: "KL(P‖Q) mean",
+    unit: "nats",
+    direction: "lower",
+    headline: true,
+    explanation: "Information lost when the compressed model's distribution Q stands in for the golden P.",
+  },
+  {
+    path: "kl_reverse_mean_nats",
+    label: "KL(Q‖P) mean",
+    unit: "nats",
+    direction: "lower",
+    explanation: "Reverse KL: penalises classes the compressed model invents.",
+  },
+  {
+    path: "js_mean_nats",
+    label: "Jensen-Shannon mean",
+    unit: "nats",
+    direction: "lower",
+    headline: true,
+    explanation: "Symmetric, bounded divergence between the two distributions (at most ln 2).",
+  },
+  {
+    path: "tv_mean",
+    label: "Total variation mean",
+    unit: "",
+    direction: "lower",
+    explanation: "Largest difference in probability the two models give to any set of classes.",
+  },
+  {
+    path: "top1_match",
+    label: "Top-1 match",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation: "Share of samples where both models predict the same class.",
+  },
+  {
+    path: "topk_agreement",
+    label: "Top-k agreement",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation: "Share of samples whose golden top-1 class is in the compressed model's top k.",
+  },
+  {
+    path: "topk_overlap",
+    label: "Top-k overlap",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Mean share of the top-k classes the two models have in common.",
+  },
+  {
+    path: "label_flips.count",
+    label: "Top-1 flips",
+    unit: "count",
+    direction: "lower",
+    headline: true,
+    explanation: "Samples whose predicted class changed under compression.",
+  },
+  {
+    path: "labels.top1_accuracy_drop_pp",
+    label: "Accuracy drop",
+    unit: "pp",
+    direction: "lower",
+    headline: true,
+    explanation: "Golden minus compressed top-1 accuracy on the labels, in percentage points.",
+  },
+  {
+    path: "labels.golden_top1_accuracy",
+    label: "Golden accuracy",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Top-1 accuracy of the golden model on the dataset's labels.",
+  },
+  {
+    path: "labels.compressed_top1_accuracy",
+    label: "Compressed accuracy",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Top-1 accuracy of the compressed model on the dataset's labels.",
+  },
+  {
+    path: "labels.calibration.ece_shift",
+    label: "ECE shift",
+    unit: "",
+    direction: "lower",
+    headline: true,
+    explanation: "Expected calibration error of the compressed model minus the golden model's.",
+  },
+  {
+    path: "confidence_shift",
+    label: "Confidence shift",
+    unit: "",
+    direction: "closer to 0",
+    explanation: "Mean top-1 probability of the compressed model minus the golden model's.",
+  },
+  {
+    path: "sqnr_db",
+    label: "SQNR",
+    unit: "dB",
+    direction: "higher",
+    headline: true,
+    explanation: "Signal-to-quantization-noise ratio of the raw outputs.",
+  },
+  {
+    path: "cosine_mean",
+    label: "Cosine similarity mean",
+    unit: "",
+    direction: "higher",
+    digits: 6,
+    headline: true,
+    explanation: "Mean cosine similarity between the two models' output vectors.",
+  },
+  {
+    path: "cosine_min",
+    label: "Cosine similarity min",
+    unit: "",
+    direction: "higher",
+    digits: 6,
+    explanation: "The least similar sample's cosine similarity.",
+  },
+  {
+    path: "mse",
+    label: "MSE",
+    unit: "",
+    direction: "lower",
+    explanation: "Mean squared error between the raw outputs.",
+  },
+  {
+    path: "mae",
+    label: "MAE",
+    unit: "",
+    direction: "lower",
+    explanation: "Mean absolute error between the raw outputs.",
+  },
+  {
+    path: "max_abs_err",
+    label: "Max abs error",
+    unit: "",
+    direction: "lower",
+    explanation: "Largest absolute difference in any output element.",
+  },
+  {
+    path: "r2",
+    label: "R²",
+    unit: "",
+    direction: "higher",
+    headline: true,
+    explanation: "How much of the golden outputs' variance the compressed outputs explain.",
+  },
+  {
+    path: "nearest_neighbour_agreement",
+    label: "Nearest-neighbour agreement",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation: "Share of samples whose nearest neighbour (cosine) is the same in both embedding spaces.",
+  },
+  {
+    path: "cross_entropy_mean_nats",
+    label: "Cross-entropy mean",
+    unit: "nats",
+    explanation: "H(P, Q) = entropy of P + KL(P‖Q); for reference next to the golden entropy.",
+  },
+  {
+    path: "entropy_golden_mean_nats",
+    label: "Golden entropy mean",
+    unit: "nats",
+    explanation: "How uncertain the golden model is on its own; the scale KL is measured against.",
+  },
+];
+
+function formatValue(value: number, { unit, digits }: MetricDef): string {
+  switch (unit) {
+    case "fraction":
+      return formatPercent(value);
+    case "nats":
+      return `${formatNumber(value, digits)} nats`;
+    case "dB":
+      return `${formatNumber(value, digits)} dB`;
+    case "pp":
+      return `${formatNumber(value, digits)} pp`;
+    case "count":
+      return value.toLocaleString("en-US");
+    case "":
+      return formatNumber(value, digits);
+  }
+}
+
+export function metricCards(metrics: JsonObject): MetricCard[] {
+  const cards: MetricCard[] = [];
+  for (const def of METRICS) {
+    const raw = at(metrics, def.path);
+    let value: string | null = typeof raw === "number" ? formatValue(raw, def) : null;
+    if (def.path === "sqnr_db" && at(metrics, "sqnr_db_infinite") === true) value = "∞ (identical)";
+    if (value === null) continue;
+    const { path, label, explanation, direction } = def;
+    cards.push({ path, label, value, explanation, direction, headline: def.headline ?? false });
+  }
+  return cards;
+}

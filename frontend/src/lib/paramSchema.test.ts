@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { numericParam, parseParam } from "./paramSchema";
+
+const schema = {
+  properties: {
+    batch_size: { default: 64, maximum: 65536, minimum: 1, title: "Batch Size", type: "integer" },
+    threshold_kl: { default: 0.1, minimum: 0, title: "Threshold Kl", type: "number", description: "KL limit." },
+    dataset_id: { format: "uuid", type: "string" },
+  },
+};
+
+describe("numericParam", () => {
+  it("reads defaults and bounds", () => {
+    expect(numericParam(schema, "batch_size")).toEqual({
+      name: "batch_size",
+      title: "Batch Size",
+      description: "",
+      integer: true,
+      default: 64,
+      minimum: 1,
+      maximum: 65536,
+    });
+    expect(numericParam(schema, "threshold_kl")?.maximum).toBeNull();
+    expect(numericParam(schema, "dataset_id")).toBeNull();
+    expect(numericParam(schema, "missing")).toBeNull();
+  });
+
+  it("checks form values", () => {
+    const batch = numericParam(schema, "batch_size");
+    if (!batch) throw new Error("no batch_size");
+    expect(parseParam(batch, "32")).toBe(32);
+    expect(parseParam(batch, "1.5")).toBe("Batch Size must be a whole number");
+    expect(parseParam(batch, "0")).toBe("Batch Size must be at least 1");
+    expect(parseParam(batch, "")).toBe("Batch Size must be a number");
+  });
+});

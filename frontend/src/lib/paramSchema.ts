@@ -1,0 +1,38 @@
+// Numeric job parameters described by a kind's JSON schema (GET /job-kinds → params_schema), so the launch
+// form takes its defaults, bounds and help text from the API instead of repeating them.
+import { numberAt, objectAt, stringAt, type JsonObject } from "./json";
+
+export interface NumericParam {
+  name: string;
+  title: string;
+  description: string;
+  integer: boolean;
+  default: number | null;
+  minimum: number | null;
+  maximum: number | null;
+}
+
+export function numericParam(schema: JsonObject, name: string): NumericParam | null {
+  const property = objectAt(schema, `properties.${name}`);
+  const type = property && stringAt(property, "type");
+  if (!property || (type !== "integer" && type !== "number")) return null;
+  return {
+    name,
+    title: stringAt(property, "title") ?? name,
+    description: stringAt(property, "description") ?? "",
+    integer: type === "integer",
+    default: numberAt(property, "default"),
+    minimum: numberAt(property, "minimum"),
+    maximum: numberAt(property, "maximum"),
+  };
+}
+
+/** A form value checked against the parameter's type and bounds: the number, or why it is refused. */
+export function parseParam(param: NumericParam, text: string): number | string {
+  const value = Number(text.trim());
+  if (text.trim() === "" || !Number.isFinite(value)) return `${param.title} must be a number`;
+  if (param.integer && !Number.isInteger(value)) return `${param.title} must be a whole number`;
+  if (param.minimum !== null && value < param.minimum) return `${param.title} must be at least ${param.minimum}`;
+  if (param.maximum !== null && value > param.maximum) return `${param.title} must be at most ${param.maximum}`;
+  return value;
+}

@@ -1,0 +1,104 @@
+// Hash routes (#/projects/ID …): the API serves index.html only at /, so the path after # carries the page
+// and its state, and every page is a permalink.
+
+export type SampleSort = "kl" | "cosine" | "mse" | "sample_index";
+export type Tristate = "any" | "yes" | "no";
+
+export interface SampleQuery {
+  sort: SampleSort;
+  order: "asc" | "desc";
+  flagged: Tristate;
+  flipped: Tristate;
+  offset: number;
+  limit: number;
+  /** The sample highlighted in the table and the charts. */
+  sample: number | null;
+}
+
+export type Route =
+  | { page: "projects" }
+  | { page: "project"; projectId: string }
+  | { page: "compare"; projectId: string }
+  | { page: "model"; modelId: string }
+  | { page: "report"; jobId: string; query: SampleQuery }
+  | { page: "notFound"; path: string };
+
+export const DEFAULT_SAMPLE_QUERY: SampleQuery = {
+  sort: "kl",
+  order: "desc",
+  flagged: "any",
+  flipped: "any",
+  offset: 0,
+  limit: 25,
+  sample: null,
+};
+
+const SORTS: readonly SampleSort[] = ["kl", "cosine", "mse", "sample_index"];
+const TRISTATES: readonly Tristate[] = ["any", "yes", "no"];
+export const PAGE_SIZES = [25, 50, 100] as const;
+
+function oneOf<T extends string>(value: string | null, allowed: readonly T[], fallback: T): T {
+  return allowed.find((a) => a === value) ?? fallback;
+}
+
+function nonNegativeInt(value: string | null): number | null {
+  if (value === null || !/^\d+$/.test(value)) return null;
+  return Number(value);
+}
+
+function parseSampleQuery(params: URLSearchParams): SampleQuery {
+  const d = DEFAULT_SAMPLE_QUERY;
+  const limit = nonNegativeInt(params.get("limit"));
+  return {
+    sort: oneOf(params.get("sort"), SORTS, d.sort),
+    order: oneOf(params.get("order"), ["asc", "desc"], d.order),
+    flagged: oneOf(params.get("flagged"), TRISTATES, d.flagged),
+    flipped: oneOf(params.get("flipped"), TRISTATES, d.flipped),
+    offset: nonNegativeInt(params.get("offset")) ?? d.offset,
+    limit: PAGE_SIZES.find((s) => s === limit) ?? d.limit,
+    sample: nonNegativeInt(params.get("sample")),
+  };
+}
+
+/** Only the values that differ from the defaults, so links stay short. */
+function formatSampleQuery(query: SampleQuery): string {
+  const params = new URLSearchParams();
+  for (const key of Object.keys(DEFAULT_SAMPLE_QUERY) as (keyof SampleQuery)[]) {
+    const value = query[key];
+    if (value !== DEFAULT_SAMPLE_QUERY[key] && value !== null) params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+export function parseHash(hash: string): Route {
+  const [path = "", search = ""] = hash.replace(/^#/, "").split("?", 2);
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const [first, id, sub] = parts;
+  if (parts.length === 0) return { page: "projects" };
+  if (first === "projects" && id && parts.length === 2) return { page: "project", projectId: id };
+  if (first === "projects" && id && sub === "compare" && parts.length === 3) return { page: "compare", projectId: id };
+  if (first === "models" && id && parts.length === 2) return { page: "model", modelId: id };
+  if (first === "jobs" && id && parts.length === 2) {
+    return { page: "report", jobId: id, query: parseSampleQuery(new URLSearchParams(search)) };
+  }
+  return { page: "notFound", path };
+}
+
+export function href(route: Route): string {
+  const e = encodeURIComponent;
+  switch (route.page) {
+    case "projects":
+      return "#/";
+    case "project":
+      return `#/projects/${e(route.projectId)}`;
+    case "compare":
+      return `#/projects/${e(route.projectId)}/compare`;
+    case "model":
+      return `#/models/${e(route.modelId)}`;
+    case "report":
+      return `#/jobs/${e(route.jobId)}${formatSampleQuery(route.query)}`;
+    case "notFound":
+      return `#${route.path}`;
+  }
+}

@@ -1,0 +1,203 @@
+// A fidelity job's report: verdict, metric cards, charts and the per-sample table.
+import { useMemo, useState } from "react";
+import { useFidelityReport, useJob, useProject } from "../api/queries";
+import type { FidelityReport, Job } from "../api/types";
+import { Layout } from "../components/Layout";
+import { ErrorMessage, Loading } from "../components/QueryView";
+import { replaceRoute } from "../components/router";
+import { ProgressBar, StatusBadge } from "../components/Status";
+import { formatDuration, formatNumber, formatTime } from "../lib/format";
+import { readCalibration, readSummary } from "../lib/summary";
+import { href, type SampleQuery } from "../lib/route";
+import { useNames } from "../project/names";
+import { DivergenceHistogram } from "../report/DivergenceHistogram";
+import { MetricCards } from "../report/MetricCards";
+import { ReliabilityChart } from "../report/ReliabilityChart";
+import { SamplesTable } from "../report/SamplesTable";
+import { Verdict } from "../report/Verdict";
+
+function JobFacts({ job }: { job: Job }) {
+  const name = useNames(job.project_id);
+  const p = job.params;
+  return (
+    <dl className="facts">
+      <div>
+        <dt>Golden</dt>
+        <dd>{name(p.golden_model_id)}</dd>
+      </div>
+      <div>
+        <dt>Compressed</dt>
+        <dd>{name(p.compressed_model_id)}</dd>
+      </div>
+      <div>
+        <dt>Dataset</dt>
+        <dd>{name(p.dataset_id)}</dd>
+      </div>
+      <div>
+        <dt>Top-k</dt>
+        <dd>{String(p.top_k)}</dd>
+      </div>
+      <div>
+        <dt>KL threshold</dt>
+        <dd>{typeof p.threshold_kl === "number" ? formatNumber(p.threshold_kl) : "—"} nats</dd>
+      </div>
+      <div>
+        <dt>Batch size</dt>
+        <dd>{String(p.batch_size)}</dd>
+      </div>
+      <div>
+        <dt>Status</dt>
+        <dd>
+          <StatusBadge status={job.status} />
+        </dd>
+      </div>
+      <div>
+        <dt>Finished</dt>
+        <dd>
+          {formatTime(job.finished_at)} ({formatDuration(job.duration_s)})
+        </dd>
+      </div>
+    </dl>
+  );
+}
+
+function Report({ job, report, query }: { job: Job; report: FidelityReport; query: SampleQuery }) {
+  const summary = useMemo(() => readSummary(report.summary), [report]);
+  const [output, setOutput] = useState(summary.primaryOutput);
+  const metrics = useMemo(() => summary.outputs[output] ?? {}, [summary, output]);
+  const calibrations = useMemo(
+    () => (["golden", "compressed"] as const).map((role) => ({ role, calibration: readCalibration(metrics, role) })),
+    [metrics],
+  );
+  const setQuery = (change: Partial<SampleQuery>) => {
+    replaceRoute({ page: "report", jobId: job.id, query: { ...query, ...change } });
+  };
+  const measure = summary.concentration?.measure === "mse" ? "mse" : "kl";
+  const outputNames = Object.keys(summary.outputs);
+  return (
+    <>
+      <Verdict summary={summary} />
+      {summary.warnings.map((w) => (
+        <p key={w} className="warning">
+          {w}
+        </p>
+      ))}
+      {summary.notes.map((n) => (
+        <p key={n} className="note">
+          {n}
+        </p>
+      ))}
+      <section aria-labelledby="metrics-heading">
+        <div className="chart-head">
+          <h2 id="metrics-heading">
+            Metrics of output <code>{output}</code>
+          </h2>
+          {outputNames.length > 1 && (
+            <label className="inline">
+              Output
+              <select
+                value={output}
+                onChange={(e) => {
+                  setOutput(e.target.value);
+                }}
+              >
+                {outputNames.map((o) => (
+                  <option key={o} value={o}>
+                    {o}
+                    {o === summary.primaryOutput ? " (primary)" : ""}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+        </div>
+        <MetricCards metrics={metrics} />
+      </section>
+      <section aria-label="Charts" className="charts">
+        <DivergenceHistogram
+          jobId={job.id}
+          output={summary.perSampleOutput}
+          measure={measure}
+          threshold={measure === "kl" ? summary.thresholdKl : null}
+          selected={query.sample}
+        />
+        <div className="two-col">
+          {calibrations.map(({ role, calibration }) =>
+            calibration ? <ReliabilityChart key={role} role={role} calibration={calibration} /> : null,
+          )}
+        </div>
+        {calibrations.every((c) => !c.calibration) && (
+          <p className="muted">No reliability diagrams: they need a classification output and a dataset with labels.</p>
+        )}
+      </section>
+      <SamplesTable jobId={job.id} output={summary.perSampleOutput} query={query} onChange={setQuery} />
+    </>
+  );
+}
+
+function JobNotDone({ job }: { job: Job }) {
+  if (job.status === "queued" || job.status === "running") {
+    return (
+      <div className="panel" role="status">
+        <p>This job is {job.status}; the report appears when it succeeds.</p>
+        <ProgressBar value={job.progress} label="Job progress" /> <span className="muted">{job.progress_message}</span>
+      </div>
+    );
+  }
+  return (
+    <div className="panel">
+      <p>This job {job.status === "cancelled" ? "was cancelled" : "failed"}: there is no report.</p>
+      {job.error && (
+        <p className="error" role="alert">
+          {job.error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function ReportPage({ jobId, query }: { jobId: string; query: SampleQuery }) {
+  const job = useJob(jobId);
+  const succeeded = job.data?.status === "succeeded" && job.data.kind === "fidelity";
+  const report = useFidelityReport(jobId, succeeded);
+  const projectId = job.data?.project_id ?? "";
+  const project = useProject(projectId);
+  return (
+    <Layout
+      crumbs={[
+        { label: "Projects", href: href({ page: "projects" }) },
+        { label: project.data?.name ?? "Project", href: projectId ? href({ page: "project", projectId }) : undefined },
+        { label: "Fidelity report" },
+      ]}
+      title="Fidelity report"
+      actions={
+        projectId && (
+          <a className="button" href={href({ page: "compare", projectId })}>
+            Compare runs
+          </a>
+        )
+      }
+    >
+      {job.isPending && <Loading what="the job" />}
+      {job.isError && <ErrorMessage error={job.error} />}
+      {job.data && (
+        <>
+          <JobFacts job={job.data} />
+          {job.data.kind !== "fidelity" ? (
+            <p className="error">
+              Job {jobId} is a {job.data.kind} job, not a fidelity job.
+            </p>
+          ) : !succeeded ? (
+            <JobNotDone job={job.data} />
+          ) : report.isPending ? (
+            <Loading what="the report" />
+          ) : report.isError ? (
+            <ErrorMessage error={report.error} />
+          ) : (
+            <Report job={job.data} report={report.data} query={query} />
+          )}
+        </>
+      )}
+    </Layout>
+  );
+}

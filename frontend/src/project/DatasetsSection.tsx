@@ -1,0 +1,126 @@
+import { useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { keys, useDatasets } from "../api/queries";
+import type { Dataset } from "../api/types";
+import { uploadDataset } from "../api/upload";
+import { Empty, QueryView } from "../components/QueryView";
+import { UploadForm } from "../components/UploadForm";
+import { formatBytes, formatShape, formatTime } from "../lib/format";
+
+const RECIPE_EXAMPLE =
+  '{"size": [224, 224], "mode": "RGB", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225], "input_name": "input"}';
+
+function DatasetRow({ dataset }: { dataset: Dataset }) {
+  return (
+    <tr>
+      <td>{dataset.name}</td>
+      <td>{dataset.kind === "image_zip" ? "images (.zip)" : dataset.kind}</td>
+      <td className="num">{dataset.n_samples.toLocaleString("en-US")}</td>
+      <td>
+        <ul className="plain">
+          {Object.entries(dataset.arrays).map(([name, array]) => (
+            <li key={name}>
+              <code>{name}</code> {formatShape(array.shape)} <span className="muted">{array.dtype}</span>
+            </li>
+          ))}
+        </ul>
+      </td>
+      <td>{dataset.has_labels ? "yes" : "no"}</td>
+      <td className="num">{formatBytes(dataset.size_bytes)}</td>
+      <td>{formatTime(dataset.created_at)}</td>
+    </tr>
+  );
+}
+
+function DatasetUpload({ projectId }: { projectId: string }) {
+  const client = useQueryClient();
+  const [name, setName] = useState("");
+  const [recipe, setRecipe] = useState("");
+  const upload = async (file: File, onProgress: (f: number) => void) => {
+    if (recipe.trim()) {
+      try {
+        JSON.parse(recipe);
+      } catch {
+        throw new Error("The preprocessing recipe is not valid JSON.");
+      }
+    }
+    const dataset = await uploadDataset(projectId, file, { name, preprocessing: recipe }, onProgress);
+    setName("");
+    setRecipe("");
+    await client.invalidateQueries({ queryKey: keys.datasets(projectId) });
+    return `Uploaded ${dataset.name}: ${dataset.n_samples.toLocaleString("en-US")} samples.`;
+  };
+  return (
+    <UploadForm
+      title="Upload a dataset"
+      accept=".npz,.zip"
+      hint=".npz with arrays named after the model inputs (and optional int 'labels'), or a .zip of images."
+      upload={upload}
+    >
+      <label>
+        <span>
+          Name <span className="muted">(optional)</span>
+        </span>
+        <input
+          value={name}
+          onChange={(e) => {
+            setName(e.target.value);
+          }}
+          placeholder="default: the file name"
+        />
+      </label>
+      <label>
+        <span>
+          Preprocessing <span className="muted">(JSON, image .zip only; default: 224×224 RGB scaled to 0–1)</span>
+        </span>
+        <textarea
+          rows={2}
+          value={recipe}
+          onChange={(e) => {
+            setRecipe(e.target.value);
+          }}
+          placeholder={RECIPE_EXAMPLE}
+          spellCheck={false}
+        />
+      </label>
+    </UploadForm>
+  );
+}
+
+export function DatasetsSection({ projectId }: { projectId: string }) {
+  const datasets = useDatasets(projectId);
+  return (
+    <section aria-labelledby="datasets-heading">
+      <h2 id="datasets-heading">Datasets</h2>
+      <div className="split">
+        <QueryView query={datasets} what="datasets">
+          {(items) =>
+            items.length === 0 ? (
+              <Empty>No datasets yet: upload the inputs to compare the models on.</Empty>
+            ) : (
+              <table className="table" aria-labelledby="datasets-heading">
+                <thead>
+                  <tr>
+                    <th>Name</th>
+                    <th>Kind</th>
+                    <th className="num">Samples</th>
+                    <th>Arrays</th>
+                    <th>Labels</th>
+                    <th className="num">Size</th>
+                    <th>Uploaded</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {items.map((d) => (
+                    <DatasetRow key={d.id} dataset={d} />
+                  ))}
+                </tbody>
+              </table>
+            )
+          }
+        </QueryView>
+        <DatasetUpload projectId={projectId} />
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,114 @@
+import { useState } from "react";
+import { JOBS_PAGE, POLL_MS, isActive, useCancelJob, useJobs } from "../api/queries";
+import type { Job } from "../api/types";
+import { Pager } from "../components/Pager";
+import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
+import { ProgressBar, StatusBadge } from "../components/Status";
+import { formatDuration, formatTime } from "../lib/format";
+import { DEFAULT_SAMPLE_QUERY, href } from "../lib/route";
+import { useNames } from "./names";
+
+function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) {
+  if (job.kind === "fidelity") {
+    return (
+      <>
+        {name(job.params.golden_model_id)} <span className="muted">vs</span> {name(job.params.compressed_model_id)}{" "}
+        <span className="muted">on</span> {name(job.params.dataset_id)}
+      </>
+    );
+  }
+  if (job.kind === "inspect") return <>{name(job.params.model_id)}</>;
+  return <span className="muted">—</span>;
+}
+
+function JobRow({ job, name, projectId }: { job: Job; name: (id: unknown) => string; projectId: string }) {
+  const cancel = useCancelJob(projectId);
+  const active = isActive(job);
+  return (
+    <tr data-job-id={job.id} data-status={job.status}>
+      <td>{job.kind}</td>
+      <td>
+        <JobSubject job={job} name={name} />
+        {job.error && <div className="error small-text job-error">{job.error}</div>}
+        {cancel.isError && <ErrorMessage error={cancel.error} />}
+      </td>
+      <td>
+        <StatusBadge status={job.status} />
+      </td>
+      <td>
+        {active ? (
+          <>
+            <ProgressBar value={job.progress} label={`Progress of ${job.kind} job`} />
+            <div className="muted small-text">{job.progress_message}</div>
+          </>
+        ) : (
+          formatDuration(job.duration_s)
+        )}
+      </td>
+      <td>{formatTime(job.created_at)}</td>
+      <td>
+        {job.kind === "fidelity" && job.status === "succeeded" && (
+          <a href={href({ page: "report", jobId: job.id, query: DEFAULT_SAMPLE_QUERY })}>Report</a>
+        )}
+        {active && (
+          <button
+            type="button"
+            className="small"
+            disabled={cancel.isPending}
+            onClick={() => {
+              cancel.mutate(job.id);
+            }}
+          >
+            Cancel
+          </button>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+export function JobsSection({ projectId }: { projectId: string }) {
+  const [offset, setOffset] = useState(0);
+  const jobs = useJobs(projectId, offset);
+  const name = useNames(projectId);
+  return (
+    <section aria-labelledby="jobs-heading">
+      <h2 id="jobs-heading">
+        Jobs{" "}
+        {jobs.data?.items.some(isActive) && (
+          <span className="muted small-text">(updating every {POLL_MS / 1000} s)</span>
+        )}
+      </h2>
+      <QueryView query={jobs} what="jobs">
+        {(page) =>
+          page.total === 0 ? (
+            <Empty>No jobs yet. Uploading a model starts its inspection; launch a fidelity job above.</Empty>
+          ) : (
+            <>
+              <table className="table jobs" aria-labelledby="jobs-heading">
+                <thead>
+                  <tr>
+                    <th>Kind</th>
+                    <th>What</th>
+                    <th>Status</th>
+                    <th>Progress / duration</th>
+                    <th>Created</th>
+                    <th>
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {page.items.map((job) => (
+                    <JobRow key={job.id} job={job} name={name} projectId={projectId} />
+                  ))}
+                </tbody>
+              </table>
+              <Pager offset={offset} limit={JOBS_PAGE} total={page.total} onChange={setOffset} label="Jobs pages" />
+            </>
+          )
+        }
+      </QueryView>
+    </section>
+  );
+}

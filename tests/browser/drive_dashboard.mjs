@@ -1,0 +1,164 @@
+// Drives the built dashboard in headless Chromium through a user's path, for tests/browser/test_dashboard.py:
+// open the demo project, upload a model, wait for it to be inspected, launch a fidelity job from the form,
+// wait for it in the jobs table, open its report, check the rendered Plotly charts, click a table row, filter,
+// download a chart's CSV and open the compare page. Screenshots go to the artifacts folder.
+//
+//   node drive_dashboard.mjs '{"base": URL, "model": PATH, "chromium": PATH, "artifacts": DIR}'
+//
+// Prints one JSON line of observations for pytest to assert on; exits non-zero on the first failed step.
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+
+const config = JSON.parse(process.argv[2] ?? "{}");
+const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
+const { chromium } = require("playwright-core");
+
+const CHROMIUM_ARGS = [
+  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync",
+];
+const UPLOADED_NAME = "browser-test int8";
+const GOLDEN_NAME = "digits-cnn (fp32, golden)";
+
+const observations = { steps: [], consoleErrors: [] };
+mkdirSync(config.artifacts, { recursive: true });
+
+function step(name) {
+  observations.steps.push(name);
+  console.error(`[browser] ${name}`);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(config.artifacts, `${name}.png`), fullPage: true });
+}
+
+/** Number of elements matching a CSS selector inside the chart panel titled `title`. */
+function inChart(page, title, selector) {
+  return page.locator("figure.chart", { has: page.getByRole("heading", { name: title }) }).locator(selector).count();
+}
+
+const browser = await chromium.launch({ executablePath: config.chromium, args: CHROMIUM_ARGS });
+const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+const page = await context.newPage();
+page.setDefaultTimeout(20_000);
+page.on("console", (m) => { if (m.type() === "error") observations.consoleErrors.push(m.text()); });
+page.on("pageerror", (e) => observations.consoleErrors.push(`pageerror: ${e.message}`));
+
+try {
+  step("projects page");
+  await page.goto(`${config.base}/`);
+  const demoLink = page.getByRole("link", { name: "demo", exact: true });
+  await demoLink.waitFor();
+  await shot(page, "1-projects");
+  await demoLink.click();
+
+  step("project page: the demo's models are ready");
+  await page.getByRole("table", { name: "Models" }).getByText("ready").first().waitFor();
+  observations.projectUrl = page.url();
+
+  step("upload a model through the form");
+  const upload = page.getByRole("form", { name: "Upload a model" });
+  await upload.getByLabel("File").setInputFiles(config.model);
+  await upload.getByLabel("Name").fill(UPLOADED_NAME);
+  await upload.getByRole("button", { name: "Upload" }).click();
+  await upload.getByRole("status").filter({ hasText: `Uploaded ${UPLOADED_NAME}` }).waitFor();
+  const modelRow = page.getByRole("table", { name: "Models" }).getByRole("row", { name: new RegExp(UPLOADED_NAME) });
+  await modelRow.getByText("ready").waitFor({ timeout: 60_000 });
+  observations.uploadedModelReady = true;
+
+  step("launch a fidelity job from the form");
+  const launch = page.getByRole("form", { name: "Launch a fidelity job" });
+  await launch.getByLabel("Golden model").selectOption({ label: GOLDEN_NAME });
+  await launch.getByLabel("Compressed model").selectOption({ label: UPLOADED_NAME });
+  await launch.getByLabel("Dataset").selectOption({ index: 1 });
+  observations.defaultTopK = await launch.getByLabel("Top-k").inputValue();
+  await launch.getByLabel("KL threshold (nats)").fill("0.0005");
+  await launch.getByRole("button", { name: "Launch" }).click();
+  await launch.getByRole("status").filter({ hasText: "Job queued" }).waitFor();
+
+  step("wait for the job to succeed in the jobs table");
+  const jobRow = page.locator("tr[data-job-id]", { hasText: UPLOADED_NAME }).filter({ hasText: "fidelity" }).first();
+  await jobRow.and(page.locator('[data-status="succeeded"]')).waitFor({ timeout: 60_000 });
+  await shot(page, "2-project-after-job");
+
+  step("open the report");
+  await jobRow.getByRole("link", { name: "Report" }).click();
+  const histogram = "Per-sample KL histogram";
+  await page.locator("figure.chart", { has: page.getByRole("heading", { name: histogram }) })
+    .locator(".barlayer .point path").first().waitFor({ state: "attached" });
+  await page.locator("figure.chart", { has: page.getByRole("heading", { name: "Reliability: compressed model" }) })
+    .locator(".barlayer .point path").first().waitFor({ state: "attached" });
+  observations.reportUrl = page.url();
+  observations.headlineCards = await page.getByRole("list", { name: "Headline metrics" }).getByRole("listitem").count();
+  observations.verdict = await page.locator("#verdict-heading").innerText();
+  observations.histogram = {
+    mainSvg: await inChart(page, histogram, ".main-svg"),
+    bars: await inChart(page, histogram, ".barlayer .point"),
+    shapes: await inChart(page, histogram, ".shapelayer path"),
+    modebarPng: await inChart(page, histogram, '.modebar-btn[data-title="Download plot as a PNG"]'),
+  };
+  observations.reliability = {};
+  for (const role of ["golden", "compressed"]) {
+    const title = `Reliability: ${role} model`;
+    observations.reliability[role] = {
+      mainSvg: await inChart(page, title, ".main-svg"),
+      bars: await inChart(page, title, ".barlayer .point"),
+      scatterTraces: await inChart(page, title, ".scatterlayer .trace"),
+    };
+  }
+  await shot(page, "3-report");
+
+  step("click a row of the per-sample table");
+  const samples = page.getByRole("table", { name: "Samples" });
+  const firstRow = samples.locator("tbody tr").first();
+  const sampleIndex = await firstRow.getAttribute("data-sample");
+  await firstRow.click();
+  await samples.locator('tbody tr[aria-selected="true"]').waitFor();
+  await page.waitForFunction((n) => document.querySelectorAll("figure.chart .shapelayer path").length >= n,
+    observations.histogram.shapes + 1);
+  observations.selection = {
+    sampleIndex,
+    url: page.url(),
+    histogramShapes: await inChart(page, histogram, ".shapelayer path"),
+  };
+
+  step("filter the table to flagged samples");
+  await page.getByLabel("Flagged").selectOption("yes");
+  await page.waitForURL(/flagged=yes/);
+  await samples.locator("tbody tr").first().waitFor();
+  await page.waitForFunction(() => !document.querySelector("table.samples.stale"));
+  const flaggedRows = await samples.locator("tbody tr").count();
+  const flaggedBadges = await samples.locator("tbody tr .badge", { hasText: "flagged" }).count();
+  observations.flaggedFilter = { rows: flaggedRows, badges: flaggedBadges };
+  await shot(page, "4-report-row-selected-flagged");
+
+  step("download the histogram's CSV");
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByRole("button", { name: `Download the data of ${histogram} as CSV` }).click(),
+  ]);
+  const csvPath = join(config.artifacts, download.suggestedFilename());
+  await download.saveAs(csvPath);
+  observations.csv = { filename: download.suggestedFilename(), head: readFileSync(csvPath, "utf8").split("\r\n")[0] };
+
+  step("compare runs");
+  await page.getByRole("link", { name: "Compare runs" }).click();
+  await page.getByRole("table", { name: /Fidelity runs/ }).locator("tbody tr").first().waitFor();
+  observations.compareRows = await page.getByRole("table", { name: /Fidelity runs/ }).locator("tbody tr").count();
+  await shot(page, "5-compare");
+
+  step("model page");
+  await page.goto(observations.projectUrl);
+  await page.getByRole("link", { name: UPLOADED_NAME }).click();
+  await page.getByRole("table", { name: "Layers" }).locator("tbody tr").first().waitFor();
+  observations.layerRows = await page.getByRole("table", { name: "Layers" }).locator("tbody tr").count();
+  await shot(page, "6-model");
+} catch (error) {
+  await shot(page, "failure").catch(() => {});
+  observations.error = `${observations.steps.at(-1)}: ${error instanceof Error ? error.message : String(error)}`;
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+  console.log(JSON.stringify(observations));
+}

@@ -1,0 +1,157 @@
+"""The built dashboard (frontend/dist) in headless Chromium against the embedded stack: a user's path from the
+demo project through a model upload and a fidelity job to the report's rendered charts.
+
+Needs `npm ci && npm run build` in frontend/ first (this test builds nothing), Node and Chromium. Without them
+it is skipped, or fails when KNEEBOARD_REQUIRE_BROWSER=1 (CI). The browser is driven by drive_dashboard.mjs
+with playwright-core from frontend/node_modules; screenshots land in test-artifacts/browser/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from backend.client import KneeboardClient
+from tests.support.services import REPO_ROOT, Process, free_port
+
+pytestmark = pytest.mark.browser
+
+FRONTEND = REPO_ROOT / "frontend"
+DRIVER = Path(__file__).with_name("drive_dashboard.mjs")
+ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get("KNEEBOARD_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{reason} (KNEEBOARD_REQUIRE_BROWSER=1)")
+    pytest.skip(reason)
+
+
+def _chromium() -> str:
+    candidates = [
+        os.environ.get("KNEEBOARD_CHROMIUM"),
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ]
+    found = next((c for c in candidates if c and Path(c).is_file()), None)
+    if found is None:
+        _unavailable("no Chromium: install Debian's chromium or set KNEEBOARD_CHROMIUM")
+    return found
+
+
+@pytest.fixture(scope="module")
+def tools() -> tuple[str, str]:
+    """node and chromium, once the built dashboard and playwright-core are there."""
+    if not (FRONTEND / "dist" / "index.html").is_file():
+        _unavailable("frontend/dist/index.html is missing: run `npm ci && npm run build` in frontend/")
+    node = shutil.which("node")
+    if node is None:
+        _unavailable("no node on PATH")
+    if not (FRONTEND / "node_modules" / "playwright-core" / "package.json").is_file():
+        _unavailable("playwright-core is not installed: run `npm ci` in frontend/")
+    return str(node), _chromium()
+
+
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Path]]:
+    """The demo's int8 ONNX model, written by `python -m worker.demo_seed --write-files` while the stack starts;
+    calling the fixture's value waits for it."""
+    folder = tmp_path_factory.mktemp("demo-files")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker.demo_seed", "--write-files", str(folder)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def wait() -> Path:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
+        return folder / "digits_cnn_int8.onnx"
+
+    try:
+        yield wait
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def stack(tools: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Process]]:
+    """`kneeboard up` (SQLite, filesystem broker, a worker, the demo seeder) on a free port."""
+    tmp = tmp_path_factory.mktemp("browser-stack")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
+    env |= {"KNEEBOARD_DATA_DIR": str(tmp / "data"), "KNEEBOARD_PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    proc = Process([sys.executable, "-m", "backend.cli", "up"], env, tmp / "up.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        KneeboardClient(base).wait_healthy(timeout=120)
+        yield base, proc
+    finally:
+        proc.stop()
+
+
+def _wait_for_demo(base: str, proc: Process, timeout: float = 180) -> None:
+    """Until the demo's fidelity job has succeeded (its models and dataset are then ready)."""
+    client = KneeboardClient(base)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        demo = [p for p in client.projects() if p["name"] == "demo"]
+        if demo:
+            params = {"project_id": demo[0]["id"], "kind": "fidelity"}
+            jobs = client.http.get("/jobs", params=params).json()["items"]
+            if jobs and jobs[0]["status"] in ("succeeded", "failed", "cancelled"):
+                assert jobs[0]["status"] == "succeeded", f"{jobs[0]}\n{proc.log()[-3000:]}"
+                return
+        time.sleep(1)
+    raise TimeoutError(f"the demo project was not seeded in {timeout} s:\n{proc.log()[-3000:]}")
+
+
+def test_upload_launch_and_read_a_report_in_the_browser(
+    tools: tuple[str, str], demo_model: Callable[[], Path], stack: tuple[str, Process]
+) -> None:
+    node, chromium = tools
+    base, proc = stack
+    model = demo_model()
+    _wait_for_demo(base, proc)
+    config = {"base": base, "model": str(model), "chromium": chromium, "artifacts": str(ARTIFACTS)}
+    result = subprocess.run(
+        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=150, cwd=REPO_ROOT
+    )
+    lines = result.stdout.strip().splitlines()
+    assert lines, f"the driver printed nothing:\n{result.stderr[-4000:]}"
+    seen: dict[str, Any] = json.loads(lines[-1])
+    assert result.returncode == 0 and "error" not in seen, (
+        f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
+    )
+
+    assert seen["uploadedModelReady"] and seen["defaultTopK"] == "5"  # default from /job-kinds' schema
+    assert seen["headlineCards"] >= 6 and seen["verdict"].startswith("Damage is")
+    # Plotly drew the histogram (bars and the threshold line) and both reliability diagrams.
+    hist = seen["histogram"]
+    assert hist["mainSvg"] >= 1 and hist["bars"] >= 3 and hist["shapes"] >= 1 and hist["modebarPng"] == 1, (
+        hist
+    )
+    for role, chart in seen["reliability"].items():
+        assert chart["mainSvg"] >= 1 and chart["bars"] >= 1 and chart["scatterTraces"] >= 2, (role, chart)
+    # A clicked row is selected in the URL (a permalink) and marked on the histogram.
+    selection = seen["selection"]
+    assert (
+        f"sample={selection['sampleIndex']}" in selection["url"]
+        and selection["histogramShapes"] > hist["shapes"]
+    )
+    assert seen["flaggedFilter"]["rows"] == seen["flaggedFilter"]["badges"] > 0
+    assert seen["csv"]["filename"].endswith(".csv") and seen["csv"]["head"] == "bin_lower,bin_upper,count"
+    assert seen["compareRows"] >= 2 and seen["layerRows"] >= 3
+    assert not seen["consoleErrors"], seen["consoleErrors"]
