@@ -53,6 +53,23 @@ class FidelityJobParams(BaseModel):
         "(rows ≥ 0 summing to 1). Probabilities are clamped at 1e-12 and renormalised before logs.",
     )
     threads: int | None = Field(default=None, ge=1, le=256, description="Intra-op threads of the runtimes.")
+    layer_profile: bool = Field(
+        default=True,
+        description="Also profile every matched layer (cosine and SQNR, accumulated and local) over the "
+        "first layer_profile_samples samples.",
+    )
+    layer_profile_samples: int = Field(
+        default=1024,
+        ge=1,
+        le=1_000_000,
+        description="Samples the layer profile runs over (it captures every layer, so it costs more per "
+        "sample than the output comparison).",
+    )
+    layer_name_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="Golden layer name → compressed layer name, for layers whose names differ (e.g. an "
+        "ONNX model against a torch.export one); takes precedence over matching by name.",
+    )
 
 
 PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {
@@ -62,6 +79,7 @@ PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {
 
 # Result keys under which workers store documents in job_results.
 RESULT_FIDELITY_SUMMARY = "fidelity.summary"
+RESULT_FIDELITY_LAYERS = "fidelity.layers"
 
 
 class ImagePreprocessing(BaseModel):

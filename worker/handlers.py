@@ -10,10 +10,16 @@ import numpy as np
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from backend.contracts import RESULT_FIDELITY_SUMMARY, FidelityJobParams, ImagePreprocessing, InspectParams
+from backend.contracts import (
+    RESULT_FIDELITY_LAYERS,
+    RESULT_FIDELITY_SUMMARY,
+    FidelityJobParams,
+    ImagePreprocessing,
+    InspectParams,
+)
 from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDivergence
 from backend.image_datasets import describe_image_zip
-from worker.engine.errors import DatasetMismatchError, ModelLoadError
+from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, ModelLoadError
 from worker.engine.types import ModelFormat
 from worker.runtime import JobContext, ResultWriter, json_safe
 
@@ -109,6 +115,7 @@ class FidelityHandler:
         from worker.engine.loaders import load_model
 
         params = FidelityJobParams.model_validate(ctx.params)
+        models: list[tuple[Path, ModelFormat]] = []
         runners = []
         for role, model_id in (
             ("golden", params.golden_model_id),
@@ -118,20 +125,19 @@ class FidelityHandler:
             if model.status == ModelStatus.invalid.value:
                 raise ModelLoadError(f"the {role} model {model.name!r} is invalid: {model.error}")
             ctx.progress(0.0, f"loading the {role} model {model.name!r}")
-            runners.append(
-                load_model(
-                    ctx.store.local_path(model.artifact_sha256),
-                    model_format(model),
-                    intra_op_threads=params.threads,
-                )
-            )
+            models.append((ctx.store.local_path(model.artifact_sha256), model_format(model)))
+            runners.append(load_model(*models[-1], intra_op_threads=params.threads))
         dataset = _detached(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
         arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
         labels = arrays.pop("labels", None)
+        n = len(next(iter(arrays.values()))) if arrays else 0
+        n_profiled = min(n, params.layer_profile_samples) if params.layer_profile else 0
+        # The profile captures every layer of both models: weigh its samples 3x in the progress bar.
+        share = n / max(n + 3 * n_profiled, 1)
 
         def on_progress(done: int, total: int) -> None:
-            ctx.progress(done / max(total, 1), f"{done} of {total} samples compared")
+            ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
         report = compare_models(
             runners[0],
@@ -147,11 +153,17 @@ class FidelityHandler:
             ),
             on_progress=on_progress,
         )
+        del runners  # the profile loads its own instrumented copies
         summary = json_safe(report.summary_dict())
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
+        layers = (
+            _layer_profile(ctx, params, models, arrays, n_profiled, share) if params.layer_profile else None
+        )
 
         def write(session: Session) -> None:
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
+            if layers is not None:
+                session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_LAYERS, payload=layers))
             if samples:
                 session.execute(insert(SampleDivergence), samples)
 
@@ -159,6 +171,42 @@ class FidelityHandler:
 
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
         return None
+
+
+def _layer_profile(
+    ctx: JobContext,
+    params: FidelityJobParams,
+    models: list[tuple[Path, ModelFormat]],
+    arrays: dict[str, np.ndarray],
+    n_profiled: int,
+    start: float,
+) -> dict[str, Any]:
+    """The per-layer profile over the first n_profiled samples, as a JSON document. A profile that cannot
+    be made (e.g. a model the instrumented runtime refuses) does not fail the job: the output-level report
+    stands, and the document says why the profile is missing."""
+    from worker.engine.layer_profile import profile_layers
+
+    batch = params.batch_size
+    batches = (
+        {name: a[i : min(i + batch, n_profiled)] for name, a in arrays.items()}
+        for i in range(0, n_profiled, batch)
+    )
+
+    def on_progress(done: int) -> None:
+        ctx.progress(
+            start + (1 - start) * done / n_profiled, f"layer profile: {done} of {n_profiled} samples"
+        )
+
+    ctx.progress(start, "layer profile: capturing the layers of both models")
+    try:
+        profile = profile_layers(
+            *models[0], *models[1], batches, name_map=params.layer_name_map, on_progress=on_progress
+        )
+    except JobCancelled:
+        raise
+    except EngineError as exc:
+        return {"error": f"the layer profile could not be made: {exc}"}
+    return cast(dict[str, Any], json_safe(profile.to_dict()))
 
 
 def _floats(values: np.ndarray) -> list[float | None]:

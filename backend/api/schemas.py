@@ -137,6 +137,48 @@ class FidelityReportOut(BaseModel):
     )
 
 
+class LayerStatsOut(BaseModel):
+    cosine_mean: float | None = Field(
+        description="Mean per-sample cosine of the layer's outputs; higher is better. None when the tensor "
+        "is not batch-first or holds NaN/Inf."
+    )
+    cosine_min: float | None
+    sqnr_db: float | None = Field(
+        description="10·log10(Σ golden² / Σ (golden − compressed)²) over the dataset; higher is better. "
+        "None when infinite (see sqnr_db_infinite) or undefined."
+    )
+    sqnr_db_infinite: bool = Field(description="True when the outputs are identical (SQNR = +∞).")
+
+
+class LayerFidelityOut(BaseModel):
+    name: str = Field(description="The golden model's tensor (ONNX) or module path (torch.export).")
+    compressed_name: str
+    op_type: str
+    depth: int = Field(description="Position in the golden model's topological order of matched layers.")
+    depth_fraction: float = Field(description="depth / (layers − 1): 0 at the input, 1 at the output.")
+    accumulated: LayerStatsOut = Field(
+        description="The compressed network up to this layer vs the golden one: the error carried so far."
+    )
+    local: LayerStatsOut | None = Field(
+        description="This compressed layer alone, fed the golden layer's inputs: the error it adds."
+    )
+    local_note: str | None = None
+
+
+class LayerProfileOut(BaseModel):
+    """Where in the network the compressed model starts to diverge."""
+
+    job_id: uuid.UUID
+    error: str | None = Field(
+        default=None, description="Why no profile could be made (the output-level report still stands)."
+    )
+    n_samples: int = 0
+    layers: list[LayerFidelityOut] = Field(default_factory=list)
+    unmatched_golden: list[str] = Field(default_factory=list)
+    unmatched_compressed: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
 class NamedRef(BaseModel):
     id: uuid.UUID
     name: str | None = Field(description="None when the model or dataset was deleted since.")

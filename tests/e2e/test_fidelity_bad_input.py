@@ -52,6 +52,7 @@ def _fidelity(
     golden: dict[str, Any],
     compressed: dict[str, Any],
     dataset: dict[str, Any],
+    **params: Any,
 ) -> dict[str, Any]:
     job = stack.client.create_job(
         project["id"],
@@ -60,7 +61,8 @@ def _fidelity(
             "golden_model_id": golden["id"],
             "compressed_model_id": compressed["id"],
             "dataset_id": dataset["id"],
-        },
+        }
+        | params,
     )
     return stack.client.wait_job(job["id"], timeout=120)
 
@@ -100,10 +102,12 @@ def test_nan_outputs_are_counted_and_excluded_with_a_warning(
     x = np.abs(np.random.default_rng(0).normal(size=(10, 4))).astype(np.float32) + 0.1
     x[[2, 7], 0] = -1.0
     project, m, dataset = _setup(stack_with_worker, tmp_path, {"g": golden, "c": compressed}, {"input": x})
-    done = _fidelity(stack_with_worker, project, m["g"], m["c"], dataset)
+    done = _fidelity(stack_with_worker, project, m["g"], m["c"], dataset, layer_profile=False)
     assert done["status"] == "succeeded", done["error"]
     summary = stack_with_worker.client.fidelity(done["id"])["summary"]
     output = summary["outputs"]["output"]
+    no_profile = stack_with_worker.client.http.get(f"/jobs/{done['id']}/fidelity/layers")
+    assert no_profile.status_code == 404 and "layer_profile" in no_profile.json()["detail"]
     assert output["n_nonfinite_compressed"] == 2 and output["n_finite"] == 8
     assert summary["warnings"], "a warning must say that samples were excluded"
     rows = stack_with_worker.client.http.get(
@@ -125,6 +129,11 @@ def test_a_model_compared_with_itself_diverges_by_exactly_zero(
     assert metrics["kl_mean_nats"] == 0.0 and metrics["js_mean_nats"] == 0.0 and metrics["tv_mean"] == 0.0
     assert metrics["top1_match"] == 1.0 and metrics["cosine_min"] == 1.0
     assert metrics["sqnr_db"] is None and metrics["sqnr_db_infinite"] is True
+    layers = c.http.get(f"/jobs/{done['id']}/fidelity/layers").json()["layers"]
+    assert layers and all(
+        layer["accumulated"]["sqnr_db_infinite"] and layer["accumulated"]["cosine_min"] == 1.0
+        for layer in layers
+    )
 
 
 def test_runs_of_a_project_are_listed_for_comparison(

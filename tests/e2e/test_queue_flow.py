@@ -91,6 +91,16 @@ def test_upload_inspect_and_compare_through_the_queue(make_stack: Any, demo_file
     ).json()
     assert flipped["total"] == int(np.sum(p_logits.argmax(1) != q_logits.argmax(1)))
 
+    # The per-layer profile of the QDQ model: its last layer is the logits, whose accumulated SQNR must be
+    # the output SQNR computed here from the two runtimes' logits.
+    profile = c.http.get(f"/jobs/{job['id']}/fidelity/layers").json()
+    assert profile["n_samples"] == len(x) and len(profile["layers"]) >= 4, profile
+    by_name = {layer["name"]: layer for layer in profile["layers"]}
+    sqnr = 10 * np.log10(np.sum(p_logits.astype(np.float64) ** 2) / np.sum((p_logits - q_logits) ** 2))
+    assert by_name["logits"]["accumulated"]["sqnr_db"] == pytest.approx(sqnr, abs=0.05)
+    assert by_name["logits"]["depth_fraction"] == 1.0
+    assert all(layer["local"] is not None for layer in profile["layers"])
+
 
 def test_a_model_that_fails_to_load_is_marked_invalid_with_the_loaders_message(
     make_stack: Any, tmp_path: Any
@@ -174,3 +184,8 @@ def test_mixed_formats_and_an_image_dataset(make_stack: Any, tmp_path: Any) -> N
     assert summary["n_samples"] == 40
     assert metrics["top1_match"] == 1.0 and metrics["kl_mean_nats"] < 1e-6
     assert metrics["labels"]["n"] == 40
+    # Layers of a torch.export program and an ONNX graph have no common names: nothing matches unless the
+    # user maps them, and the profile says so instead of failing the job.
+    profile = c.http.get(f"/jobs/{job['id']}/fidelity/layers").json()
+    assert profile["layers"] == [] and profile["unmatched_golden"] and profile["unmatched_compressed"]
+    assert any("name mapping" in note for note in profile["notes"]), profile["notes"]

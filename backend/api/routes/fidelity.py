@@ -12,13 +12,14 @@ from backend.api.schemas import (
     FidelityHeadline,
     FidelityReportOut,
     FidelityRunOut,
+    LayerProfileOut,
     NamedRef,
     Page,
     SampleDivergenceOut,
 )
-from backend.contracts import RESULT_FIDELITY_SUMMARY, JobKind
+from backend.contracts import RESULT_FIDELITY_LAYERS, RESULT_FIDELITY_SUMMARY, JobKind
 from backend.db.models import Dataset, Job, JobResult, JobStatus, Model, Project, SampleDivergence
-from backend.errors import Conflict, InvalidRequest
+from backend.errors import Conflict, InvalidRequest, NotFound
 
 router = APIRouter(tags=["fidelity"])
 
@@ -53,6 +54,18 @@ def get_fidelity_report(job_id: uuid.UUID, session: SessionDep) -> FidelityRepor
         dataset_id=job.params["dataset_id"],
         summary=summary,
     )
+
+
+@router.get("/jobs/{job_id}/fidelity/layers", operation_id="getFidelityLayerProfile")
+def get_fidelity_layer_profile(job_id: uuid.UUID, session: SessionDep) -> LayerProfileOut:
+    """Accumulated and local cosine and SQNR of every layer matched between the two models."""
+    _fidelity_job(session, job_id)
+    payload = session.execute(
+        select(JobResult.payload).where(JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_LAYERS)
+    ).scalar_one_or_none()
+    if payload is None:
+        raise NotFound(f"job {job_id} ran without a layer profile (its parameter layer_profile was false)")
+    return LayerProfileOut.model_validate({"job_id": job_id, **payload})
 
 
 @router.get("/jobs/{job_id}/fidelity/samples", operation_id="listFidelitySamples")

@@ -127,6 +127,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/fidelity/layers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Fidelity Layer Profile
+         * @description Accumulated and local cosine and SQNR of every layer matched between the two models.
+         */
+        get: operations["getFidelityLayerProfile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/fidelity/samples": {
         parameters: {
             query?: never;
@@ -491,6 +511,83 @@ export interface components {
          * @enum {string}
          */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        /** LayerFidelityOut */
+        LayerFidelityOut: {
+            /** @description The compressed network up to this layer vs the golden one: the error carried so far. */
+            accumulated: components["schemas"]["LayerStatsOut"];
+            /** Compressed Name */
+            compressed_name: string;
+            /**
+             * Depth
+             * @description Position in the golden model's topological order of matched layers.
+             */
+            depth: number;
+            /**
+             * Depth Fraction
+             * @description depth / (layers − 1): 0 at the input, 1 at the output.
+             */
+            depth_fraction: number;
+            /** @description This compressed layer alone, fed the golden layer's inputs: the error it adds. */
+            local: components["schemas"]["LayerStatsOut"] | null;
+            /** Local Note */
+            local_note?: string | null;
+            /**
+             * Name
+             * @description The golden model's tensor (ONNX) or module path (torch.export).
+             */
+            name: string;
+            /** Op Type */
+            op_type: string;
+        };
+        /**
+         * LayerProfileOut
+         * @description Where in the network the compressed model starts to diverge.
+         */
+        LayerProfileOut: {
+            /**
+             * Error
+             * @description Why no profile could be made (the output-level report still stands).
+             */
+            error?: string | null;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Layers */
+            layers?: components["schemas"]["LayerFidelityOut"][];
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /** Notes */
+            notes?: string[];
+            /** Unmatched Compressed */
+            unmatched_compressed?: string[];
+            /** Unmatched Golden */
+            unmatched_golden?: string[];
+        };
+        /** LayerStatsOut */
+        LayerStatsOut: {
+            /**
+             * Cosine Mean
+             * @description Mean per-sample cosine of the layer's outputs; higher is better. None when the tensor is not batch-first or holds NaN/Inf.
+             */
+            cosine_mean: number | null;
+            /** Cosine Min */
+            cosine_min: number | null;
+            /**
+             * Sqnr Db
+             * @description 10·log10(Σ golden² / Σ (golden − compressed)²) over the dataset; higher is better. None when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when the outputs are identical (SQNR = +∞).
+             */
+            sqnr_db_infinite: boolean;
+        };
         /** ModelOut */
         ModelOut: {
             /** Artifact Sha256 */
@@ -947,6 +1044,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FidelityReportOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    getFidelityLayerProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LayerProfileOut"];
                 };
             };
             /** @description Validation Error */
