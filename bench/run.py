@@ -3,13 +3,15 @@ measured in the same run (absolute times are not comparable across machines or r
 
 from __future__ import annotations
 
-from bench import bench_fidelity, bench_upload
+from bench import bench_fidelity, bench_pareto, bench_upload
 
 
 def main() -> None:
     bench_fidelity.main()
     print()
     bench_upload.main()
+    print()
+    bench_pareto.main()
 
 
 if __name__ == "__main__":
