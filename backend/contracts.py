@@ -22,6 +22,11 @@ TASK_NAMES: dict[JobKind, str] = {
     JobKind.fidelity: "kneeboard.fidelity",
 }
 
+# Tasks of jobs that fan out over the worker pool (backend/chunk_lifecycle.py): args (job id, chunk index)
+# and (job id). The worker finds the job's kind, and so its handler, in the job row.
+CHUNK_TASK = "kneeboard.chunk"
+MERGE_TASK = "kneeboard.merge"
+
 # Kinds that users create through POST /jobs; "inspect" jobs are created by model uploads.
 USER_JOB_KINDS = (JobKind.fidelity,)
 

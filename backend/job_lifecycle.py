@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
@@ -21,6 +22,11 @@ from sqlalchemy.orm import Session
 from backend.db.models import Job, JobStatus, utcnow
 
 ACTIVE = (JobStatus.queued.value, JobStatus.running.value)
+
+
+def changed(result: Any) -> int:
+    """Rows an UPDATE changed (Result.rowcount, which the typed Result does not declare)."""
+    return int(result.rowcount)
 
 
 @dataclass(frozen=True)
@@ -106,12 +112,13 @@ class ReapOutcome:
 def reap_lost_jobs(
     session: Session, heartbeat_timeout_s: float, max_attempts: int, now: datetime | None = None
 ) -> ReapOutcome:
-    """Running jobs whose heartbeat stopped: back to the queue, or failed once max_attempts were used."""
+    """Running jobs whose heartbeat stopped: back to the queue, or failed once max_attempts were used.
+    Jobs that fanned out into chunks are watched chunk by chunk instead (chunk_lifecycle.reap_lost_chunks)."""
     now = now or utcnow()
     cutoff = now - timedelta(seconds=heartbeat_timeout_s)
     stale = session.execute(
         select(Job.id, Job.kind, Job.attempts, Job.attempt_token, Job.worker_id).where(
-            Job.status == JobStatus.running.value, Job.heartbeat_at < cutoff
+            Job.status == JobStatus.running.value, Job.heartbeat_at < cutoff, Job.chunks_total.is_(None)
         )
     ).all()
     requeued: list[tuple[uuid.UUID, str]] = []

@@ -8,7 +8,7 @@ from functools import lru_cache
 from celery import Celery
 
 from backend.celery_config import celery_config
-from backend.contracts import TASK_NAMES, JobKind
+from backend.contracts import CHUNK_TASK, MERGE_TASK, TASK_NAMES, JobKind
 from backend.settings import Settings
 
 
@@ -22,3 +22,12 @@ def _client(settings: Settings) -> Celery:
 def enqueue_job(settings: Settings, kind: JobKind, job_id: uuid.UUID) -> None:
     """Send the job's task. Call only after the job row is committed, so a fast worker finds it."""
     _client(settings).send_task(TASK_NAMES[kind], args=[str(job_id)], queue=settings.queue_name)
+
+
+def enqueue_chunk(settings: Settings, job_id: uuid.UUID, index: int) -> None:
+    """Send one chunk of a fan-out job (its row must be committed)."""
+    _client(settings).send_task(CHUNK_TASK, args=[str(job_id), index], queue=settings.queue_name)
+
+
+def enqueue_merge(settings: Settings, job_id: uuid.UUID) -> None:
+    _client(settings).send_task(MERGE_TASK, args=[str(job_id)], queue=settings.queue_name)

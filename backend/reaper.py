@@ -12,10 +12,10 @@ import uuid
 
 from starlette.concurrency import run_in_threadpool
 
-from backend import job_lifecycle
+from backend import chunk_lifecycle, job_lifecycle
 from backend.contracts import JobKind
 from backend.db.session import session_factory
-from backend.queue import enqueue_job
+from backend.queue import enqueue_chunk, enqueue_job, enqueue_merge
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,22 @@ def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
     )
     if outcome.requeued or outcome.failed:
         log.warning("reaper: requeued %s, failed %s", outcome.requeued, outcome.failed)
-    return outcome
+    with session_factory(settings.resolved_database_url)() as session:
+        chunks = chunk_lifecycle.reap_lost_chunks(
+            session, settings.heartbeat_timeout_s, settings.max_attempts, settings.queued_resend_s
+        )
+    for job_id, index in chunks.resend_chunks:
+        enqueue_chunk(settings, job_id, index)
+    for job_id in chunks.resend_merges:
+        enqueue_merge(settings, job_id)
+    if chunks.resend_chunks or chunks.resend_merges or chunks.failed_jobs:
+        log.warning(
+            "reaper: chunks sent again %s, merges sent again %s, jobs failed %s",
+            chunks.resend_chunks,
+            chunks.resend_merges,
+            chunks.failed_jobs,
+        )
+    return job_lifecycle.ReapOutcome(requeued=outcome.requeued, failed=outcome.failed + chunks.failed_jobs)
 
 
 async def reaper_loop(settings: Settings) -> None:

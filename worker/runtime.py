@@ -40,12 +40,19 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class Heartbeat(threading.Thread):
-    """Proves the job's worker is alive every ``interval`` seconds; notices when the job stops being ours."""
+Beat = Callable[[Session], bool]
+"""Records that a worker is alive on a job (or a chunk of one); False once the work is no longer ours."""
 
-    def __init__(self, sessions: sessionmaker[Session], claim: job_lifecycle.Claim, interval: float) -> None:
-        super().__init__(name=f"heartbeat-{claim.job_id}", daemon=True)
-        self.sessions, self.claim, self.interval = sessions, claim, interval
+Report = Callable[[Session, float, str], bool]
+"""Records progress (fraction, message); False once the work is no longer ours."""
+
+
+class Heartbeat(threading.Thread):
+    """Proves the worker is alive every ``interval`` seconds; notices when the work stops being ours."""
+
+    def __init__(self, sessions: sessionmaker[Session], beat: Beat, interval: float, name: str) -> None:
+        super().__init__(name=f"heartbeat-{name}", daemon=True)
+        self.sessions, self.beat, self.interval = sessions, beat, interval
         self.lost = threading.Event()
         self._stop = threading.Event()
 
@@ -53,11 +60,11 @@ class Heartbeat(threading.Thread):
         while not self._stop.wait(self.interval):
             try:
                 with self.sessions() as session:
-                    if not job_lifecycle.heartbeat(session, self.claim):
+                    if not self.beat(session):
                         self.lost.set()
                         return
             except Exception:  # a transient DB error must not kill the heartbeat
-                log.exception("heartbeat of job %s failed", self.claim.job_id)
+                log.exception("heartbeat %s failed", self.name)
 
     def stop(self) -> None:
         self._stop.set()
@@ -73,7 +80,7 @@ class JobContext:
     settings: Settings
     store: ArtifactStore
     sessions: sessionmaker[Session]
-    _claim: job_lifecycle.Claim
+    _report: Report
     _heartbeat: Heartbeat
     _last_write: float = 0.0
     min_write_interval_s: float = 0.5
@@ -87,16 +94,18 @@ class JobContext:
             return
         self._last_write = now
         with self.sessions() as session:
-            if not job_lifecycle.heartbeat(session, self._claim, progress=fraction, message=message):
+            if not self._report(session, fraction, message):
                 raise JobCancelled("the job was cancelled")
 
 
-class JobHandler(Protocol):
-    def run(self, ctx: JobContext) -> ResultWriter: ...
-
+class FailureHook(Protocol):
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
         """Extra rows to change when the job fails (e.g. mark its model invalid); same transaction."""
         ...
+
+
+class JobHandler(FailureHook, Protocol):
+    def run(self, ctx: JobContext) -> ResultWriter: ...
 
 
 def clear_results(session: Session, job_id: uuid.UUID) -> None:
@@ -118,11 +127,69 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _fail(sessions: sessionmaker[Session], handler: JobHandler, ctx: JobContext, message: str) -> None:
+def fail_job(
+    sessions: sessionmaker[Session],
+    handler: FailureHook,
+    ctx: JobContext,
+    claim: job_lifecycle.Claim,
+    message: str,
+) -> None:
     with sessions() as session:
         clear_results(session, ctx.job_id)
         handler.on_failure(session, ctx, message)
-        job_lifecycle.finish(session, ctx._claim, JobStatus.failed, error=message)
+        job_lifecycle.finish(session, claim, JobStatus.failed, error=message)
+
+
+def job_context(
+    settings: Settings, sessions: sessionmaker[Session], claim: job_lifecycle.Claim, params: dict[str, Any]
+) -> JobContext:
+    """A context whose heartbeat and progress go to the job row, under the claim."""
+
+    def beat(session: Session) -> bool:
+        return job_lifecycle.heartbeat(session, claim)
+
+    def report(session: Session, fraction: float, message: str) -> bool:
+        return job_lifecycle.heartbeat(session, claim, progress=fraction, message=message)
+
+    heartbeat = Heartbeat(sessions, beat, settings.heartbeat_interval_s, f"job-{claim.job_id}")
+    return JobContext(
+        claim.job_id, params, claim.attempt, settings, artifact_store(settings), sessions, report, heartbeat
+    )
+
+
+def artifact_store(settings: Settings) -> ArtifactStore:
+    return store_from_uri(
+        settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
+    )
+
+
+def write_and_finish(
+    sessions: sessionmaker[Session], claim: job_lifecycle.Claim, writer: ResultWriter
+) -> str:
+    """Replace the job's results by the writer's, and mark it succeeded, in one transaction."""
+    with sessions() as session:
+        clear_results(session, claim.job_id)
+        writer(session)
+        if job_lifecycle.finish(session, claim, JobStatus.succeeded):
+            return JobStatus.succeeded.value
+        return "skipped"
+
+
+def run_guarded(job_id: uuid.UUID, body: Callable[[], str], on_error: Callable[[str], None]) -> str:
+    """Run a step of a job; an engine error (bad input: the user's to fix) or a crash (ours) becomes the
+    job's failure with a message a user can act on; a cancellation just stops."""
+    try:
+        return body()
+    except JobCancelled:
+        log.info("job %s stopped: cancelled", job_id)
+        return JobStatus.cancelled.value
+    except EngineError as exc:
+        on_error(str(exc))
+        return JobStatus.failed.value
+    except Exception as exc:
+        log.error("job %s crashed:\n%s", job_id, traceback.format_exc())
+        on_error(f"internal error ({type(exc).__name__}: {exc}); please report it")
+        return JobStatus.failed.value
 
 
 def execute_job(job_id: str, handler: JobHandler, settings: Settings | None = None) -> str:
@@ -136,29 +203,13 @@ def execute_job(job_id: str, handler: JobHandler, settings: Settings | None = No
             log.info("job %s is not queued any more (done, cancelled, deleted or taken): skipping", job_id)
             return "skipped"
         params = dict(session.get_one(Job, jid).params)
-    heartbeat = Heartbeat(sessions, claim, settings.heartbeat_interval_s)
-    store = store_from_uri(
-        settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
-    )
-    ctx = JobContext(jid, params, claim.attempt, settings, store, sessions, claim, heartbeat)
-    heartbeat.start()
+    ctx = job_context(settings, sessions, claim, params)
+    ctx._heartbeat.start()
     try:
-        writer = handler.run(ctx)
-        with sessions() as session:
-            clear_results(session, jid)
-            writer(session)
-            if job_lifecycle.finish(session, claim, JobStatus.succeeded):
-                return JobStatus.succeeded.value
-            return "skipped"
-    except JobCancelled:
-        log.info("job %s stopped: cancelled", job_id)
-        return JobStatus.cancelled.value
-    except EngineError as exc:
-        _fail(sessions, handler, ctx, str(exc))
-        return JobStatus.failed.value
-    except Exception as exc:
-        log.error("job %s crashed:\n%s", job_id, traceback.format_exc())
-        _fail(sessions, handler, ctx, f"internal error ({type(exc).__name__}: {exc}); please report it")
-        return JobStatus.failed.value
+        return run_guarded(
+            jid,
+            lambda: write_and_finish(sessions, claim, handler.run(ctx)),
+            lambda message: fail_job(sessions, handler, ctx, claim, message),
+        )
     finally:
-        heartbeat.stop()
+        ctx._heartbeat.stop()

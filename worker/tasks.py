@@ -1,11 +1,27 @@
-"""Celery tasks: one per job kind, registered under the names the API sends (backend.contracts)."""
+"""Celery tasks: one per job kind, registered under the names the API sends (backend.contracts), plus the
+chunk and merge tasks of jobs that fan out over the worker pool."""
 
 from __future__ import annotations
 
-from backend.contracts import TASK_NAMES, JobKind
+import uuid
+
+from backend.contracts import CHUNK_TASK, MERGE_TASK, TASK_NAMES, JobKind
+from backend.db.models import Job
+from backend.db.session import session_factory
+from backend.settings import get_settings
 from worker.celery_app import app
+from worker.fanout import FanOutHandler, execute_chunk, execute_merge
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.runtime import execute_job
+
+FANOUT_HANDLERS: dict[str, FanOutHandler] = {}
+"""Handlers of the kinds whose jobs fan out, by job kind."""
+
+
+def _fanout_handler(job_id: str) -> FanOutHandler | None:
+    with session_factory(get_settings().resolved_database_url)() as session:
+        job = session.get(Job, uuid.UUID(job_id))
+        return None if job is None else FANOUT_HANDLERS.get(job.kind)
 
 
 @app.task(name=TASK_NAMES[JobKind.inspect])
@@ -16,3 +32,15 @@ def inspect_model(job_id: str) -> str:
 @app.task(name=TASK_NAMES[JobKind.fidelity])
 def fidelity(job_id: str) -> str:
     return execute_job(job_id, FidelityHandler())
+
+
+@app.task(name=CHUNK_TASK)
+def chunk(job_id: str, index: int) -> str:
+    handler = _fanout_handler(job_id)
+    return "skipped" if handler is None else execute_chunk(job_id, index, handler)
+
+
+@app.task(name=MERGE_TASK)
+def merge(job_id: str) -> str:
+    handler = _fanout_handler(job_id)
+    return "skipped" if handler is None else execute_merge(job_id, handler)

@@ -94,6 +94,25 @@ class JobOut(ORMModel):
     finished_at: UTCDateTime | None
     heartbeat_at: UTCDateTime | None
     duration_s: float | None = Field(default=None, description="finished_at − started_at, seconds.")
+    chunks_total: int | None = Field(
+        default=None,
+        description="Chunks the job fanned out into over the worker pool (GET /jobs/{id}/chunks); null for a "
+        "job that runs in one piece.",
+    )
+
+
+class JobChunkOut(ORMModel):
+    """One piece of a job that fanned out: which worker computed it, how often it was tried, and why it
+    failed. Its spec says what the chunk covers (e.g. which layers)."""
+
+    index: int
+    status: str
+    spec: dict[str, Any]
+    worker_id: str | None
+    attempts: int
+    started_at: UTCDateTime | None
+    finished_at: UTCDateTime | None
+    error: str | None
 
 
 T = TypeVar("T")

@@ -142,10 +142,42 @@ class Job(Base):
     heartbeat_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     # When the job's message was last sent to the queue; the reaper sends it again if it waits too long.
     enqueued_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    # Set when the job fanned out into job_chunks (backend/chunk_lifecycle.py); None for a one-piece job.
+    chunks_total: Mapped[int | None] = mapped_column(Integer, default=None)
 
     results: Mapped[list[JobResult]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True
     )
+
+
+class JobChunk(Base):
+    """One piece of a job that fanned out over the worker pool (e.g. a few layers of a sensitivity scan).
+
+    It has the job's own lifecycle in small (queued, running, succeeded, failed; attempts, a heartbeat and a
+    compare-and-set token), so a worker that dies costs only its chunk. Its result stays here until the
+    job's merge step turns all of them into the job's results.
+    """
+
+    __tablename__ = "job_chunks"
+    __table_args__ = (
+        UniqueConstraint("job_id", "index"),
+        Index("ix_job_chunks_status_heartbeat", "status", "heartbeat_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default=JobStatus.queued.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    attempt_token: Mapped[str | None] = mapped_column(String(36), default=None)
+    worker_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    enqueued_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    started_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
 
 
 class JobResult(Base):

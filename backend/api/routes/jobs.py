@@ -10,9 +10,9 @@ from sqlalchemy import func, select
 from backend import job_lifecycle
 from backend.api.deps import SessionDep, SettingsDep
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404
-from backend.api.schemas import JobCreate, JobKindOut, JobOut, Page
+from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Page
 from backend.contracts import PARAMS_BY_KIND, USER_JOB_KINDS, FidelityJobParams, JobKind
-from backend.db.models import Dataset, Job, JobStatus, Model, ModelStatus, Project
+from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project
 from backend.errors import Conflict, InvalidRequest
 from backend.services.jobs import dispatch, new_job
 
@@ -97,6 +97,14 @@ def list_jobs(
 @router.get("/jobs/{job_id}", operation_id="getJob")
 def get_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
     return job_out(get_or_404(session, Job, job_id))
+
+
+@router.get("/jobs/{job_id}/chunks", operation_id="listJobChunks")
+def list_job_chunks(job_id: uuid.UUID, session: SessionDep) -> list[JobChunkOut]:
+    """The chunks of a job that fanned out over the worker pool, in order (empty for a one-piece job)."""
+    get_or_404(session, Job, job_id)
+    rows = session.scalars(select(JobChunk).where(JobChunk.job_id == job_id).order_by(JobChunk.index))
+    return [JobChunkOut.model_validate(row) for row in rows]
 
 
 @router.post("/jobs/{job_id}/cancel", operation_id="cancelJob")

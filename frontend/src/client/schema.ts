@@ -110,6 +110,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/chunks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Job Chunks
+         * @description The chunks of a job that fanned out over the worker pool, in order (empty for a one-piece job).
+         */
+        get: operations["listJobChunks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/fidelity": {
         parameters: {
             query?: never;
@@ -422,6 +442,31 @@ export interface components {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
         };
+        /**
+         * JobChunkOut
+         * @description One piece of a job that fanned out: which worker computed it, how often it was tried, and why it
+         *     failed. Its spec says what the chunk covers (e.g. which layers).
+         */
+        JobChunkOut: {
+            /** Attempts */
+            attempts: number;
+            /** Error */
+            error: string | null;
+            /** Finished At */
+            finished_at: string | null;
+            /** Index */
+            index: number;
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started At */
+            started_at: string | null;
+            /** Status */
+            status: string;
+            /** Worker Id */
+            worker_id: string | null;
+        };
         /** JobCreate */
         JobCreate: {
             /**
@@ -457,6 +502,11 @@ export interface components {
         JobOut: {
             /** Attempts */
             attempts: number;
+            /**
+             * Chunks Total
+             * @description Chunks the job fanned out into over the worker pool (GET /jobs/{id}/chunks); null for a job that runs in one piece.
+             */
+            chunks_total?: number | null;
             /**
              * Created At
              * Format: date-time
@@ -1013,6 +1063,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    listJobChunks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobChunkOut"][];
                 };
             };
             /** @description Validation Error */

@@ -1,0 +1,317 @@
+"""Jobs that fan out over the worker pool: chunk rows and their compare-and-set transitions.
+
+A fan-out job runs in three steps, each on whichever worker takes the message:
+
+    plan    the job's own task claims the job (job_lifecycle.claim), works out the chunks, and `fan_out`
+            writes them and releases the job's claim in one transaction; a chunk message per chunk follows.
+    chunk   `claim_chunk` -> heartbeats -> `finish_chunk` (or `fail_chunk`, which fails the job). A chunk
+            runs only while its job is running: cancelling the job stops every chunk at its next heartbeat.
+    merge   whoever finishes a chunk then tries `claim_merge`: it succeeds for exactly one caller, once
+            every chunk has succeeded, and returns an ordinary job Claim, so the merge writes the job's
+            results and finishes it with job_lifecycle.finish like a one-piece job.
+
+Lost workers: `reap_lost_chunks` puts a chunk whose heartbeat stopped back in the queue (or fails the job
+after max_attempts), re-sends chunk messages that waited too long, and re-sends the merge of a job whose
+chunks are all done but whose merge never finished. A killed worker costs only the chunk it was running.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from backend.db.models import Job, JobChunk, JobStatus, utcnow
+from backend.job_lifecycle import Claim, changed
+
+
+@dataclass(frozen=True)
+class ChunkClaim:
+    job_id: uuid.UUID
+    index: int
+    token: str
+    attempt: int
+
+
+def _job_running(job_id: uuid.UUID) -> ColumnElement[bool]:
+    return exists().where(Job.id == job_id, Job.status == JobStatus.running.value)
+
+
+def fan_out(session: Session, claim: Claim, specs: Sequence[dict[str, Any]]) -> bool:
+    """Write the job's chunks (queued) and release the planner's claim, in one transaction. False (and
+    nothing written) when the claim no longer owns the job."""
+    now = utcnow()
+    released = session.execute(
+        update(Job)
+        .where(
+            Job.id == claim.job_id, Job.attempt_token == claim.token, Job.status == JobStatus.running.value
+        )
+        .values(
+            chunks_total=len(specs),
+            attempt_token=None,
+            heartbeat_at=now,
+            progress=0.0,
+            progress_message=f"0 of {len(specs)} chunks done",
+        )
+    )
+    if changed(released) != 1:
+        session.rollback()
+        return False
+    session.execute(
+        insert(JobChunk),
+        [
+            {
+                "job_id": claim.job_id,
+                "index": i,
+                "spec": spec,
+                "status": JobStatus.queued.value,
+                "enqueued_at": now,
+            }
+            for i, spec in enumerate(specs)
+        ],
+    )
+    session.commit()
+    return True
+
+
+def claim_chunk(session: Session, job_id: uuid.UUID, index: int, worker_id: str) -> ChunkClaim | None:
+    """queued -> running for this worker, while the job runs. None when the chunk is not queued (taken,
+    done, or a duplicate message) or its job stopped (cancelled, failed, deleted)."""
+    token = str(uuid.uuid4())
+    now = utcnow()
+    result = session.execute(
+        update(JobChunk)
+        .where(
+            JobChunk.job_id == job_id,
+            JobChunk.index == index,
+            JobChunk.status == JobStatus.queued.value,
+            _job_running(job_id),
+        )
+        .values(
+            status=JobStatus.running.value,
+            attempt_token=token,
+            attempts=JobChunk.attempts + 1,
+            worker_id=worker_id,
+            started_at=now,
+            heartbeat_at=now,
+            error=None,
+        )
+    )
+    session.commit()
+    if changed(result) != 1:
+        return None
+    attempt = session.execute(
+        select(JobChunk.attempts).where(JobChunk.job_id == job_id, JobChunk.index == index)
+    ).scalar_one()
+    return ChunkClaim(job_id=job_id, index=index, token=token, attempt=attempt)
+
+
+def chunk_spec(session: Session, job_id: uuid.UUID, index: int) -> dict[str, Any]:
+    return dict(
+        session.execute(
+            select(JobChunk.spec).where(JobChunk.job_id == job_id, JobChunk.index == index)
+        ).scalar_one()
+    )
+
+
+def _owned(c: ChunkClaim) -> list[ColumnElement[bool]]:
+    return [
+        JobChunk.job_id == c.job_id,
+        JobChunk.index == c.index,
+        JobChunk.attempt_token == c.token,
+        JobChunk.status == JobStatus.running.value,
+        _job_running(c.job_id),
+    ]
+
+
+def chunk_heartbeat(session: Session, c: ChunkClaim) -> bool:
+    """Record that the chunk's worker is alive. False when the chunk is no longer ours or its job stopped."""
+    result = session.execute(update(JobChunk).where(*_owned(c)).values(heartbeat_at=utcnow()))
+    session.commit()
+    return changed(result) == 1
+
+
+def finish_chunk(session: Session, c: ChunkClaim, result: dict[str, Any]) -> bool:
+    """running -> succeeded with its result; the job's progress counts the chunks done. False when the
+    chunk was taken from us (reaped) or the job stopped: then nothing is written."""
+    now = utcnow()
+    done = session.execute(
+        update(JobChunk)
+        .where(*_owned(c))
+        .values(status=JobStatus.succeeded.value, result=result, finished_at=now, heartbeat_at=now)
+    )
+    if changed(done) != 1:
+        session.rollback()
+        return False
+    total, succeeded = chunk_counts(session, c.job_id)
+    session.execute(
+        update(Job)
+        .where(Job.id == c.job_id, Job.status == JobStatus.running.value)
+        .values(
+            heartbeat_at=now,
+            progress=succeeded / max(total, 1),
+            progress_message=f"{succeeded} of {total} chunks done",
+        )
+    )
+    session.commit()
+    return True
+
+
+def chunk_counts(session: Session, job_id: uuid.UUID) -> tuple[int, int]:
+    """(chunks, chunks succeeded) of a job."""
+    row = session.execute(
+        select(func.count(), func.count().filter(JobChunk.status == JobStatus.succeeded.value)).where(
+            JobChunk.job_id == job_id
+        )
+    ).one()
+    return int(row[0]), int(row[1])
+
+
+def fail_chunk(session: Session, c: ChunkClaim, error: str) -> bool:
+    """The chunk failed for a reason that another attempt would not change (bad input, a model that does
+    not run): the chunk and its job fail with that reason. False when the chunk was no longer ours."""
+    now = utcnow()
+    failed = session.execute(
+        update(JobChunk).where(*_owned(c)).values(status=JobStatus.failed.value, error=error, finished_at=now)
+    )
+    if changed(failed) != 1:
+        session.rollback()
+        return False
+    session.execute(
+        update(Job)
+        .where(Job.id == c.job_id, Job.status == JobStatus.running.value)
+        .values(status=JobStatus.failed.value, error=error, finished_at=now, attempt_token=None)
+    )
+    session.commit()
+    return True
+
+
+def claim_merge(session: Session, job_id: uuid.UUID, worker_id: str) -> Claim | None:
+    """Take the job for its merge step: only when every chunk has succeeded and nobody else holds the job.
+    Exactly one of several concurrent callers gets the Claim (the others see attempt_token set)."""
+    token = str(uuid.uuid4())
+    pending = exists().where(JobChunk.job_id == job_id, JobChunk.status != JobStatus.succeeded.value)
+    result = session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            Job.status == JobStatus.running.value,
+            Job.chunks_total.is_not(None),
+            Job.attempt_token.is_(None),
+            ~pending,
+        )
+        .values(
+            attempt_token=token, worker_id=worker_id, heartbeat_at=utcnow(), progress_message="merging chunks"
+        )
+    )
+    session.commit()
+    if changed(result) != 1:
+        return None
+    attempts = session.execute(select(Job.attempts).where(Job.id == job_id)).scalar_one()
+    return Claim(job_id=job_id, token=token, attempt=attempts)
+
+
+def chunk_results(session: Session, job_id: uuid.UUID) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(spec, result) of every chunk, in chunk order (for the merge, once all have succeeded)."""
+    rows = session.execute(
+        select(JobChunk.spec, JobChunk.result).where(JobChunk.job_id == job_id).order_by(JobChunk.index)
+    ).all()
+    return [(dict(spec), dict(result or {})) for spec, result in rows]
+
+
+@dataclass(frozen=True)
+class ChunkReapOutcome:
+    resend_chunks: list[tuple[uuid.UUID, int]]
+    resend_merges: list[uuid.UUID]
+    failed_jobs: list[uuid.UUID]
+
+
+def reap_lost_chunks(
+    session: Session,
+    heartbeat_timeout_s: float,
+    max_attempts: int,
+    resend_after_s: float | None = None,
+    now: datetime | None = None,
+) -> ChunkReapOutcome:
+    """For running fan-out jobs: chunks whose heartbeat stopped go back to the queue (or fail the job after
+    max_attempts); queued chunks whose message waited longer than resend_after_s are sent again; a job
+    whose chunks all succeeded but whose merge went quiet is released and its merge sent again."""
+    now = now or utcnow()
+    cutoff = now - timedelta(seconds=heartbeat_timeout_s)
+    job_running = and_(Job.id == JobChunk.job_id, Job.status == JobStatus.running.value)
+    resend: list[tuple[uuid.UUID, int]] = []
+    failed_jobs: list[uuid.UUID] = []
+    stale = session.execute(
+        select(JobChunk.job_id, JobChunk.index, JobChunk.attempts, JobChunk.attempt_token, JobChunk.worker_id)
+        .join(Job, job_running)
+        .where(JobChunk.status == JobStatus.running.value, JobChunk.heartbeat_at < cutoff)
+    ).all()
+    for job_id, index, attempts, token, worker in stale:
+        lost = (
+            f"chunk {index}: worker {worker} stopped sending heartbeats for more than "
+            f"{heartbeat_timeout_s:g} s (killed or crashed)"
+        )
+        guard = [JobChunk.job_id == job_id, JobChunk.index == index, JobChunk.attempt_token == token]
+        if attempts < max_attempts:
+            values: dict[str, object] = {
+                "status": JobStatus.queued.value,
+                "attempt_token": None,
+                "worker_id": None,
+                "enqueued_at": now,
+                "error": f"{lost}; queued again (attempt {attempts + 1} of {max_attempts})",
+            }
+            if changed(session.execute(update(JobChunk).where(*guard).values(**values))) == 1:
+                resend.append((job_id, index))
+            continue
+        error = f"{lost}; gave up after {attempts} attempt(s). The worker may be running out of memory."
+        if (
+            changed(
+                session.execute(
+                    update(JobChunk)
+                    .where(*guard)
+                    .values(status=JobStatus.failed.value, error=error, finished_at=now)
+                )
+            )
+            == 1
+        ):
+            session.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.status == JobStatus.running.value)
+                .values(status=JobStatus.failed.value, error=error, finished_at=now, attempt_token=None)
+            )
+            failed_jobs.append(job_id)
+    if resend_after_s is not None:
+        waited = now - timedelta(seconds=resend_after_s)
+        queued = session.execute(
+            select(JobChunk.job_id, JobChunk.index, JobChunk.enqueued_at)
+            .join(Job, job_running)
+            .where(JobChunk.status == JobStatus.queued.value, JobChunk.enqueued_at < waited)
+        ).all()
+        for job_id, index, sent_at in queued:
+            guard = [JobChunk.job_id == job_id, JobChunk.index == index, JobChunk.enqueued_at == sent_at]
+            if changed(session.execute(update(JobChunk).where(*guard).values(enqueued_at=now))) == 1:
+                resend.append((job_id, index))
+    pending = exists().where(JobChunk.job_id == Job.id, JobChunk.status != JobStatus.succeeded.value)
+    merges = session.execute(
+        select(Job.id, Job.heartbeat_at).where(
+            Job.status == JobStatus.running.value,
+            Job.chunks_total.is_not(None),
+            Job.heartbeat_at < cutoff,
+            ~pending,
+        )
+    ).all()
+    resend_merges = []
+    for job_id, beat in merges:
+        guard = [Job.id == job_id, Job.status == JobStatus.running.value, Job.heartbeat_at == beat]
+        if (
+            changed(session.execute(update(Job).where(*guard).values(attempt_token=None, heartbeat_at=now)))
+            == 1
+        ):
+            resend_merges.append(job_id)
+    session.commit()
+    return ChunkReapOutcome(resend_chunks=resend, resend_merges=resend_merges, failed_jobs=failed_jobs)
