@@ -1,6 +1,7 @@
 // Drives the built dashboard in headless Chromium through a user's path, for tests/browser/test_dashboard.py:
 // open the demo project, upload a model, wait for it to be inspected, launch a fidelity job from the form,
-// wait for it in the jobs table, open its report, check the rendered Plotly charts, click a table row, filter,
+// wait for it in the jobs table, open its report, check the rendered Plotly charts (the per-layer profile's
+// too: sort its table, download its CSV), click a table row, filter,
 // download a chart's CSV and open the compare page. Screenshots go to the artifacts folder.
 //
 //   node drive_dashboard.mjs '{"base": URL, "model": PATH, "chromium": PATH, "artifacts": DIR}'
@@ -107,6 +108,40 @@ try {
       scatterTraces: await inChart(page, title, ".scatterlayer .trace"),
     };
   }
+
+  step("the per-layer profile");
+  const layerChart = "Per-layer SQNR";
+  await page.locator("figure.chart", { has: page.getByRole("heading", { name: layerChart }) })
+    .locator(".scatterlayer .trace .points path").first().waitFor({ state: "attached" });
+  await page.locator("figure.chart", { has: page.getByRole("heading", { name: "Per-layer cosine similarity" }) })
+    .locator(".scatterlayer .trace .points path").first().waitFor({ state: "attached" });
+  const layerTable = page.getByRole("table", { name: "Matched layers" });
+  observations.layerProfile = {
+    mainSvg: await inChart(page, layerChart, ".main-svg"),
+    traces: await inChart(page, layerChart, ".scatterlayer .trace"),
+    points: await inChart(page, layerChart, ".scatterlayer .trace .points path"),
+    modebarPng: await inChart(page, layerChart, '.modebar-btn[data-title="Download plot as a PNG"]'),
+    cosineTraces: await inChart(page, "Per-layer cosine similarity", ".scatterlayer .trace"),
+    worst: await page.locator(".worst-layer").innerText(),
+    tableRows: await layerTable.locator("tbody tr").count(),
+    worstRows: await layerTable.locator("tbody tr.worst").count(),
+  };
+  // Sorting the table by local SQNR (lowest first) puts the worst layer on top.
+  await layerTable.getByRole("button", { name: /^Local SQNR/ }).click(); // highest first
+  await layerTable.getByRole("button", { name: /^Local SQNR/ }).click(); // lowest first
+  observations.layerProfile.sortedFirstIsWorst = await layerTable.locator("tbody tr").first()
+    .evaluate((row) => row.classList.contains("worst"));
+  const [layerDownload] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByRole("button", { name: `Download the data of ${layerChart} as CSV` }).click(),
+  ]);
+  const layerCsvPath = join(config.artifacts, layerDownload.suggestedFilename());
+  await layerDownload.saveAs(layerCsvPath);
+  observations.layerProfile.csv = {
+    filename: layerDownload.suggestedFilename(),
+    lines: readFileSync(layerCsvPath, "utf8").trim().split("\r\n"),
+  };
+  await page.locator("section.layer-profile").screenshot({ path: join(config.artifacts, "3b-layer-profile.png") });
   await shot(page, "3-report");
 
   step("click a row of the per-sample table");
@@ -115,8 +150,10 @@ try {
   const sampleIndex = await firstRow.getAttribute("data-sample");
   await firstRow.click();
   await samples.locator('tbody tr[aria-selected="true"]').waitFor();
-  await page.waitForFunction((n) => document.querySelectorAll("figure.chart .shapelayer path").length >= n,
-    observations.histogram.shapes + 1);
+  await page.waitForFunction(([title, n]) => {
+    const figure = [...document.querySelectorAll("figure.chart")].find((f) => f.querySelector("h3")?.textContent === title);
+    return (figure?.querySelectorAll(".shapelayer path").length ?? 0) >= n;
+  }, [histogram, observations.histogram.shapes + 1]);
   observations.selection = {
     sampleIndex,
     url: page.url(),

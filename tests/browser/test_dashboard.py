@@ -145,6 +145,17 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     )
     for role, chart in seen["reliability"].items():
         assert chart["mainSvg"] >= 1 and chart["bars"] >= 1 and chart["scatterTraces"] >= 2, (role, chart)
+    # The per-layer profile of the QDQ int8 model against its fp32 golden: SQNR traces (accumulated and local)
+    # over the matched layers, the layer adding the most error marked, its table and its CSV.
+    layers = seen["layerProfile"]
+    assert layers["mainSvg"] >= 1 and layers["traces"] >= 2 and layers["points"] >= 4, layers
+    assert layers["modebarPng"] == 1 and layers["cosineTraces"] >= 2, layers
+    assert layers["tableRows"] >= 2 and layers["worstRows"] == 1 and layers["sortedFirstIsWorst"], layers
+    assert layers["worst"].startswith("Adds the most error:") and "dB" in layers["worst"], layers
+    header, *rows = layers["csv"]["lines"]
+    assert layers["csv"]["filename"] == "per-layer-sqnr.csv", layers["csv"]
+    assert header.startswith("depth,depth_fraction,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db")
+    assert len(rows) == layers["tableRows"], layers["csv"]
     # A clicked row is selected in the URL (a permalink) and marked on the histogram.
     selection = seen["selection"]
     assert (

@@ -22,6 +22,7 @@ export const keys = {
   jobKinds: ["job-kinds"] as const,
   report: (jobId: string) => ["report", jobId] as const,
   samples: (jobId: string) => ["samples", jobId] as const,
+  layers: (jobId: string) => ["layers", jobId] as const,
   runs: (projectId: string) => ["runs", projectId] as const,
 };
 
@@ -123,6 +124,16 @@ export function useFidelityReport(jobId: string, enabled: boolean) {
   return useQuery({
     queryKey: keys.report(jobId),
     queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/fidelity", { params: { path: { job_id: jobId } } })),
+    enabled,
+    staleTime: Infinity,
+  });
+}
+
+/** The per-layer profile of a fidelity job; a 404 ApiError when the job ran with layer_profile=false. */
+export function useLayerProfile(jobId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: keys.layers(jobId),
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/fidelity/layers", { params: { path: { job_id: jobId } } })),
     enabled,
     staleTime: Infinity,
   });

@@ -9,3 +9,6 @@ export type Job = Schemas["JobOut"];
 export type Sample = Schemas["SampleDivergenceOut"];
 export type FidelityReport = Schemas["FidelityReportOut"];
 export type FidelityRun = Schemas["FidelityRunOut"];
+export type LayerProfile = Schemas["LayerProfileOut"];
+export type LayerFidelity = Schemas["LayerFidelityOut"];
+export type LayerStats = Schemas["LayerStatsOut"];

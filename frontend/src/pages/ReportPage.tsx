@@ -11,6 +11,7 @@ import { readCalibration, readSummary } from "../lib/summary";
 import { href, type SampleQuery } from "../lib/route";
 import { useNames } from "../project/names";
 import { DivergenceHistogram } from "../report/DivergenceHistogram";
+import { LayerProfileSection } from "../report/LayerProfileChart";
 import { MetricCards } from "../report/MetricCards";
 import { ReliabilityChart } from "../report/ReliabilityChart";
 import { SamplesTable } from "../report/SamplesTable";
@@ -130,6 +131,7 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
           <p className="muted">No reliability diagrams: they need a classification output and a dataset with labels.</p>
         )}
       </section>
+      <LayerProfileSection jobId={job.id} />
       <SamplesTable jobId={job.id} output={summary.perSampleOutput} query={query} onChange={setQuery} />
     </>
   );
