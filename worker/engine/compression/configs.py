@@ -1,0 +1,427 @@
+"""Compression configurations: small frozen dataclasses that validate themselves and travel as JSON.
+
+Every config has a stable, human-readable `id` (used as the column key of a sensitivity matrix),
+`to_dict()` (JSON-ready, with a "type" tag) and a `from_dict` inverse; `config_from_dict` dispatches on
+the tag. Invalid values raise `CompressionConfigError` (an `EngineError` and a `ValueError`) whose text
+names the class, the field and the allowed range.
+
+What each config does to a layer is defined in `worker.engine.compression.ops` (tensors) and in the
+backends (activations); the conventions are summarised here:
+
+* WeightQuant: fake quantization of each weight tensor of the layer (biases stay float). Symmetric:
+  restricted ("narrow") signed range q ∈ [−(2^(b−1)−1), 2^(b−1)−1], zero point 0,
+  step Δ = max|w| / (2^(b−1)−1). Asymmetric: q ∈ [0, 2^b−1], range [min(w, 0), max(w, 0)],
+  Δ = (max − min)/(2^b−1), integer zero point. Per channel: one Δ per output channel (rows of a
+  Conv / Linear / RNN weight, rows of an Embedding table).
+* ActivationQuant: asymmetric unsigned fake quantization of the layer's output(s), per tensor, with a
+  range calibrated on the golden model's activations over the calibration set: "minmax" (observed range),
+  "percentile" (the (100−p)th and p-th percentiles), "mse" (the clipping range minimising the
+  quantization MSE over a histogram of the activations).
+* FloatCast: round-trip cast (float32 → fp16/bf16 → float32) of the weights, biases and outputs.
+* MagnitudePrune: zero the round(sparsity·n) smallest-|w| entries of each weight tensor (like
+  torch.nn.utils.prune.l1_unstructured).
+* ChannelPrune: zero the round(sparsity·C) output channels with the smallest L1/L2 norm, and their bias
+  entries, so that the channel's output is 0 (what removing it does when the next op maps 0 to 0).
+* LowRank: truncated SVD of each weight reshaped to out × (in·k…), keeping r = max(1, round(ratio·min(m,n)))
+  singular values: the best rank-r approximation in Frobenius norm (Eckart–Young).
+* NoiseInjection: add uniform noise U(−Δ/2, Δ/2), Δ = max|w| / (2^(b−1)−1) — exactly the step of the
+  symmetric per-tensor WeightQuant(bits=b) — so the noise power Δ²/12 equals the power of the rounding
+  error that b-bit quantization would add (clipping never happens for max-calibrated symmetric ranges).
+  Seeded per tensor, so reruns and chunks of a sensitivity scan draw the same noise.
+* Schedule: stages applied in order (e.g. prune then quantize); activation transforms are chained.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from worker.engine.errors import EngineError
+
+CalibrationMethod = Literal["minmax", "percentile", "mse"]
+FloatDtype = Literal["fp16", "bf16"]
+Norm = Literal["l1", "l2"]
+
+DEFAULT_PERCENTILE = 99.99
+
+
+class CompressionConfigError(EngineError, ValueError):
+    """A compression config has an invalid field, or a dict does not describe a config."""
+
+
+def _fail(owner: str, name: str, allowed: str, value: Any) -> CompressionConfigError:
+    return CompressionConfigError(f"{owner}.{name} must be {allowed}, got {value!r}")
+
+
+def _check_int(owner: str, name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(owner, name, f"an integer from {low} to {high}", value)
+
+
+def _check_bool(owner: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise _fail(owner, name, "true or false", value)
+
+
+def _check_float(
+    owner: str, name: str, value: Any, low: float, high: float, *, low_open: bool = False
+) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise _fail(owner, name, f"a number in {bracket}{low:g}, {high:g}]", value)
+
+
+def _check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise _fail(owner, name, "one of " + ", ".join(repr(c) for c in choices), value)
+
+
+def _num(x: float) -> str:
+    """Shortest round-trip text of a number, for ids ('0.5', '99.99', '1')."""
+    value = float(x)
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _fields(cls_name: str, data: Mapping[str, Any], allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(data, Mapping):
+        raise CompressionConfigError(f"{cls_name} must be given as an object, got {data!r}")
+    unknown = sorted(set(data) - allowed - {"type"})
+    if unknown:
+        raise CompressionConfigError(
+            f"{cls_name} has no field(s) {unknown}; its fields are {sorted(allowed)}"
+        )
+    return {key: value for key, value in data.items() if key != "type"}
+
+
+@dataclass(frozen=True)
+class WeightQuant:
+    """Fake-quantize weights to `bits` (2..16), symmetric or asymmetric, per tensor or per channel."""
+
+    bits: int = 8
+    symmetric: bool = True
+    per_channel: bool = False
+    type: ClassVar[str] = "weight_quant"
+
+    def __post_init__(self) -> None:
+        _check_int("WeightQuant", "bits", self.bits, 2, 16)
+        _check_bool("WeightQuant", "symmetric", self.symmetric)
+        _check_bool("WeightQuant", "per_channel", self.per_channel)
+
+    @property
+    def id(self) -> str:
+        return f"w{self.bits}-{'sym' if self.symmetric else 'asym'}-{'channel' if self.per_channel else 'tensor'}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "bits": self.bits,
+            "symmetric": self.symmetric,
+            "per_channel": self.per_channel,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WeightQuant:
+        return cls(**_fields("WeightQuant", data, {"bits", "symmetric", "per_channel"}))
+
+
+@dataclass(frozen=True)
+class ActivationQuant:
+    """Fake-quantize a layer's output(s) to `bits` (4..16) with a calibrated range."""
+
+    bits: int = 8
+    calibration: CalibrationMethod = "minmax"
+    percentile: float | None = None
+    """Only for calibration="percentile": p in (50, 100]; defaults to 99.99."""
+    type: ClassVar[str] = "activation_quant"
+
+    def __post_init__(self) -> None:
+        _check_int("ActivationQuant", "bits", self.bits, 4, 16)
+        _check_choice("ActivationQuant", "calibration", self.calibration, ("minmax", "percentile", "mse"))
+        if self.calibration == "percentile":
+            if self.percentile is None:
+                object.__setattr__(self, "percentile", DEFAULT_PERCENTILE)
+            _check_float("ActivationQuant", "percentile", self.percentile, 50.0, 100.0, low_open=True)
+        elif self.percentile is not None:
+            raise _fail(
+                "ActivationQuant", "percentile", 'null unless calibration is "percentile"', self.percentile
+            )
+
+    @property
+    def id(self) -> str:
+        if self.calibration == "percentile":
+            assert self.percentile is not None
+            return f"a{self.bits}-p{_num(self.percentile)}"
+        return f"a{self.bits}-{self.calibration}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "bits": self.bits,
+            "calibration": self.calibration,
+            "percentile": self.percentile,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ActivationQuant:
+        return cls(**_fields("ActivationQuant", data, {"bits", "calibration", "percentile"}))
+
+
+@dataclass(frozen=True)
+class FloatCast:
+    """Round-trip cast of weights, biases and outputs through fp16 or bf16."""
+
+    dtype: FloatDtype = "fp16"
+    type: ClassVar[str] = "float_cast"
+
+    def __post_init__(self) -> None:
+        _check_choice("FloatCast", "dtype", self.dtype, ("fp16", "bf16"))
+
+    @property
+    def id(self) -> str:
+        return self.dtype
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "dtype": self.dtype}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FloatCast:
+        return cls(**_fields("FloatCast", data, {"dtype"}))
+
+
+@dataclass(frozen=True)
+class Quantize:
+    """Weights and/or activations quantized together (at least one of them)."""
+
+    weights: WeightQuant | None = None
+    activations: ActivationQuant | None = None
+    type: ClassVar[str] = "quantize"
+
+    def __post_init__(self) -> None:
+        if self.weights is not None and not isinstance(self.weights, WeightQuant):
+            raise _fail("Quantize", "weights", "a WeightQuant or null", self.weights)
+        if self.activations is not None and not isinstance(self.activations, ActivationQuant):
+            raise _fail("Quantize", "activations", "an ActivationQuant or null", self.activations)
+        if self.weights is None and self.activations is None:
+            raise CompressionConfigError("Quantize needs weights, activations or both; both are null")
+
+    @property
+    def id(self) -> str:
+        return "+".join(part.id for part in (self.weights, self.activations) if part is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "weights": None if self.weights is None else self.weights.to_dict(),
+            "activations": None if self.activations is None else self.activations.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Quantize:
+        values = _fields("Quantize", data, {"weights", "activations"})
+        weights, activations = values.get("weights"), values.get("activations")
+        return cls(
+            weights=None if weights is None else WeightQuant.from_dict(weights),
+            activations=None if activations is None else ActivationQuant.from_dict(activations),
+        )
+
+
+@dataclass(frozen=True)
+class MagnitudePrune:
+    """Unstructured pruning: zero the smallest-magnitude fraction `sparsity` (0..1) of each weight."""
+
+    sparsity: float = 0.5
+    type: ClassVar[str] = "magnitude_prune"
+
+    def __post_init__(self) -> None:
+        _check_float("MagnitudePrune", "sparsity", self.sparsity, 0.0, 1.0)
+
+    @property
+    def id(self) -> str:
+        return f"prune-u{_num(self.sparsity)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "sparsity": self.sparsity}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MagnitudePrune:
+        return cls(**_fields("MagnitudePrune", data, {"sparsity"}))
+
+
+@dataclass(frozen=True)
+class ChannelPrune:
+    """Structured pruning of output channels by their L1 or L2 norm; `sparsity` (0..1) of the channels."""
+
+    sparsity: float = 0.25
+    norm: Norm = "l1"
+    type: ClassVar[str] = "channel_prune"
+
+    def __post_init__(self) -> None:
+        _check_float("ChannelPrune", "sparsity", self.sparsity, 0.0, 1.0)
+        _check_choice("ChannelPrune", "norm", self.norm, ("l1", "l2"))
+
+    @property
+    def id(self) -> str:
+        return f"prune-ch{_num(self.sparsity)}-{self.norm}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "sparsity": self.sparsity, "norm": self.norm}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ChannelPrune:
+        return cls(**_fields("ChannelPrune", data, {"sparsity", "norm"}))
+
+
+@dataclass(frozen=True)
+class LowRank:
+    """Truncated SVD keeping `rank_ratio` (0 < r ≤ 1) of min(out, in·k…) singular values."""
+
+    rank_ratio: float = 0.5
+    type: ClassVar[str] = "low_rank"
+
+    def __post_init__(self) -> None:
+        _check_float("LowRank", "rank_ratio", self.rank_ratio, 0.0, 1.0, low_open=True)
+
+    @property
+    def id(self) -> str:
+        return f"lowrank-{_num(self.rank_ratio)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "rank_ratio": self.rank_ratio}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LowRank:
+        return cls(**_fields("LowRank", data, {"rank_ratio"}))
+
+
+@dataclass(frozen=True)
+class NoiseInjection:
+    """Additive uniform weight noise with the power of symmetric per-tensor `bits`-bit quantization."""
+
+    bits: int = 8
+    seed: int = 0
+    type: ClassVar[str] = "noise"
+
+    def __post_init__(self) -> None:
+        _check_int("NoiseInjection", "bits", self.bits, 2, 16)
+        _check_int("NoiseInjection", "seed", self.seed, 0, 2**31 - 1)
+
+    @property
+    def id(self) -> str:
+        return f"noise-w{self.bits}" + (f"-s{self.seed}" if self.seed else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "bits": self.bits, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NoiseInjection:
+        return cls(**_fields("NoiseInjection", data, {"bits", "seed"}))
+
+
+Stage = (
+    WeightQuant
+    | ActivationQuant
+    | FloatCast
+    | Quantize
+    | MagnitudePrune
+    | ChannelPrune
+    | LowRank
+    | NoiseInjection
+)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An ordered list of compression stages (no nested schedules), e.g. prune → quantize."""
+
+    stages: tuple[Stage, ...] = field(default_factory=tuple)
+    type: ClassVar[str] = "schedule"
+
+    def __post_init__(self) -> None:
+        stages = tuple(self.stages)
+        object.__setattr__(self, "stages", stages)
+        if not stages:
+            raise _fail("Schedule", "stages", "a non-empty list of configs", list(stages))
+        for index, stage in enumerate(stages):
+            if not isinstance(stage, STAGE_TYPES):
+                raise _fail("Schedule", f"stages[{index}]", "a config other than a Schedule", stage)
+
+    @property
+    def id(self) -> str:
+        return ">".join(stage.id for stage in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "stages": [stage.to_dict() for stage in self.stages]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Schedule:
+        values = _fields("Schedule", data, {"stages"})
+        stages = values.get("stages")
+        if not isinstance(stages, list | tuple):
+            raise _fail("Schedule", "stages", "a list of configs", stages)
+        parsed = [config_from_dict(stage) for stage in stages]
+        nested = [i for i, stage in enumerate(parsed) if isinstance(stage, Schedule)]
+        if nested:
+            raise _fail("Schedule", f"stages[{nested[0]}]", "a config other than a Schedule", "schedule")
+        return cls(stages=tuple(s for s in parsed if not isinstance(s, Schedule)))
+
+
+Config = Stage | Schedule
+
+STAGE_TYPES = (
+    WeightQuant,
+    ActivationQuant,
+    FloatCast,
+    Quantize,
+    MagnitudePrune,
+    ChannelPrune,
+    LowRank,
+    NoiseInjection,
+)
+CONFIG_TYPES: dict[str, Any] = {cls.type: cls for cls in (*STAGE_TYPES, Schedule)}
+
+
+def config_from_dict(data: Mapping[str, Any]) -> Config:
+    """The config a `to_dict()` result describes; raises CompressionConfigError for anything else."""
+    if not isinstance(data, Mapping):
+        raise CompressionConfigError(f"a compression config must be an object, got {data!r}")
+    kind = data.get("type")
+    cls = CONFIG_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise CompressionConfigError(f"config.type must be one of {sorted(CONFIG_TYPES)}, got {kind!r}")
+    result: Config = cls.from_dict(data)
+    return result
+
+
+def stages_of(config: Config) -> tuple[Stage, ...]:
+    """The stages a config applies, in order (a single config is a one-stage schedule)."""
+    return config.stages if isinstance(config, Schedule) else (config,)
+
+
+def weight_bits(config: Config) -> int | None:
+    """The weight bit width a config stores weights with, when it is a pure bit-width choice
+    (WeightQuant, Quantize with weights, NoiseInjection as its simulation); None otherwise."""
+    if isinstance(config, WeightQuant | NoiseInjection):
+        return config.bits
+    if isinstance(config, Quantize) and config.weights is not None:
+        return config.weights.bits
+    if isinstance(config, FloatCast):
+        return 16
+    return None
+
+
+def needs_activation_stats(config: Config) -> CalibrationMethod | None:
+    """The strongest activation calibration any stage needs: "minmax" needs a min/max pass only,
+    "percentile"/"mse" a histogram as well; None when no stage quantizes activations."""
+    needed: CalibrationMethod | None = None
+    for stage in stages_of(config):
+        act = stage if isinstance(stage, ActivationQuant) else getattr(stage, "activations", None)
+        if isinstance(act, ActivationQuant):
+            if act.calibration != "minmax":
+                return act.calibration
+            needed = "minmax"
+    return needed
