@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 
 from backend.db.migrations import upgrade_to_head
@@ -50,22 +52,39 @@ def cmd_migrate(settings: Settings) -> None:
 def cmd_up(settings: Settings) -> None:
     """Migrate, start one worker process and the demo seeder, then serve the API and dashboard."""
     cmd_migrate(settings)
-    children: list[subprocess.Popen[bytes]] = [subprocess.Popen(worker_command(settings))]
+    # Each child in its own process group, so that stopping `up` can stop a child and everything it started
+    # (Celery's pool processes) even when the child itself is gone.
+    children: list[subprocess.Popen[bytes]] = [
+        subprocess.Popen(worker_command(settings), start_new_session=True)
+    ]
     if settings.seed_demo:
         api_url = f"http://{settings.host}:{settings.port}"
-        children.append(subprocess.Popen([sys.executable, "-m", "worker.demo_seed", "--api", api_url]))
+        seeder = [sys.executable, "-m", "worker.demo_seed", "--api", api_url]
+        children.append(subprocess.Popen(seeder, start_new_session=True))
     print(f"Kneeboard: dashboard at http://{settings.host}:{settings.port}  (API docs at /docs)", flush=True)
+    # uvicorn shuts down on SIGTERM, then raises the signal again for the previous handler: make that
+    # handler an exit, so that the children are stopped below instead of the process dying outright.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         _serve(settings)
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in children:
-            try:
-                child.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        _stop_groups(children)
+
+
+def _stop_groups(children: Sequence[subprocess.Popen[bytes]], grace_s: float = 10.0) -> None:
+    """SIGTERM each child's process group (a Celery worker finishes its task, within grace_s), then
+    SIGKILL whatever is left of the groups: no worker outlives `up`."""
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for child in children:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

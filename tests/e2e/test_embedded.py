@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from backend.client import KneeboardClient
-from tests.support.services import REPO_ROOT, Process, free_port
+from tests.support.services import REPO_ROOT, Process, free_port, processes_with_env
 
 pytestmark = pytest.mark.e2e
 
@@ -33,6 +33,13 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
         yield base, tmp / "data", proc
     finally:
         proc.stop()
+        # Stopping `up` stops its worker, the worker's pool and the seeder too: nothing outlives it.
+        deadline = time.monotonic() + 15
+        while (
+            left := processes_with_env("KNEEBOARD_DATA_DIR", str(tmp / "data"))
+        ) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not left, f"processes left running after `up` stopped: {left}"
 
 
 def _wait_for_demo(client: KneeboardClient, timeout: float = 300) -> dict[str, object]:

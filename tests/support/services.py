@@ -118,3 +118,20 @@ def start_api(settings: Settings, log_path: Path) -> tuple[Process, str]:
         if proc.popen.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"API did not start:\n{proc.log()[-4000:]}")
         time.sleep(0.3)
+
+
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Pids of the live processes whose environment has name=value (read from /proc; Linux only)."""
+    needle = f"{name}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().split(")", 1)[1].split()[0]
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
