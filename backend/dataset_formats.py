@@ -16,6 +16,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from backend.errors import InvalidUpload
+from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error
 
 LABELS = "labels"
 
@@ -70,13 +71,16 @@ def describe_npz(path: Path) -> NpzDescription:
                     "the .npz holds no arrays: save one with numpy.savez('data.npz', input=x, labels=y)"
                 )
             arrays = {m[: -len(".npy")]: _read_header(zf, m) for m in members}
-    except zipfile.BadZipFile as exc:
+    except UNREADABLE_ZIP_ERRORS as exc:
         raise InvalidUpload(
-            f"not a .npz file ({exc}): save the dataset with numpy.savez('data.npz', input=x, labels=y)"
+            f"not a .npz file ({describe_zip_error(exc)}): save the dataset with "
+            "numpy.savez('data.npz', input=x, labels=y)"
         ) from exc
     for name, info in arrays.items():
         if len(info.shape) == 0:
             raise InvalidUpload(f"array {name!r} is a scalar; every array needs a first (sample) dimension")
+        if any(d < 0 for d in info.shape):
+            raise InvalidUpload(f"array {name!r} has a negative dimension in its header {info.shape}")
     lengths = {name: info.shape[0] for name, info in arrays.items()}
     if len(set(lengths.values())) > 1:
         listing = ", ".join(f"{n}: {k}" for n, k in lengths.items())

@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from backend.errors import InvalidUpload
+from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error, unreadable_zip
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 LABELS_CSV = "labels.csv"
 MAX_FILES = 200_000
 MAX_EXPANSION = 100  # uncompressed bytes per compressed byte, beyond which an archive is a bomb
+# Labels are stored as 32-bit integers (sample_divergences.label).
+LABEL_MIN, LABEL_MAX = -(2**31), 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -35,17 +38,27 @@ def _is_unsafe(info: zipfile.ZipInfo) -> bool:
 
 def _read_labels(zf: zipfile.ZipFile, member: str, images: list[str]) -> list[int]:
     text = zf.read(member).decode("utf-8-sig", errors="replace")
-    rows = list(csv.DictReader(io.StringIO(text)))
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as exc:  # e.g. a field over csv's size limit
+        raise InvalidUpload(f"{member} is not a readable CSV file ({exc})") from exc
     if not rows or not {"filename", "label"} <= set(rows[0]):
         raise InvalidUpload(f"{member} must have a header 'filename,label' and one row per image")
     by_name: dict[str, int] = {}
-    for row in rows:
+    for line, row in enumerate(rows, start=2):
+        filename, label = row.get("filename"), row.get("label")
+        if filename is None or label is None:
+            raise InvalidUpload(f"{member}, line {line}: needs two values, filename and label")
         try:
-            by_name[row["filename"].strip()] = int(row["label"])
+            value = int(label)
         except ValueError as exc:
+            raise InvalidUpload(f"{member}: label {label!r} of {filename!r} is not an integer") from exc
+        if not LABEL_MIN <= value <= LABEL_MAX:
             raise InvalidUpload(
-                f"{member}: label {row['label']!r} of {row['filename']!r} is not an integer"
-            ) from exc
+                f"{member}: label {value} of {filename!r} is out of range; a label is a class index "
+                f"between {LABEL_MIN} and {LABEL_MAX}"
+            )
+        by_name[filename.strip()] = value
     labels = []
     for image in images:
         key = image if image in by_name else PurePosixPath(image).name
@@ -56,14 +69,20 @@ def _read_labels(zf: zipfile.ZipFile, member: str, images: list[str]) -> list[in
 
 
 def _check_image_headers(zf: zipfile.ZipFile, images: list[str]) -> None:
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     for name in images:
         with zf.open(name) as f:
             try:
                 with Image.open(f) as img:
                     img.verify()
-            except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+            except Image.DecompressionBombError as exc:
+                raise InvalidUpload(
+                    f"image {name!r} in the zip is too large to decode safely ({exc}); resize it first"
+                ) from exc
+            except Exception as exc:
+                # Pillow's decoders report a damaged file in many ways (OSError, SyntaxError, ValueError,
+                # struct.error, IndexError, EOFError, the zip member's own CRC error…): all mean "unreadable".
                 raise InvalidUpload(f"image {name!r} in the zip is not a readable image: {exc}") from exc
 
 
@@ -71,9 +90,11 @@ def describe_image_zip(path: str, compressed_size: int, verify_images: bool = Tr
     """Sorted image names and labels; refuses unsafe, bomb-like or unreadable archives."""
     try:
         zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as exc:
-        raise InvalidUpload(f"not a zip archive ({exc}): zip a folder of images (and labels.csv)") from exc
-    with zf:
+    except UNREADABLE_ZIP_ERRORS as exc:
+        raise InvalidUpload(
+            f"not a zip archive ({describe_zip_error(exc)}): zip a folder of images (and labels.csv)"
+        ) from exc
+    with zf, unreadable_zip("the zip of images", "zip the folder of images again and upload it again"):
         infos = zf.infolist()
         if len(infos) > MAX_FILES:
             raise InvalidUpload(f"the zip holds {len(infos)} files; at most {MAX_FILES} are accepted")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from backend.errors import InvalidUpload
+from backend.zip_formats import unreadable_zip
 
 ModelFormat = Literal["onnx", "onnx_zip", "torch_export", "torchscript"]
 
@@ -150,6 +151,22 @@ def _torch_zip_format(names: list[str]) -> ModelFormat | None:
     return None
 
 
+def _zip_model_format(path: Path) -> ModelFormat:
+    names = _zip_names(path)
+    torch_format = _torch_zip_format(names)
+    if torch_format:
+        return torch_format
+    if any(n.lower().endswith(".onnx") for n in names):
+        _check_onnx_zip(path, names)
+        return "onnx_zip"
+    if any(n.endswith("data.pkl") for n in names):
+        raise InvalidUpload(f"this is a torch.save() pickle (a module or a state_dict). {HOW_TO_EXPORT}")
+    raise InvalidUpload(
+        "this zip archive is neither a PyTorch export (.pt2), a TorchScript archive (.pt) nor a zipped "
+        "ONNX model with external data"
+    )
+
+
 def detect_model_format(path: Path, filename: str) -> ModelFormat:
     """Return the format of an uploaded model file, or raise InvalidUpload saying what to do."""
     size = path.stat().st_size
@@ -161,19 +178,8 @@ def detect_model_format(path: Path, filename: str) -> ModelFormat:
     if head[:1] == bytes([PICKLE_PROTOCOL_MARK]) or suffix in (".pkl", ".pickle"):
         raise InvalidUpload(f"this is a pickled Python object. {HOW_TO_EXPORT}")
     if head == ZIP_MAGIC:
-        names = _zip_names(path)
-        torch_format = _torch_zip_format(names)
-        if torch_format:
-            return torch_format
-        if any(n.lower().endswith(".onnx") for n in names):
-            _check_onnx_zip(path, names)
-            return "onnx_zip"
-        if any(n.endswith("data.pkl") for n in names):
-            raise InvalidUpload(f"this is a torch.save() pickle (a module or a state_dict). {HOW_TO_EXPORT}")
-        raise InvalidUpload(
-            "this zip archive is neither a PyTorch export (.pt2), a TorchScript archive (.pt) nor a zipped "
-            "ONNX model with external data"
-        )
+        with unreadable_zip("the file", "if the upload was cut short, upload it again"):
+            return _zip_model_format(path)
     if suffix in (".pt", ".pt2", ".pth"):
         raise InvalidUpload(
             f"a {suffix} file must be a zip archive written by torch.export.save or torch.jit.save; this one "

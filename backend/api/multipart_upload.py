@@ -9,18 +9,26 @@ Small form fields are kept in memory (capped).
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from python_multipart.exceptions import MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.requests import Request
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
+from starlette.requests import ClientDisconnect, Request
 
+from backend.api.validation import unstorable_json
 from backend.errors import InvalidUpload, UploadTooLarge
 from backend.storage import StagedFile
 
 MAX_FIELD_BYTES = 64 * 1024
+CUT_SHORT = (
+    "the upload ended before its multipart body did (no closing boundary): it was cut short; upload the "
+    "file again"
+)
+MAX_FILENAME_CHARS = 255  # what file systems allow; the filename column holds 500
+NUL = "\x00"
 FILE_FIELD = "file"
 
 
@@ -110,15 +118,18 @@ async def receive_upload(
             "send the upload as multipart/form-data with the file in the field 'file' (curl -F file=@model.onnx)"
         )
     state = _State(staging=staging, limit=limit_bytes)
-    parser = MultipartParser(boundary, _callbacks(state))  # type: ignore[arg-type]
     try:
+        # The constructor refuses a boundary it cannot use (e.g. longer than 256 bytes): also malformed.
+        parser = MultipartParser(boundary, _callbacks(state))  # type: ignore[arg-type]
         async for chunk in request.stream():
             parser.write(chunk)
         parser.finalize()
-    except MultipartParseError as exc:
+    except FormParserError as exc:
         raise InvalidUpload(
             f"the multipart body is malformed ({exc}); send the file with curl -F file=@PATH"
         ) from exc
+    except ClientDisconnect as exc:
+        raise InvalidUpload(CUT_SHORT) from exc
     finally:
         if state.out is not None:
             state.out.close()
@@ -126,8 +137,22 @@ async def receive_upload(
         raise InvalidUpload(
             "no file in the upload: send it in the multipart field 'file' (curl -F file=@model.onnx)"
         )
+    # python-multipart's finalize() does not check that the body reached its closing boundary; a body
+    # that stops early would otherwise store a file that is cut short.
+    if parser.state != MultipartState.END:
+        raise InvalidUpload(CUT_SHORT)
+    filename = state.filename or "upload"
+    if len(filename) > MAX_FILENAME_CHARS:
+        raise InvalidUpload(
+            f"the file name is {len(filename)} characters long; rename the file to at most "
+            f"{MAX_FILENAME_CHARS} characters and upload it again"
+        )
+    if NUL in filename:
+        raise InvalidUpload(
+            "the file name contains a NUL (\\x00) character; rename the file and upload it again"
+        )
     staged = StagedFile(path=staging, sha256=state.digest.hexdigest(), size_bytes=state.size)
-    return staged, state.filename or "upload", state.fields
+    return staged, filename, state.fields
 
 
 def multipart_openapi(description: str, fields: dict[str, str]) -> dict[str, Any]:
@@ -149,8 +174,38 @@ def multipart_openapi(description: str, fields: dict[str, str]) -> dict[str, Any
 
 
 def form_text(fields: dict[str, str], name: str, max_length: int = 200) -> str | None:
-    """An optional text field, stripped; refuses one longer than max_length."""
+    """An optional text field, stripped; refuses one longer than max_length or holding a NUL character."""
     value = fields.get(name, "").strip()
     if len(value) > max_length:
         raise InvalidUpload(f"{name} is longer than {max_length} characters")
+    if NUL in value:
+        raise InvalidUpload(f"{name} must not contain NUL (\\x00) characters")
     return value or None
+
+
+def default_name(filename: str, max_length: int = 200) -> str:
+    """The display name of an upload sent without one: its file name, cut to the length a name may have."""
+    return filename[:max_length]
+
+
+def form_json(fields: dict[str, str], name: str, example: str) -> Any:
+    """An optional form field holding JSON (None when absent or empty). Only standard JSON is accepted:
+    no NaN or Infinity (nor 1e999, which Python reads as infinity), no NUL characters, no nesting deeper
+    than the parser allows; the error names the field and shows an example."""
+    raw = fields.get(name, "")
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError as exc:
+        raise InvalidUpload(f"{name} is nested too deeply to be {example}") from exc
+    except ValueError as exc:  # JSONDecodeError and the constants refused above
+        raise InvalidUpload(f"{name} must be JSON like {example}: {exc}") from exc
+    problem = unstorable_json(value, root=(name,))
+    if problem:
+        raise InvalidUpload(problem)
+    return value
+
+
+def _refuse_constant(constant: str) -> NoReturn:
+    raise ValueError(f"{constant} is not JSON; send finite numbers")

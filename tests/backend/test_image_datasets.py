@@ -46,6 +46,21 @@ def _zip(members: dict[str, bytes]) -> bytes:
 GOOD_PNG = png_bytes(__import__("numpy").zeros((4, 4, 3), dtype="uint8"))
 
 
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims width x height pixels (and holds none)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+
+
+BOMB_PNG = _png_claiming(200_000, 200_000)
+
+
 @pytest.mark.parametrize(
     ("data", "recipe", "message"),
     [
@@ -62,6 +77,34 @@ GOOD_PNG = png_bytes(__import__("numpy").zeros((4, 4, 3), dtype="uint8"))
         (_zip({"a.png": GOOD_PNG}), {"size": [0, 10]}, "preprocessing"),
         (_zip({"a.png": GOOD_PNG}), {"mode": "L", "mean": [0.1, 0.2, 0.3]}, "mean needs 1 or 1 values"),
         (_zip({"a.png": GOOD_PNG}), {"std": [0.0]}, "std values must be > 0"),
+        # Once a 500 each: a row without a label, a label outside int32, an image header that claims
+        # 40 gigapixels, a scale that JSON cannot hold.
+        (
+            _zip({"a.png": GOOD_PNG, "labels.csv": b"filename,label\na.png\n"}),
+            None,
+            "line 2: needs two values",
+        ),
+        (
+            _zip({"a.png": GOOD_PNG, "labels.csv": b"filename,label\na.png,99999999999\n"}),
+            None,
+            "out of range",
+        ),
+        (_zip({"a.png": BOMB_PNG}), None, "too large to decode safely"),
+        (
+            _zip({"a.png": GOOD_PNG, "labels.csv": b'filename,label\na.png,"' + b"9" * 200_000 + b'"\n'}),
+            None,
+            "labels.csv is not a readable CSV file (field larger than field limit",
+        ),
+        (_zip({"a.png": GOOD_PNG}), {"scale": float("inf")}, "Infinity is not JSON"),
+        *[
+            (files.damaged_zip(_zip({"a.png": GOOD_PNG}), how), None, message)
+            for how, message in [
+                ("crc", "image 'a.png' in the zip is not a readable image: Bad CRC-32"),
+                ("method", "cannot be read as a zip archive"),
+                ("encrypted", "cannot be read as a zip archive (a member is encrypted)"),
+                ("version", "not a zip archive (zip file version 9.9)"),
+            ]
+        ],
     ],
 )
 def test_bad_image_zips_are_refused(

@@ -54,6 +54,7 @@ def test_model_upload_is_stored_once_and_queues_an_inspection(
     assert jobs["total"] == 2 and {j["status"] for j in jobs["items"]} == {"queued"}
 
 
+ONNX_ZIP = files.zip_bytes({"model/model.onnx": files.minimal_onnx_bytes(), "model/weights.bin": b"\0" * 64})
 BAD_MODELS = [
     ("empty.onnx", b"", "empty (0 bytes)"),
     ("notes.onnx", b"these are my notes about the model, not a model\n" * 20, "not a valid ONNX model"),
@@ -62,6 +63,11 @@ BAD_MODELS = [
     ("model.pt", files.torch_save_like_zip(), "torch.save() pickle"),
     ("model.pt2", b"PK\x03\x04 truncated zip", "not a complete one"),
     ("model.bin", b"\x01\x02\x03", "unsupported model file"),
+    # A damaged zip fails in zipfile only when a member is read, in a different way each: once a 500.
+    *[
+        (f"zipped-{how}.zip", files.damaged_zip(ONNX_ZIP, how), "cannot be read as a zip archive")
+        for how in ("crc", "method", "encrypted", "version")
+    ],
 ]
 
 
@@ -141,6 +147,10 @@ BAD_DATASETS = [
         "unequal lengths (input: 5, labels: 4)",
     ),
     ("text.npz", b"just text", "not a .npz file"),
+    *[
+        (f"damaged-{how}.npz", files.damaged_zip(files.digits_like_npz(4), how), "not a .npz file")
+        for how in ("crc", "method", "encrypted", "version")
+    ],
     ("data.csv", b"a,b\n1,2\n", "unsupported dataset file"),
     (
         "objects.npz",

@@ -49,3 +49,26 @@ def torch_save_like_zip() -> bytes:
     return zip_bytes(
         {"m/data.pkl": pickle_bytes(), "m/byteorder": b"little", "m/version": b"3", "m/data/0": b"\0" * 16}
     )
+
+
+def damaged_zip(data: bytes, how: str) -> bytes:
+    """A copy of a zip archive damaged the way a corrupt or hostile upload is, in its first member:
+    'crc' (a byte of its data changed), 'method' (a compression method zipfile does not know),
+    'encrypted' (the encryption flag set), 'version' (needs a newer zip version than zipfile reads)."""
+    out = bytearray(data)
+    central = out.index(b"PK\x01\x02")  # the first central directory entry
+    local = int.from_bytes(out[central + 42 : central + 46], "little")
+    if how == "crc":
+        name_len = int.from_bytes(out[local + 26 : local + 28], "little")
+        extra_len = int.from_bytes(out[local + 28 : local + 30], "little")
+        out[local + 30 + name_len + extra_len] ^= 0xFF
+    elif how == "method":
+        out[central + 10 : central + 12] = out[local + 8 : local + 10] = (99).to_bytes(2, "little")
+    elif how == "encrypted":
+        out[central + 8] |= 1
+        out[local + 6] |= 1
+    elif how == "version":
+        out[central + 6 : central + 8] = (99).to_bytes(2, "little")
+    else:
+        raise ValueError(how)
+    return bytes(out)

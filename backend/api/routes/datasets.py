@@ -8,13 +8,14 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
-from backend.api.multipart_upload import form_text, multipart_openapi, receive_upload
+from backend.api.errors import error_responses
+from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import DatasetOut
 from backend.contracts import ImagePreprocessing
 from backend.dataset_formats import describe_npz
 from backend.db.models import Dataset, Project
-from backend.errors import InvalidUpload
+from backend.errors import InvalidRequest, InvalidUpload, NotFound, StorageError, UploadTooLarge
 from backend.image_datasets import describe_image_zip
 from backend.services.artifacts import persist, release
 from backend.storage import staging_file
@@ -26,6 +27,7 @@ router = APIRouter(tags=["datasets"])
     "/projects/{project_id}/datasets",
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadDataset",
+    responses=error_responses(NotFound, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError),
     summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of "
     "images with an optional labels.csv (filename,label) and a preprocessing recipe",
     openapi_extra=multipart_openapi(
@@ -52,7 +54,7 @@ async def upload_dataset(
         dataset = Dataset(
             id=uuid.uuid4(),
             project_id=project_id,
-            name=form_text(fields, "name") or filename,
+            name=form_text(fields, "name") or default_name(filename),
             filename=filename,
             artifact_sha256=staged.sha256,
             size_bytes=staged.size_bytes,
@@ -60,17 +62,25 @@ async def upload_dataset(
         if suffix == ".npz":
             _describe_npz_into(dataset, staged.path)
         else:
-            recipe = _parse_recipe(fields.get("preprocessing"))
+            recipe = _parse_recipe(fields)
             _describe_images_into(dataset, staged.path, staged.size_bytes, recipe)
         persist(session, store, staged, lambda s: s.add(dataset))
     return DatasetOut.model_validate(dataset)
 
 
-def _parse_recipe(raw: str | None) -> ImagePreprocessing:
+RECIPE_EXAMPLE = (
+    '{"size": [224, 224], "mode": "RGB", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}'
+)
+
+
+def _parse_recipe(fields: dict[str, str]) -> ImagePreprocessing:
+    raw = form_json(fields, "preprocessing", RECIPE_EXAMPLE)
     try:
-        return ImagePreprocessing.model_validate_json(raw) if raw else ImagePreprocessing()
+        return ImagePreprocessing() if raw is None else ImagePreprocessing.model_validate(raw)
     except ValidationError as exc:
-        details = "; ".join(f"preprocessing.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        details = "; ".join(
+            f"{'.'.join(map(str, ('preprocessing', *e['loc'])))}: {e['msg']}" for e in exc.errors()
+        )
         raise InvalidUpload(details or str(exc)) from exc
 
 
@@ -94,7 +104,11 @@ def _describe_images_into(dataset: Dataset, path: Path, size: int, recipe: Image
     dataset.preprocessing = recipe.model_dump(mode="json")
 
 
-@router.get("/projects/{project_id}/datasets", operation_id="listDatasets")
+@router.get(
+    "/projects/{project_id}/datasets",
+    operation_id="listDatasets",
+    responses=error_responses(NotFound, InvalidRequest),
+)
 def list_datasets(project_id: uuid.UUID, session: SessionDep) -> list[DatasetOut]:
     get_or_404(session, Project, project_id)
     rows = session.execute(
@@ -103,12 +117,19 @@ def list_datasets(project_id: uuid.UUID, session: SessionDep) -> list[DatasetOut
     return [DatasetOut.model_validate(d) for d in rows]
 
 
-@router.get("/datasets/{dataset_id}", operation_id="getDataset")
+@router.get(
+    "/datasets/{dataset_id}", operation_id="getDataset", responses=error_responses(NotFound, InvalidRequest)
+)
 def get_dataset(dataset_id: uuid.UUID, session: SessionDep) -> DatasetOut:
     return DatasetOut.model_validate(get_or_404(session, Dataset, dataset_id))
 
 
-@router.delete("/datasets/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="deleteDataset")
+@router.delete(
+    "/datasets/{dataset_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="deleteDataset",
+    responses=error_responses(NotFound, InvalidRequest),
+)
 def delete_dataset(dataset_id: uuid.UUID, session: SessionDep, store: StoreDep) -> None:
     dataset = get_or_404(session, Dataset, dataset_id)
     sha = dataset.artifact_sha256

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from sqlalchemy import func, select
 
 from backend.api.deps import SessionDep
+from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import (
     FidelityHeadline,
@@ -22,6 +23,9 @@ from backend.db.models import Dataset, Job, JobResult, JobStatus, Model, Project
 from backend.errors import Conflict, InvalidRequest, NotFound
 
 router = APIRouter(tags=["fidelity"])
+
+# A job that is not a fidelity job is an invalid request (422); one that has not succeeded, a conflict.
+RESULT_ERRORS = error_responses(NotFound, Conflict, InvalidRequest)
 
 SORTABLE = {
     "kl": SampleDivergence.kl,
@@ -41,7 +45,7 @@ def _fidelity_job(session: SessionDep, job_id: uuid.UUID) -> Job:
     return job
 
 
-@router.get("/jobs/{job_id}/fidelity", operation_id="getFidelityReport")
+@router.get("/jobs/{job_id}/fidelity", operation_id="getFidelityReport", responses=RESULT_ERRORS)
 def get_fidelity_report(job_id: uuid.UUID, session: SessionDep) -> FidelityReportOut:
     job = _fidelity_job(session, job_id)
     summary = session.execute(
@@ -56,7 +60,7 @@ def get_fidelity_report(job_id: uuid.UUID, session: SessionDep) -> FidelityRepor
     )
 
 
-@router.get("/jobs/{job_id}/fidelity/layers", operation_id="getFidelityLayerProfile")
+@router.get("/jobs/{job_id}/fidelity/layers", operation_id="getFidelityLayerProfile", responses=RESULT_ERRORS)
 def get_fidelity_layer_profile(job_id: uuid.UUID, session: SessionDep) -> LayerProfileOut:
     """Accumulated and local cosine and SQNR of every layer matched between the two models."""
     _fidelity_job(session, job_id)
@@ -68,7 +72,7 @@ def get_fidelity_layer_profile(job_id: uuid.UUID, session: SessionDep) -> LayerP
     return LayerProfileOut.model_validate({"job_id": job_id, **payload})
 
 
-@router.get("/jobs/{job_id}/fidelity/samples", operation_id="listFidelitySamples")
+@router.get("/jobs/{job_id}/fidelity/samples", operation_id="listFidelitySamples", responses=RESULT_ERRORS)
 def list_fidelity_samples(
     job_id: uuid.UUID,
     session: SessionDep,
@@ -129,7 +133,11 @@ def headline(summary: dict[str, Any]) -> FidelityHeadline:
     )
 
 
-@router.get("/projects/{project_id}/fidelity-runs", operation_id="listFidelityRuns")
+@router.get(
+    "/projects/{project_id}/fidelity-runs",
+    operation_id="listFidelityRuns",
+    responses=error_responses(NotFound, InvalidRequest),
+)
 def list_fidelity_runs(
     project_id: uuid.UUID,
     session: SessionDep,

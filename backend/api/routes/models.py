@@ -1,18 +1,27 @@
 from __future__ import annotations
 
-import json
 import uuid
+from typing import Annotated
 
 from fastapi import APIRouter, Request, status
+from pydantic import Field, TypeAdapter, ValidationError
 from sqlalchemy import select
 
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
-from backend.api.multipart_upload import form_text, multipart_openapi, receive_upload
+from backend.api.errors import error_responses
+from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import ModelOut
 from backend.contracts import JobKind
 from backend.db.models import Job, JobStatus, Model, ModelStatus, Project
-from backend.errors import InvalidUpload
+from backend.errors import (
+    InvalidRequest,
+    InvalidUpload,
+    NotFound,
+    QueueUnavailable,
+    StorageError,
+    UploadTooLarge,
+)
 from backend.model_formats import detect_model_format
 from backend.services.artifacts import persist, release
 from backend.services.jobs import dispatch, new_job
@@ -21,20 +30,25 @@ from backend.storage import staging_file
 router = APIRouter(tags=["models"])
 
 
-def _parse_input_shapes(raw: str | None) -> dict[str, list[int]] | None:
-    if not raw:
+# One dimension of a concrete input shape: a positive int (not a bool, not 2.0) that fits ONNX's int64.
+Dim = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
+INPUT_SHAPES = TypeAdapter(dict[str, list[Dim]])
+INPUT_SHAPES_EXAMPLE = '{"input": [1, 3, 224, 224]}'
+
+
+def _parse_input_shapes(fields: dict[str, str]) -> dict[str, list[int]] | None:
+    raw = form_json(fields, "input_shapes", INPUT_SHAPES_EXAMPLE)
+    if raw is None:
         return None
     try:
-        shapes = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidUpload(f'input_shapes must be JSON like {{"input": [1, 3, 224, 224]}}: {exc}') from exc
-    if not isinstance(shapes, dict) or not all(
-        isinstance(v, list) and all(isinstance(d, int) and d > 0 for d in v) for v in shapes.values()
-    ):
-        raise InvalidUpload(
-            'input_shapes must map input names to lists of positive ints, e.g. {"input": [1, 3, 8, 8]}'
+        return INPUT_SHAPES.validate_python(raw)
+    except ValidationError as exc:
+        details = "; ".join(
+            f"input_shapes{''.join(f'[{p!r}]' for p in e['loc'])}: {e['msg']}" for e in exc.errors()
         )
-    return shapes
+        raise InvalidUpload(
+            f"input_shapes must map input names to lists of positive ints, e.g. {INPUT_SHAPES_EXAMPLE}: {details}"
+        ) from exc
 
 
 def model_out(session: SessionDep, model: Model) -> ModelOut:
@@ -52,6 +66,9 @@ def model_out(session: SessionDep, model: Model) -> ModelOut:
     "/projects/{project_id}/models",
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadModel",
+    responses=error_responses(
+        NotFound, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError, QueueUnavailable
+    ),
     summary="Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt)",
     openapi_extra=multipart_openapi(
         "The model file.",
@@ -67,12 +84,12 @@ async def upload_model(
     get_or_404(session, Project, project_id)
     with staging_file(store) as path:
         staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
-        shapes = _parse_input_shapes(fields.get("input_shapes"))
+        shapes = _parse_input_shapes(fields)
         fmt = detect_model_format(staged.path, filename)
         model = Model(
             id=uuid.uuid4(),
             project_id=project_id,
-            name=form_text(fields, "name") or filename,
+            name=form_text(fields, "name") or default_name(filename),
             filename=filename,
             format=fmt,
             artifact_sha256=staged.sha256,
@@ -87,7 +104,11 @@ async def upload_model(
     return model_out(session, model)
 
 
-@router.get("/projects/{project_id}/models", operation_id="listModels")
+@router.get(
+    "/projects/{project_id}/models",
+    operation_id="listModels",
+    responses=error_responses(NotFound, InvalidRequest),
+)
 def list_models(project_id: uuid.UUID, session: SessionDep) -> list[ModelOut]:
     get_or_404(session, Project, project_id)
     rows = session.execute(
@@ -96,12 +117,19 @@ def list_models(project_id: uuid.UUID, session: SessionDep) -> list[ModelOut]:
     return [model_out(session, m) for m in rows]
 
 
-@router.get("/models/{model_id}", operation_id="getModel")
+@router.get(
+    "/models/{model_id}", operation_id="getModel", responses=error_responses(NotFound, InvalidRequest)
+)
 def get_model(model_id: uuid.UUID, session: SessionDep) -> ModelOut:
     return model_out(session, get_or_404(session, Model, model_id))
 
 
-@router.delete("/models/{model_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="deleteModel")
+@router.delete(
+    "/models/{model_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="deleteModel",
+    responses=error_responses(NotFound, InvalidRequest),
+)
 def delete_model(model_id: uuid.UUID, session: SessionDep, store: StoreDep) -> None:
     model = get_or_404(session, Model, model_id)
     sha = model.artifact_sha256

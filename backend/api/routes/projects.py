@@ -7,15 +7,21 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from backend.api.deps import SessionDep
+from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import ProjectCreate, ProjectOut
 from backend.db.models import Project
-from backend.errors import Conflict
+from backend.errors import Conflict, InvalidRequest, KneeboardError, NotFound, UploadTooLarge
 
 router = APIRouter(prefix="/projects", tags=["projects"])
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, operation_id="createProject")
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="createProject",
+    responses=error_responses(KneeboardError, Conflict, InvalidRequest, UploadTooLarge),
+)
 def create_project(body: ProjectCreate, session: SessionDep) -> ProjectOut:
     project = Project(name=body.name, description=body.description)
     session.add(project)
@@ -33,6 +39,6 @@ def list_projects(session: SessionDep) -> list[ProjectOut]:
     return [ProjectOut.model_validate(p) for p in rows]
 
 
-@router.get("/{project_id}", operation_id="getProject")
+@router.get("/{project_id}", operation_id="getProject", responses=error_responses(NotFound, InvalidRequest))
 def get_project(project_id: uuid.UUID, session: SessionDep) -> ProjectOut:
     return ProjectOut.model_validate(get_or_404(session, Project, project_id))
