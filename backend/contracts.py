@@ -11,15 +11,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from backend.compression_contracts import CompressionConfigIn, NoiseIn, WeightQuantIn
+
 
 class JobKind(StrEnum):
     inspect = "inspect"
     fidelity = "fidelity"
+    sensitivity = "sensitivity"
 
 
 TASK_NAMES: dict[JobKind, str] = {
     JobKind.inspect: "kneeboard.inspect_model",
     JobKind.fidelity: "kneeboard.fidelity",
+    JobKind.sensitivity: "kneeboard.sensitivity",
 }
 
 # Tasks of jobs that fan out over the worker pool (backend/chunk_lifecycle.py): args (job id, chunk index)
@@ -28,18 +32,18 @@ CHUNK_TASK = "kneeboard.chunk"
 MERGE_TASK = "kneeboard.merge"
 
 # Kinds that users create through POST /jobs; "inspect" jobs are created by model uploads.
-USER_JOB_KINDS = (JobKind.fidelity,)
+USER_JOB_KINDS = (JobKind.fidelity, JobKind.sensitivity)
 
 
 class InspectParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     model_id: uuid.UUID
 
 
 class FidelityJobParams(BaseModel):
     """Compare a compressed model with its golden model on a dataset."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     golden_model_id: uuid.UUID
     compressed_model_id: uuid.UUID
@@ -77,14 +81,79 @@ class FidelityJobParams(BaseModel):
     )
 
 
+ImportanceMethod = Literal["l1", "l2", "taylor", "reconstruction"]
+
+
+def _default_sensitivity_configs() -> list[CompressionConfigIn]:
+    return [WeightQuantIn(bits=8), WeightQuantIn(bits=6), WeightQuantIn(bits=4), NoiseIn(bits=4)]
+
+
+class SensitivityJobParams(BaseModel):
+    """Compress each layer alone with each configuration and measure how far the output moves: which layers
+    are robust and which are critical. Fans out over the worker pool by chunks of layers."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    model_id: uuid.UUID = Field(description="The golden model.")
+    dataset_id: uuid.UUID = Field(description="The calibration set (its first max_samples samples are used).")
+    configs: list[CompressionConfigIn] = Field(
+        default_factory=_default_sensitivity_configs,
+        min_length=1,
+        max_length=32,
+        description="Compression configurations, the columns of the sensitivity matrix.",
+    )
+    layers: list[str] | None = Field(
+        default=None, max_length=5000, description="Layers to scan; null scans every compressible layer."
+    )
+    all_but: bool = Field(
+        default=False,
+        description="Also the complementary view: every layer compressed except one left in float.",
+    )
+    whole_model: bool = Field(
+        default=True, description="Also measure each configuration applied to every layer at once."
+    )
+    max_samples: int = Field(default=256, ge=1, le=100_000, description="Calibration samples used.")
+    batch_size: int = Field(default=64, ge=1, le=65536)
+    chunks: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Chunks of layers the scan is split into, each taken by any worker; null: one per "
+        "4 layers, at most 16.",
+    )
+    mixed_precision_bits: list[float] = Field(
+        default_factory=lambda: [6.0, 5.0],
+        max_length=8,
+        description="Average weight bit-widths at which to plan mixed precision over the bit-width "
+        "configurations (budget = Σ weights × bits / 8), each plan then measured with all layers compressed.",
+    )
+    importance_methods: list[ImportanceMethod] = Field(
+        default_factory=lambda: list[ImportanceMethod](["l1", "l2"]),
+        description="Channel importance computed for every scanned layer ("
+        "taylor and reconstruction run the calibration set per layer).",
+    )
+    threads: int | None = Field(default=None, ge=1, le=256, description="Intra-op threads of the runtimes.")
+
+    @model_validator(mode="after")
+    def _check(self) -> SensitivityJobParams:
+        if any(not 1 <= b <= 16 for b in self.mixed_precision_bits):
+            raise ValueError("mixed_precision_bits must lie between 1 and 16")
+        return self
+
+
 PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {
     JobKind.inspect: InspectParams,
     JobKind.fidelity: FidelityJobParams,
+    JobKind.sensitivity: SensitivityJobParams,
 }
 
 # Result keys under which workers store documents in job_results.
 RESULT_FIDELITY_SUMMARY = "fidelity.summary"
 RESULT_FIDELITY_LAYERS = "fidelity.layers"
+RESULT_SENSITIVITY = "sensitivity.result"
+RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
+RESULT_SENSITIVITY_PLANS = "sensitivity.plans"
+RESULT_SENSITIVITY_IMPORTANCE = "sensitivity.importance"
 
 
 class ImagePreprocessing(BaseModel):
@@ -94,7 +163,7 @@ class ImagePreprocessing(BaseModel):
     by `scale`, then normalised per channel: (x − mean) / std. Images are ordered by file name.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     size: tuple[int, int] = Field(default=(224, 224), description="(height, width) after resizing.")
     mode: Literal["RGB", "L"] = Field(

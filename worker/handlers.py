@@ -26,7 +26,7 @@ from worker.runtime import JobContext, ResultWriter, json_safe
 Row = TypeVar("Row", Model, Dataset)
 
 
-def _detached(ctx: JobContext, table: type[Row], row_id: uuid.UUID) -> Row:
+def detached_row(ctx: JobContext, table: type[Row], row_id: uuid.UUID) -> Row:
     """A row read in a short session and detached, so no session stays open during the engine's work."""
     with ctx.sessions() as session:
         row = session.get(table, row_id)
@@ -84,7 +84,7 @@ class InspectHandler:
         from worker.engine.loaders import load_model
 
         params = InspectParams.model_validate(ctx.params)
-        model = _detached(ctx, Model, params.model_id)
+        model = detached_row(ctx, Model, params.model_id)
         path = ctx.store.local_path(model.artifact_sha256)
         ctx.progress(0.1, f"loading the {model.format} model in its runtime")
         load_model(path, model_format(model))  # the runtime that will run it must accept it
@@ -121,13 +121,13 @@ class FidelityHandler:
             ("golden", params.golden_model_id),
             ("compressed", params.compressed_model_id),
         ):
-            model = _detached(ctx, Model, model_id)
+            model = detached_row(ctx, Model, model_id)
             if model.status == ModelStatus.invalid.value:
                 raise ModelLoadError(f"the {role} model {model.name!r} is invalid: {model.error}")
             ctx.progress(0.0, f"loading the {role} model {model.name!r}")
             models.append((ctx.store.local_path(model.artifact_sha256), model_format(model)))
             runners.append(load_model(*models[-1], intra_op_threads=params.threads))
-        dataset = _detached(ctx, Dataset, params.dataset_id)
+        dataset = detached_row(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
         arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
         labels = arrays.pop("labels", None)

@@ -10,11 +10,12 @@ from backend.db.models import Job
 from backend.db.session import session_factory
 from backend.settings import get_settings
 from worker.celery_app import app
-from worker.fanout import FanOutHandler, execute_chunk, execute_merge
+from worker.fanout import FanOutHandler, execute_chunk, execute_fanout_job, execute_merge
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.runtime import execute_job
+from worker.sensitivity_handler import SensitivityHandler
 
-FANOUT_HANDLERS: dict[str, FanOutHandler] = {}
+FANOUT_HANDLERS: dict[str, FanOutHandler] = {JobKind.sensitivity.value: SensitivityHandler()}
 """Handlers of the kinds whose jobs fan out, by job kind."""
 
 
@@ -32,6 +33,11 @@ def inspect_model(job_id: str) -> str:
 @app.task(name=TASK_NAMES[JobKind.fidelity])
 def fidelity(job_id: str) -> str:
     return execute_job(job_id, FidelityHandler())
+
+
+@app.task(name=TASK_NAMES[JobKind.sensitivity])
+def sensitivity(job_id: str) -> str:
+    return execute_fanout_job(job_id, FANOUT_HANDLERS[JobKind.sensitivity.value])
 
 
 @app.task(name=CHUNK_TASK)

@@ -6,15 +6,19 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
 from backend.api.deps import SessionDep
-from backend.api.errors import install_error_handlers
-from backend.api.routes import datasets, fidelity, jobs, models, projects
+from backend.api.errors import error_responses, install_error_handlers
+from backend.api.routes import datasets, fidelity, jobs, models, projects, sensitivity
 from backend.api.upload_limit import UploadLimitMiddleware
+from backend.api.validation import refuse_unstorable_input
+from backend.errors import (
+    InvalidRequest,
+)
 from backend.reaper import running_reaper
 from backend.settings import Settings, get_settings
 from backend.storage import store_from_uri
@@ -59,7 +63,12 @@ def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> 
     install_error_handlers(app)
     app.add_middleware(UploadLimitMiddleware, limit_bytes=settings.max_upload_bytes)
 
-    api = APIRouter(prefix="/api/v1")
+    api = APIRouter(
+        prefix="/api/v1",
+        dependencies=[Depends(refuse_unstorable_input)],
+        # refuse_unstorable_input can refuse any operation's input, so every operation documents a 422.
+        responses=error_responses(InvalidRequest),
+    )
     for router in (
         health_router,
         projects.router,
@@ -67,6 +76,7 @@ def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> 
         datasets.router,
         jobs.router,
         fidelity.router,
+        sensitivity.router,
     ):
         api.include_router(router)
     app.include_router(api)

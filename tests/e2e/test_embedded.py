@@ -109,3 +109,8 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     assert '"status": "succeeded"' in result.stdout
     assert '"kl_mean_nats"' in result.stdout and '"sample_index"' in result.stdout
     assert "not a valid ONNX model" in result.stdout
+    assert '"op_type":"Relu"' in result.stdout  # the per-layer profile
+    # The sensitivity scan: its ranking names the three layers, and a measured mixed-precision plan.
+    ranking = next(line for line in result.stdout.splitlines() if line.startswith('{"ranking"'))
+    assert all(layer in ranking for layer in ("conv1", "conv2", "fc"))
+    assert '"measured_kl":' in result.stdout and '"measured_kl":null' not in result.stdout

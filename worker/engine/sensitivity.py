@@ -140,14 +140,20 @@ class SensitivityResult:
         ]
 
     def ranking(self, config: str | None = None) -> list[str]:
-        """Computed layers, most sensitive first: for one config, or overall (mean score over configs)."""
+        """Computed layers, most sensitive first: for one config, or overall (mean score over configs).
+
+        "only": the layer whose compression alone hurts most comes first. "all_but": the layer whose
+        staying in float helps most (the lowest divergence with everything else compressed) comes first."""
         metric = self.ranking_metric
         depth = {name: i for i, name in enumerate(self.layer_names)}
+        sign = 1.0 if self.mode == "only" else -1.0
 
         def scores(layer: str) -> list[float]:
             ids = [config] if config is not None else self.config_ids
             return [
-                self.cells[(layer, cid)].divergence.score(metric) for cid in ids if (layer, cid) in self.cells
+                sign * self.cells[(layer, cid)].divergence.score(metric)
+                for cid in ids
+                if (layer, cid) in self.cells
             ]
 
         def key(layer: str) -> tuple[float, float, int]:
@@ -180,6 +186,9 @@ class SensitivityResult:
                 "rows": self.computed_layers,
                 "columns": self.config_ids,
                 **{m: self.matrix(m) for m in ("kl_mean", "top1_agreement", "sqnr_db")},
+                "sqnr_db_infinite": [
+                    [v is not None and math.isinf(v) and v > 0 for v in row] for row in self.matrix("sqnr_db")
+                ],
             },
             "ranking": {
                 "overall": self.ranking(),

@@ -9,11 +9,25 @@ from sqlalchemy import func, select
 
 from backend import job_lifecycle
 from backend.api.deps import SessionDep, SettingsDep
+from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404
 from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Page
-from backend.contracts import PARAMS_BY_KIND, USER_JOB_KINDS, FidelityJobParams, JobKind
+from backend.contracts import (
+    PARAMS_BY_KIND,
+    USER_JOB_KINDS,
+    FidelityJobParams,
+    JobKind,
+    SensitivityJobParams,
+)
 from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project
-from backend.errors import Conflict, InvalidRequest
+from backend.errors import (
+    Conflict,
+    InvalidRequest,
+    KneeboardError,
+    NotFound,
+    QueueUnavailable,
+    UploadTooLarge,
+)
 from backend.services.jobs import dispatch, new_job
 
 router = APIRouter(tags=["jobs"])
@@ -50,16 +64,31 @@ def _validate_params(kind_name: str, raw: dict[str, object]) -> tuple[JobKind, B
         raise InvalidRequest(details) from exc
 
 
-def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseModel) -> None:
+def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    """(model ids, dataset ids) a job's parameters name."""
     if isinstance(params, FidelityJobParams):
-        for model_id in (params.golden_model_id, params.compressed_model_id):
-            model = get_in_project_or_404(session, Model, model_id, project_id)
-            if model.status == ModelStatus.invalid.value:
-                raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
-        get_in_project_or_404(session, Dataset, params.dataset_id, project_id)
+        return [params.golden_model_id, params.compressed_model_id], [params.dataset_id]
+    if isinstance(params, SensitivityJobParams):
+        return [params.model_id], [params.dataset_id]
+    return [], []
 
 
-@router.post("/jobs", status_code=status.HTTP_201_CREATED, operation_id="createJob")
+def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseModel) -> None:
+    model_ids, dataset_ids = _references(params)
+    for model_id in model_ids:
+        model = get_in_project_or_404(session, Model, model_id, project_id)
+        if model.status == ModelStatus.invalid.value:
+            raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
+    for dataset_id in dataset_ids:
+        get_in_project_or_404(session, Dataset, dataset_id, project_id)
+
+
+@router.post(
+    "/jobs",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="createJob",
+    responses=error_responses(KneeboardError, NotFound, Conflict, UploadTooLarge, QueueUnavailable),
+)
 def create_job(body: JobCreate, session: SessionDep, settings: SettingsDep) -> JobOut:
     get_or_404(session, Project, body.project_id)
     kind, params = _validate_params(body.kind, body.params)
@@ -75,7 +104,7 @@ def create_job(body: JobCreate, session: SessionDep, settings: SettingsDep) -> J
 def list_jobs(
     session: SessionDep,
     project_id: uuid.UUID | None = None,
-    kind: str | None = None,
+    kind: JobKind | None = None,
     status_: Annotated[JobStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
@@ -84,7 +113,7 @@ def list_jobs(
     if project_id is not None:
         conditions.append(Job.project_id == project_id)
     if kind is not None:
-        conditions.append(Job.kind == kind)
+        conditions.append(Job.kind == kind.value)
     if status_ is not None:
         conditions.append(Job.status == status_.value)
     total = session.execute(select(func.count()).select_from(Job).where(*conditions)).scalar_one()
@@ -94,12 +123,12 @@ def list_jobs(
     return Page[JobOut](items=[job_out(j) for j in rows], total=total, limit=limit, offset=offset)
 
 
-@router.get("/jobs/{job_id}", operation_id="getJob")
+@router.get("/jobs/{job_id}", operation_id="getJob", responses=error_responses(NotFound))
 def get_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
     return job_out(get_or_404(session, Job, job_id))
 
 
-@router.get("/jobs/{job_id}/chunks", operation_id="listJobChunks")
+@router.get("/jobs/{job_id}/chunks", operation_id="listJobChunks", responses=error_responses(NotFound))
 def list_job_chunks(job_id: uuid.UUID, session: SessionDep) -> list[JobChunkOut]:
     """The chunks of a job that fanned out over the worker pool, in order (empty for a one-piece job)."""
     get_or_404(session, Job, job_id)
@@ -107,7 +136,7 @@ def list_job_chunks(job_id: uuid.UUID, session: SessionDep) -> list[JobChunkOut]
     return [JobChunkOut.model_validate(row) for row in rows]
 
 
-@router.post("/jobs/{job_id}/cancel", operation_id="cancelJob")
+@router.post("/jobs/{job_id}/cancel", operation_id="cancelJob", responses=error_responses(NotFound, Conflict))
 def cancel_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
     job = get_or_404(session, Job, job_id)
     if not job_lifecycle.cancel(session, job_id):
@@ -117,7 +146,12 @@ def cancel_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
     return job_out(job)
 
 
-@router.delete("/jobs/{job_id}", status_code=status.HTTP_204_NO_CONTENT, operation_id="deleteJob")
+@router.delete(
+    "/jobs/{job_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="deleteJob",
+    responses=error_responses(NotFound),
+)
 def delete_job(job_id: uuid.UUID, session: SessionDep) -> None:
     """Delete a job and its results; a queued or running job is cancelled first so its worker stops."""
     get_or_404(session, Job, job_id)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backend.db.models import Base, Dataset, Job, Model, Project
-from backend.errors import NotFound
+from backend.contracts import JobKind
+from backend.db.models import Base, Dataset, Job, JobResult, JobStatus, Model, Project
+from backend.errors import Conflict, InvalidRequest, NotFound
 
 Row = TypeVar("Row", bound=Base)
 
@@ -31,3 +33,24 @@ def get_in_project_or_404(
         label = _LABELS.get(table, table.__name__.lower())
         raise NotFound(f"no {label} with id {row_id} in project {project_id}")
     return row
+
+
+def succeeded_job(session: Session, job_id: uuid.UUID, kind: JobKind) -> Job:
+    """The job, if it is of this kind and has succeeded (its results exist only then)."""
+    job = get_or_404(session, Job, job_id)
+    if job.kind != kind.value:
+        raise InvalidRequest(f"job {job_id} is a {job.kind} job, not a {kind.value} job")
+    if job.status != JobStatus.succeeded.value:
+        detail = f": {job.error}" if job.error else ""
+        raise Conflict(f"job {job_id} is {job.status}{detail}; results exist once it has succeeded")
+    return job
+
+
+def job_result(session: Session, job_id: uuid.UUID, key: str, missing: str) -> dict[str, Any]:
+    """A stored result document of a job; NotFound with `missing` as the message when there is none."""
+    payload = session.execute(
+        select(JobResult.payload).where(JobResult.job_id == job_id, JobResult.key == key)
+    ).scalar_one_or_none()
+    if payload is None:
+        raise NotFound(missing)
+    return dict(payload)

@@ -1,0 +1,144 @@
+"""Response bodies of the sensitivity endpoints."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class SensitivityLayerOut(BaseModel):
+    name: str
+    type: str = Field(description="Module or op type, e.g. Conv2d, Linear, LSTM.")
+    params: int
+    weight_params: int = Field(
+        description="Parameters of the compressible weights (the mixed-precision budget)."
+    )
+    macs: int | None = Field(description="Multiply-accumulates per sample; null when not countable.")
+    depth_index: int
+    depth_fraction: float = Field(description="depth_index / (layers − 1): 0 first layer, 1 last.")
+    shared_with: list[str] = Field(description="Layers sharing a weight tensor with this one.")
+    notes: list[str]
+
+
+class SensitivityConfigOut(BaseModel):
+    id: str = Field(description="Stable id, the column key of the matrix, e.g. w4-sym-tensor.")
+    config: dict[str, Any]
+    weight_bits: int | None
+
+
+class SensitivityMatrix(BaseModel):
+    rows: list[str] = Field(description="Layer names, in depth order.")
+    columns: list[str] = Field(description="Configuration ids.")
+    kl_mean: list[list[float | None]] = Field(description="KL(P‖Q) mean in nats per cell; lower is better.")
+    top1_agreement: list[list[float | None]] = Field(description="Share of samples with the golden top-1.")
+    sqnr_db: list[list[float | None]] = Field(
+        description="Output SQNR in dB; higher is better; null when infinite (see sqnr_db_infinite) or undefined."
+    )
+    sqnr_db_infinite: list[list[bool]] | None = Field(
+        default=None, description="True where the compressed output equals the golden one (SQNR = +∞)."
+    )
+
+
+class SensitivityReportOut(BaseModel):
+    """Each layer compressed alone ("only") or everything but that layer ("all_but"), per configuration."""
+
+    job_id: uuid.UUID
+    model_id: uuid.UUID
+    dataset_id: uuid.UUID
+    mode: str
+    primary_output: str
+    output_kind: str
+    n_samples: int
+    ranking_metric: Literal["kl", "sqnr"] = Field(
+        description="What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive) or sqnr "
+        "(other outputs: lower SQNR = more sensitive)."
+    )
+    configs: list[SensitivityConfigOut]
+    layers: list[SensitivityLayerOut]
+    matrix: SensitivityMatrix
+    ranking: dict[str, Any] = Field(
+        description="overall: layers most sensitive first (mean score over configs); by_config: per config. "
+        "In the all_but view the most sensitive layer is the one whose staying in float helps most."
+    )
+    whole_model: dict[str, dict[str, Any]] = Field(
+        description="Per configuration: the divergence with every layer compressed at once."
+    )
+    cells: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Every cell with all its numbers and what was compressed (only with ?cells=true).",
+    )
+    notes: list[str]
+
+
+class ChannelScoreOut(BaseModel):
+    channel: int
+    rank: int = Field(description="0 = most important.")
+    score: float | None
+    kl_mean: float | None = Field(
+        default=None, description="reconstruction only: KL(P‖Q) mean with this channel zeroed."
+    )
+    sqnr_db: float | None = Field(
+        default=None, description="reconstruction only: output SQNR, channel zeroed."
+    )
+    top1_agreement: float | None = Field(default=None, description="reconstruction only.")
+
+
+class ChannelImportanceOut(BaseModel):
+    job_id: uuid.UUID
+    layer: str
+    method: str
+    unit: str | None = None
+    n_channels: int | None = None
+    channels: list[ChannelScoreOut] = Field(default_factory=list, description="Most important first.")
+    error: str | None = Field(default=None, description="Why this method could not score this layer.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class MixedPrecisionPlanOut(BaseModel):
+    average_bits: float
+    budget_bytes: float | None = None
+    assignments: dict[str, str] | None = Field(default=None, description="Layer → configuration id.")
+    bits: dict[str, int] | None = None
+    predicted_kl: float | None = Field(
+        default=None, description="Σ of the chosen cells' KL means (each layer compressed alone)."
+    )
+    size_bytes: float | None = None
+    measurement: dict[str, Any] | None = Field(
+        default=None, description="Measured with every layer compressed by the plan at once."
+    )
+    error: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class MixedPrecisionPlansOut(BaseModel):
+    job_id: uuid.UUID
+    plans: list[MixedPrecisionPlanOut]
+
+
+class ProfileLayerOut(BaseModel):
+    name: str
+    type: str
+    depth_fraction: float
+    scores: dict[str, float | None] = Field(description="Configuration id → KL mean (or −SQNR dB).")
+
+
+class SensitivityProfileOut(BaseModel):
+    job_id: uuid.UUID
+    model_id: uuid.UUID
+    model_name: str | None
+    ranking_metric: Literal["kl", "sqnr"]
+    configs: list[str]
+    layers: list[ProfileLayerOut] = Field(description="On a normalised depth axis (0 = first, 1 = last).")
+    by_type: dict[str, dict[str, float | None]] = Field(
+        description="Layer type → configuration id → mean score over the layers of that type."
+    )
+    layer_counts: dict[str, int] = Field(description="Layers of each type.")
+
+
+class SensitivityComparisonOut(BaseModel):
+    """Sensitivity profiles of several scans (e.g. a CNN, a transformer and an LSTM) side by side."""
+
+    profiles: list[SensitivityProfileOut]
+    common_configs: list[str] = Field(description="Configuration ids every compared scan has.")

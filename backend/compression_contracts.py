@@ -1,0 +1,128 @@
+"""Compression configurations as the API accepts them: typed, range-checked, documented in OpenAPI.
+
+The worker's engine has its own dataclasses for the same configs (worker/engine/compression/configs.py)
+with the same JSON shape (a "type" tag plus fields); the API checks a job's configs here so that a bad
+value is a 422 naming the field and its range, before anything is queued, and the worker turns the
+validated JSON into engine objects with `config_from_dict`. A test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class WeightQuantIn(_Config):
+    """Fake-quantize the layer's weights (biases stay float)."""
+
+    type: Literal["weight_quant"] = "weight_quant"
+    bits: int = Field(default=8, ge=2, le=16)
+    symmetric: bool = Field(default=True, description="Symmetric (zero point 0, narrow range) or asymmetric.")
+    per_channel: bool = Field(default=False, description="One scale per output channel, else per tensor.")
+
+
+class ActivationQuantIn(_Config):
+    """Fake-quantize the layer's outputs with a range calibrated on the calibration set."""
+
+    type: Literal["activation_quant"] = "activation_quant"
+    bits: int = Field(default=8, ge=4, le=16)
+    calibration: Literal["minmax", "percentile", "mse"] = "minmax"
+    percentile: float | None = Field(
+        default=None, gt=50, le=100, description='Only with calibration "percentile" (default 99.99).'
+    )
+
+    @model_validator(mode="after")
+    def _percentile_only_when_used(self) -> ActivationQuantIn:
+        if self.percentile is not None and self.calibration != "percentile":
+            raise ValueError('percentile must be null unless calibration is "percentile"')
+        return self
+
+
+class FloatCastIn(_Config):
+    """Round-trip cast of weights and outputs to a 16-bit float type."""
+
+    type: Literal["float_cast"] = "float_cast"
+    dtype: Literal["fp16", "bf16"] = "fp16"
+
+
+class QuantizeIn(_Config):
+    """Weights and activations quantized together (at least one)."""
+
+    type: Literal["quantize"] = "quantize"
+    weights: WeightQuantIn | None = None
+    activations: ActivationQuantIn | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> QuantizeIn:
+        if self.weights is None and self.activations is None:
+            raise ValueError("quantize needs weights, activations or both")
+        return self
+
+
+class MagnitudePruneIn(_Config):
+    """Unstructured pruning: zero the smallest-magnitude fraction of each weight."""
+
+    type: Literal["magnitude_prune"] = "magnitude_prune"
+    sparsity: float = Field(default=0.5, ge=0, le=1)
+
+
+class ChannelPruneIn(_Config):
+    """Structured pruning: zero whole output channels with the smallest L1 or L2 norm."""
+
+    type: Literal["channel_prune"] = "channel_prune"
+    sparsity: float = Field(default=0.25, ge=0, le=1)
+    norm: Literal["l1", "l2"] = "l1"
+
+
+class LowRankIn(_Config):
+    """Truncated SVD of each weight (out × in·k), keeping rank_ratio of its singular values."""
+
+    type: Literal["low_rank"] = "low_rank"
+    rank_ratio: float = Field(default=0.5, gt=0, le=1)
+
+
+class NoiseIn(_Config):
+    """Uniform noise with the power of b-bit symmetric quantization: "what if this tensor were b-bit"."""
+
+    type: Literal["noise"] = "noise"
+    bits: int = Field(default=8, ge=2, le=16)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+
+
+StageIn = Annotated[
+    WeightQuantIn
+    | ActivationQuantIn
+    | FloatCastIn
+    | QuantizeIn
+    | MagnitudePruneIn
+    | ChannelPruneIn
+    | LowRankIn
+    | NoiseIn,
+    Field(discriminator="type"),
+]
+
+
+class ScheduleIn(_Config):
+    """Stages applied in order (e.g. prune, then quantize)."""
+
+    type: Literal["schedule"] = "schedule"
+    stages: list[StageIn] = Field(min_length=1, max_length=8)
+
+
+CompressionConfigIn = Annotated[
+    WeightQuantIn
+    | ActivationQuantIn
+    | FloatCastIn
+    | QuantizeIn
+    | MagnitudePruneIn
+    | ChannelPruneIn
+    | LowRankIn
+    | NoiseIn
+    | ScheduleIn,
+    Field(discriminator="type"),
+]

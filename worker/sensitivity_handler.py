@@ -1,0 +1,211 @@
+"""Sensitivity jobs on the worker pool: plan chunks of layers, scan each chunk, merge (a FanOutHandler).
+
+Each chunk loads the golden model and the calibration set itself, so any worker can take any chunk; the
+engine guarantees that merged chunks equal one full scan (same golden outputs, same activation ranges).
+Chunk 0 also measures every configuration on the whole model. The merge plans mixed precision at the
+requested average bit-widths and measures each plan with all layers compressed together.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from backend.contracts import (
+    RESULT_SENSITIVITY,
+    RESULT_SENSITIVITY_ALL_BUT,
+    RESULT_SENSITIVITY_IMPORTANCE,
+    RESULT_SENSITIVITY_PLANS,
+    SensitivityJobParams,
+)
+from backend.db.models import Dataset, JobResult, Model, ModelStatus
+from worker.engine.errors import EngineError, ModelLoadError
+from worker.fanout import ChunkResults
+from worker.handlers import detached_row, load_dataset, model_format
+from worker.runtime import JobContext, ResultWriter
+
+MAX_LAYERS_PER_CHUNK_DEFAULT = 4
+MAX_CHUNKS_DEFAULT = 16
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    params: SensitivityJobParams
+    handle: Any  # a CompressibleModel, prepared
+    feeds: dict[str, np.ndarray]
+
+
+class SensitivityHandler:
+    """Keeps the last job's loaded model and calibration set, so a worker that takes several chunks of
+    one job loads them once (the handle is never changed by a scan: every evaluation starts from the
+    golden weights)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[uuid.UUID, _Loaded] | None = None
+
+    def _load(self, ctx: JobContext) -> _Loaded:
+        if self._last is not None and self._last[0] == ctx.job_id:
+            return self._last[1]
+        self._last = None  # let the previous job's model go before loading this one
+        from worker.engine.compression import open_compressible
+        from worker.engine.compression.model import first_sample
+        from worker.engine.fidelity import bind_inputs
+
+        params = SensitivityJobParams.model_validate(ctx.params)
+        model = detached_row(ctx, Model, params.model_id)
+        if model.status == ModelStatus.invalid.value:
+            raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
+        dataset = detached_row(ctx, Dataset, params.dataset_id)
+        arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
+        arrays.pop("labels", None)
+        arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
+        handle = open_compressible(
+            ctx.store.local_path(model.artifact_sha256), model_format(model), intra_op_threads=params.threads
+        )
+        feeds = bind_inputs(arrays, handle.inputs)
+        handle.prepare(first_sample(feeds))
+        loaded = _Loaded(params, handle, feeds)
+        self._last = (ctx.job_id, loaded)
+        return loaded
+
+    def plan(self, ctx: JobContext) -> list[dict[str, Any]]:
+        ctx.progress(0.0, "loading the model and the calibration set")
+        loaded = self._load(ctx)
+        params, handle = loaded.params, loaded.handle
+        names = [layer.name for layer in handle.layers()]
+        if params.layers is not None:
+            handle.check_layers(params.layers)
+            names = [name for name in names if name in set(params.layers)]
+        if not names:
+            raise EngineError(
+                "the model has no compressible layers (Conv, Linear, Embedding, recurrent, attention)"
+            )
+        n_chunks = params.chunks or min(
+            MAX_CHUNKS_DEFAULT, math.ceil(len(names) / MAX_LAYERS_PER_CHUNK_DEFAULT)
+        )
+        n_chunks = min(n_chunks, len(names))
+        parts = np.array_split(np.array(names, dtype=object), n_chunks)
+        return [{"layers": [str(n) for n in part], "whole_model": i == 0} for i, part in enumerate(parts)]
+
+    def run_chunk(self, ctx: JobContext, spec: dict[str, Any]) -> dict[str, Any]:
+        from worker.engine.sensitivity import channel_importance, layer_sensitivity
+
+        loaded = self._load(ctx)
+        params, handle, feeds = loaded.params, loaded.handle, loaded.feeds
+        layers = list(spec["layers"])
+        configs = [c.model_dump(mode="json") for c in params.configs]
+        steps = len(layers) * len(params.configs) * (2 if params.all_but else 1)
+        done = [0]
+
+        def progress(_done: int, _total: int) -> None:
+            done[0] += 1
+            ctx.progress(done[0] / max(steps, 1), f"{done[0]} of {steps} cells")
+
+        only = layer_sensitivity(
+            handle,
+            feeds,
+            configs,
+            layers=layers,
+            mode="only",
+            batch_size=params.batch_size,
+            whole_model=params.whole_model and bool(spec.get("whole_model")),
+            on_progress=progress,
+        )
+        result: dict[str, Any] = {"only": only.to_dict()}
+        if params.all_but:
+            result["all_but"] = layer_sensitivity(
+                handle,
+                feeds,
+                configs,
+                layers=layers,
+                mode="all_but",
+                batch_size=params.batch_size,
+                on_progress=progress,
+            ).to_dict()
+        importance: dict[str, dict[str, Any]] = {}
+        for layer in layers:
+            for method in params.importance_methods:
+                try:
+                    scores = channel_importance(handle, layer, method, feeds)
+                except EngineError as exc:  # e.g. a method this backend cannot compute
+                    importance.setdefault(layer, {})[method] = {"error": str(exc)}
+                    continue
+                importance.setdefault(layer, {})[method] = scores.to_dict()
+        result["importance"] = importance
+        return result
+
+    def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
+        from worker.engine.sensitivity import measure_plan, merge_sensitivity, plan_mixed_precision
+
+        params = SensitivityJobParams.model_validate(ctx.params)
+        only = merge_sensitivity([result["only"] for _, result in chunks])
+        all_but = merge_sensitivity([result["all_but"] for _, result in chunks]) if params.all_but else None
+        importance: dict[str, Any] = {}
+        for _, result in chunks:
+            importance |= result.get("importance", {})
+        plans = self._plans(ctx, params, only, plan_mixed_precision, measure_plan)
+        documents = {
+            RESULT_SENSITIVITY: only.to_dict(),
+            RESULT_SENSITIVITY_PLANS: {"plans": plans},
+            RESULT_SENSITIVITY_IMPORTANCE: {"layers": importance},
+        }
+        if all_but is not None:
+            documents[RESULT_SENSITIVITY_ALL_BUT] = all_but.to_dict()
+
+        def write(session: Session) -> None:
+            for key, payload in documents.items():
+                session.add(JobResult(job_id=ctx.job_id, key=key, payload=_json(payload)))
+
+        return write
+
+    def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
+        return None
+
+    def _plans(
+        self, ctx: JobContext, params: SensitivityJobParams, only: Any, plan_fn: Any, measure_fn: Any
+    ) -> list[dict[str, Any]]:
+        """Mixed-precision plans at each requested average bit-width, each measured for real."""
+        from worker.engine.compression.configs import weight_bits
+
+        options = [c for c in only.configs if weight_bits(c) is not None]
+        if not params.mixed_precision_bits:
+            return []
+        if len({weight_bits(c) for c in options}) < 2 or only.output_kind != "classification":
+            reason = (
+                "mixed precision needs at least two bit-width configurations"
+                if len({weight_bits(c) for c in options}) < 2
+                else "mixed precision minimises KL and needs a classification output"
+            )
+            return [{"average_bits": bits, "error": reason} for bits in params.mixed_precision_bits]
+        weights = sum(int(layer["weight_params"]) for layer in only.layers)
+        plans: list[dict[str, Any]] = []
+        for k, bits in enumerate(params.mixed_precision_bits):
+            ctx.progress(k / len(params.mixed_precision_bits), f"mixed precision at {bits:g} bits on average")
+            budget = weights * bits / 8
+            try:
+                plan = plan_fn(only, budget)
+            except EngineError as exc:
+                plans.append({"average_bits": bits, "budget_bytes": budget, "error": str(exc)})
+                continue
+            loaded = self._load(ctx)
+            measured = measure_fn(loaded.handle, loaded.feeds, plan, batch_size=params.batch_size)
+            plans.append(
+                {
+                    "average_bits": bits,
+                    "budget_bytes": budget,
+                    **plan.to_dict(),
+                    "measurement": measured.to_dict(),
+                }
+            )
+        return plans
+
+
+def _json(value: Any) -> Any:
+    from worker.runtime import json_safe
+
+    return json_safe(value)
