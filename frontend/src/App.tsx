@@ -1,12 +1,13 @@
 import { useEffect } from "react";
 import { Layout } from "./components/Layout";
 import { useRoute } from "./components/router";
-import { href, type Route } from "./lib/route";
+import { DEFAULT_COMPARE_QUERY, href, type Route } from "./lib/route";
 import { ComparePage } from "./pages/ComparePage";
 import { ModelPage } from "./pages/ModelPage";
 import { ProjectPage } from "./pages/ProjectPage";
 import { ProjectsPage } from "./pages/ProjectsPage";
 import { ReportPage } from "./pages/ReportPage";
+import { SensitivityPage } from "./pages/SensitivityPage";
 
 function Page({ route }: { route: Route }) {
   switch (route.page) {
@@ -15,11 +16,15 @@ function Page({ route }: { route: Route }) {
     case "project":
       return <ProjectPage key={route.projectId} projectId={route.projectId} />;
     case "compare":
-      return <ComparePage key={route.projectId} projectId={route.projectId} />;
+      return (
+        <ComparePage key={route.projectId} projectId={route.projectId} query={route.query ?? DEFAULT_COMPARE_QUERY} />
+      );
     case "model":
       return <ModelPage key={route.modelId} modelId={route.modelId} />;
     case "report":
       return <ReportPage key={route.jobId} jobId={route.jobId} query={route.query} />;
+    case "sensitivity":
+      return <SensitivityPage key={route.jobId} jobId={route.jobId} query={route.query} />;
     case "notFound":
       return (
         <Layout crumbs={[{ label: "Projects", href: href({ page: "projects" }) }]} title="Page not found">
@@ -38,6 +43,7 @@ const TITLES: Record<Route["page"], string> = {
   compare: "Compare runs",
   model: "Model",
   report: "Fidelity report",
+  sensitivity: "Sensitivity scan",
   notFound: "Not found",
 };
 

@@ -2,7 +2,10 @@
 // open the demo project, upload a model, wait for it to be inspected, launch a fidelity job from the form,
 // wait for it in the jobs table, open its report, check the rendered Plotly charts (the per-layer profile's
 // too: sort its table, download its CSV), click a table row, filter,
-// download a chart's CSV and open the compare page. Screenshots go to the artifacts folder.
+// download a chart's CSV and open the compare page; then launch a sensitivity scan of the golden model from the
+// form, follow it live on its page (chunks), check the heatmap (one row per layer), click a cell to select a
+// layer and see its channel-importance bars, switch to the all-but view, and overlay the scan on the compare
+// page. Screenshots go to the artifacts folder.
 //
 //   node drive_dashboard.mjs '{"base": URL, "model": PATH, "chromium": PATH, "artifacts": DIR}'
 //
@@ -34,9 +37,22 @@ async function shot(page, name) {
   await page.screenshot({ path: join(config.artifacts, `${name}.png`), fullPage: true });
 }
 
+/** The chart panel titled `title` (a string: exact; a RegExp: matched). */
+function chart(page, title) {
+  return page.locator("figure.chart", { has: page.getByRole("heading", { name: title, exact: typeof title === "string" }) });
+}
+
 /** Number of elements matching a CSS selector inside the chart panel titled `title`. */
 function inChart(page, title, selector) {
-  return page.locator("figure.chart", { has: page.getByRole("heading", { name: title }) }).locator(selector).count();
+  return chart(page, title).locator(selector).count();
+}
+
+/** Saves a download started by `click` into the artifacts; its file name and lines. */
+async function saveDownload(page, click) {
+  const [file] = await Promise.all([page.waitForEvent("download"), click()]);
+  const path = join(config.artifacts, file.suggestedFilename());
+  await file.saveAs(path);
+  return { filename: file.suggestedFilename(), lines: readFileSync(path, "utf8").trim().split("\r\n") };
 }
 
 const browser = await chromium.launch({ executablePath: config.chromium, args: CHROMIUM_ARGS });
@@ -191,6 +207,119 @@ try {
   await page.getByRole("table", { name: "Layers" }).locator("tbody tr").first().waitFor();
   observations.layerRows = await page.getByRole("table", { name: "Layers" }).locator("tbody tr").count();
   await shot(page, "6-model");
+
+  step("launch a sensitivity scan of the golden model from the form");
+  await page.goto(observations.projectUrl);
+  await page.getByRole("radio", { name: "Sensitivity" }).check();
+  const scan = page.getByRole("form", { name: "Launch a sensitivity job" });
+  await scan.getByLabel(/^Model/).selectOption({ label: GOLDEN_NAME });
+  await scan.getByLabel(/^Dataset/).selectOption({ index: 1 });
+  const presets = scan.getByRole("group", { name: /^Configurations/ });
+  observations.sensitivityForm = {
+    defaultPresets: await presets.getByRole("checkbox", { checked: true }).evaluateAll(
+      (boxes) => boxes.map((b) => b.closest("label").textContent.trim())),
+    defaultBits: await scan.getByLabel(/^Mixed-precision average bits/).inputValue(),
+  };
+  await scan.getByLabel("Calibration samples").fill("100");
+  await presets.getByLabel("W6", { exact: true }).uncheck(); // W8, W4 and noise-4 remain
+  await presets.getByRole("button", { name: "Edit as JSON" }).click();
+  observations.sensitivityForm.json = JSON.parse(await scan.getByLabel("Configurations (JSON)").inputValue());
+  await scan.getByLabel("All-but view").check();
+  await scan.getByText("More settings").click();
+  await scan.getByLabel(/^Chunks/).fill("3");
+  await scan.getByRole("button", { name: "Launch" }).click();
+  const queued = scan.getByRole("status").filter({ hasText: "Job queued" });
+  await queued.waitFor();
+  await shot(page, "7-sensitivity-launched");
+
+  step("follow the scan on its page until the heatmap is drawn");
+  await queued.getByRole("link", { name: "its page" }).click();
+  await page.locator("#chunks-heading").waitFor();
+  observations.sensitivityWhileOpened = await page.locator(".facts .badge").first().innerText();
+  await shot(page, "8a-sensitivity-opened"); // usually still running: progress and the chunks so far
+  const heatmap = chart(page, "Sensitivity heatmap");
+  await heatmap.locator(".heatmaplayer image").first().waitFor({ state: "attached", timeout: 90_000 });
+  observations.sensitivityUrl = page.url();
+  observations.heatmap = await heatmap.locator(".js-plotly-plot").evaluate((gd) => ({
+    traceTypes: gd.data.map((t) => t.type),
+    zRows: gd.data[0].z.length,
+    zColumns: gd.data[0].z[0].length,
+    columns: gd.data[0].x,
+    firstHover: gd.data[0].text[0][0],
+  }));
+  observations.heatmap.images = await heatmap.locator(".heatmaplayer .hm image").count();
+  observations.heatmap.yLabels = await heatmap.locator(".yaxislayer-above .ytick text").allTextContents();
+  observations.heatmap.dataRows = Number(await heatmap.locator("[data-rows]").getAttribute("data-rows"));
+  observations.heatmap.modebarPng = await heatmap.locator('.modebar-btn[data-title="Download plot as a PNG"]').count();
+  observations.ranked = await page.getByRole("list", { name: "Layers, most sensitive first" }).locator("button").count();
+  const chunks = page.getByRole("table", { name: /^Chunks/ });
+  await chunks.locator('tbody tr[data-status="succeeded"]').nth(2).waitFor();
+  observations.chunks = await chunks.locator("tbody tr").evaluateAll((rows) => rows.map((r) => ({
+    status: r.dataset.status, worker: r.cells[3].textContent.trim(), attempts: Number(r.cells[4].textContent),
+  })));
+  observations.wholeModelRows = await page.getByRole("table", { name: "Whole model" }).locator("tbody tr").count();
+  await page.getByRole("table", { name: "Mixed-precision plans" }).locator("tbody tr").first().waitFor();
+  observations.plans = await page.getByRole("table", { name: "Mixed-precision plans" }).locator("tbody tr")
+    .allInnerTexts();
+  observations.heatmapCsv = await saveDownload(page, () =>
+    page.getByRole("button", { name: "Download the data of Sensitivity heatmap as CSV" }).click());
+  await heatmap.screenshot({ path: join(config.artifacts, "8b-sensitivity-heatmap.png") });
+
+  step("click a heatmap cell: its layer's metadata and channel importance");
+  const box = await heatmap.locator(".nsewdrag").first().boundingBox();
+  const { zRows, zColumns } = observations.heatmap;
+  const row = 1; // the second layer from the top (depth order)
+  await page.mouse.click(box.x + box.width * (0.5 / zColumns), box.y + box.height * ((row + 0.5) / zRows));
+  await page.waitForURL(/layer=/);
+  const clicked = decodeURIComponent(new URL(page.url()).hash.match(/layer=([^&]+)/)[1]);
+  const channelChart = chart(page, `Channel importance of ${clicked}`);
+  await channelChart.locator(".barlayer .point path").first().waitFor({ state: "attached" });
+  observations.layerClick = {
+    layer: clicked,
+    expected: observations.heatmap.yLabels[row],
+    url: page.url(),
+    heading: await page.locator("#layer-details-heading").innerText(),
+    bars: await channelChart.locator(".barlayer .point").count(),
+    outlined: await heatmap.locator(".shapelayer path").count(),
+  };
+  await page.getByLabel("Method").selectOption("l2");
+  await page.waitForURL(/method=l2/);
+  await channelChart.locator(".barlayer .point path").first().waitFor({ state: "attached" });
+  observations.layerClick.l2Bars = await channelChart.locator(".barlayer .point").count();
+  observations.channelCsv = await saveDownload(page, () =>
+    channelChart.getByRole("button", { name: /as CSV$/ }).click());
+  await page.locator("section.layer-details").screenshot({ path: join(config.artifacts, "8c-sensitivity-layer.png") });
+  await shot(page, "8-sensitivity");
+
+  step("the ranking selects a layer too, and the all-but view");
+  const ranking = page.getByRole("list", { name: "Layers, most sensitive first" });
+  const top = await ranking.locator("button").first().getAttribute("data-layer");
+  await ranking.locator("button").first().click();
+  await page.waitForURL(new RegExp(`layer=${encodeURIComponent(top)}`));
+  await page.getByRole("radio", { name: "All but this layer compressed" }).check();
+  await page.waitForURL(/view=all_but/);
+  const allBut = chart(page, "Sensitivity heatmap (all but one layer)");
+  await allBut.locator(".heatmaplayer image").first().waitFor({ state: "attached" });
+  observations.allBut = {
+    url: page.url(),
+    zRows: await allBut.locator(".js-plotly-plot").evaluate((gd) => gd.data[0].z.length),
+    hover: await allBut.locator(".js-plotly-plot").evaluate((gd) => gd.data[0].text[0][0]),
+    wholeModelRows: await page.getByRole("table", { name: "Whole model" }).locator("tbody tr").count(),
+  };
+  await shot(page, "9-sensitivity-all-but");
+
+  step("overlay the scan's profile on the compare page");
+  await page.getByRole("link", { name: "Compare scans" }).click();
+  const depthChart = chart(page, "Sensitivity against depth");
+  await depthChart.locator(".scatterlayer .trace .points path").first().waitFor({ state: "attached" });
+  await chart(page, "Sensitivity by layer type").locator(".barlayer .point path").first().waitFor({ state: "attached" });
+  observations.profiles = {
+    url: page.url(),
+    traces: await inChart(page, "Sensitivity against depth", ".scatterlayer .trace"),
+    points: await inChart(page, "Sensitivity against depth", ".scatterlayer .trace .points path"),
+    typeBars: await inChart(page, "Sensitivity by layer type", ".barlayer .point"),
+  };
+  await page.locator("section.profiles").screenshot({ path: join(config.artifacts, "10-compare-sensitivity.png") });
 } catch (error) {
   await shot(page, "failure").catch(() => {});
   observations.error = `${observations.steps.at(-1)}: ${error instanceof Error ? error.message : String(error)}`;

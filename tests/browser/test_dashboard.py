@@ -1,5 +1,6 @@
 """The built dashboard (frontend/dist) in headless Chromium against the embedded stack: a user's path from the
-demo project through a model upload and a fidelity job to the report's rendered charts.
+demo project through a model upload and a fidelity job to the report's rendered charts, then a sensitivity scan
+launched from the page to its heatmap, a layer's channel importance and the compare page's profiles.
 
 Needs `npm ci && npm run build` in frontend/ first (this test builds nothing), Node and Chromium. Without them
 it is skipped, or fails when KNEEBOARD_REQUIRE_BROWSER=1 (CI). The browser is driven by drive_dashboard.mjs
@@ -127,7 +128,7 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     _wait_for_demo(base, proc)
     config = {"base": base, "model": str(model), "chromium": chromium, "artifacts": str(ARTIFACTS)}
     result = subprocess.run(
-        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=150, cwd=REPO_ROOT
+        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=210, cwd=REPO_ROOT
     )
     lines = result.stdout.strip().splitlines()
     assert lines, f"the driver printed nothing:\n{result.stderr[-4000:]}"
@@ -154,7 +155,9 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     assert layers["worst"].startswith("Adds the most error:") and "dB" in layers["worst"], layers
     header, *rows = layers["csv"]["lines"]
     assert layers["csv"]["filename"] == "per-layer-sqnr.csv", layers["csv"]
-    assert header.startswith("depth,depth_fraction,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db")
+    assert header.startswith(
+        "depth,depth_fraction,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db"
+    )
     assert len(rows) == layers["tableRows"], layers["csv"]
     # A clicked row is selected in the URL (a permalink) and marked on the histogram.
     selection = seen["selection"]
@@ -165,4 +168,63 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     assert seen["flaggedFilter"]["rows"] == seen["flaggedFilter"]["badges"] > 0
     assert seen["csv"]["filename"].endswith(".csv") and seen["csv"]["head"] == "bin_lower,bin_upper,count"
     assert seen["compareRows"] >= 2 and seen["layerRows"] >= 3
+    _assert_sensitivity(seen)
     assert not seen["consoleErrors"], seen["consoleErrors"]
+
+
+# The demo's digits CNN: its compressible layers in depth order.
+DEMO_LAYERS = ["conv1", "conv2", "fc"]
+CONV2_CHANNELS = 16
+
+
+def _assert_sensitivity(seen: dict[str, Any]) -> None:
+    """The sensitivity scan launched from the form (W8, W4, noise-4 on 100 samples, all-but, 3 chunks)."""
+    form = seen["sensitivityForm"]
+    assert form["defaultPresets"] == ["W8", "W6", "W4", "noise-4"] and form["defaultBits"] == "6, 5", form
+    assert form["json"] == [
+        {"type": "weight_quant", "bits": 8},
+        {"type": "weight_quant", "bits": 4},
+        {"type": "noise", "bits": 4},
+    ], form
+    # Plotly drew one heatmap trace (an image, not a node per cell) with a row per layer, a column per config.
+    heatmap = seen["heatmap"]
+    assert heatmap["traceTypes"] == ["heatmap"] and heatmap["images"] == 1, heatmap
+    assert heatmap["zRows"] == heatmap["dataRows"] == len(DEMO_LAYERS) and heatmap["zColumns"] == 3, heatmap
+    assert heatmap["yLabels"] == DEMO_LAYERS and heatmap["columns"] == [
+        "w8-sym-tensor",
+        "w4-sym-tensor",
+        "noise-w4",
+    ]
+    assert heatmap["modebarPng"] == 1, heatmap
+    hover = heatmap["firstHover"]
+    assert "<b>conv1</b>" in hover and "w8-sym-tensor" in hover, hover
+    assert all(part in hover for part in ("KL mean:", "top-1 agreement:", "SQNR:")), hover
+    assert seen["ranked"] == len(DEMO_LAYERS)
+    # Fanned out into 3 chunks, all done by the embedded stack's one worker on the first attempt.
+    chunks = seen["chunks"]
+    assert [c["status"] for c in chunks] == ["succeeded"] * 3, chunks
+    assert all(c["worker"] not in ("", "—") and c["attempts"] == 1 for c in chunks), chunks
+    assert seen["wholeModelRows"] == 3
+    plans = seen["plans"]  # average bits 6 and 5 over W8/W4/noise-4: measured, no error
+    assert len(plans) == 2 and all("nats" in p for p in plans), plans
+    csv = seen["heatmapCsv"]
+    assert csv["filename"] == "sensitivity-heatmap.csv", csv
+    assert (
+        csv["lines"][0] == "mode,layer,type,depth_index,depth_fraction,config,kl_mean,top1_agreement,sqnr_db"
+    )
+    assert len(csv["lines"]) == 1 + len(DEMO_LAYERS) * 3, csv
+    # A click on the second row's cell selects conv2 (in the URL, outlined), which has 16 output channels.
+    click = seen["layerClick"]
+    assert click["layer"] == click["expected"] == "conv2" and "layer=conv2" in click["url"], click
+    assert click["heading"].startswith("Layer conv2"), click
+    assert click["bars"] == click["l2Bars"] == CONV2_CHANNELS and click["outlined"] >= 1, click
+    assert seen["channelCsv"]["lines"][0] == "layer,method,rank,channel,score"
+    assert len(seen["channelCsv"]["lines"]) == 1 + CONV2_CHANNELS
+    all_but = seen["allBut"]
+    assert "view=all_but" in all_but["url"] and all_but["zRows"] == len(DEMO_LAYERS), all_but
+    assert all_but["hover"].startswith("all but <b>conv1</b>") and all_but["wholeModelRows"] == 3, all_but
+    assert seen["sensitivityWhileOpened"] in ("queued", "running", "succeeded")
+    # The compare page overlays the scan: one trace with a point per layer, a bar per layer type.
+    profiles = seen["profiles"]
+    assert "jobs=" in profiles["url"] and profiles["traces"] == 1 and profiles["points"] == len(DEMO_LAYERS)
+    assert profiles["typeBars"] == 2, profiles  # Conv2d and Linear

@@ -24,6 +24,10 @@ export const keys = {
   samples: (jobId: string) => ["samples", jobId] as const,
   layers: (jobId: string) => ["layers", jobId] as const,
   runs: (projectId: string) => ["runs", projectId] as const,
+  chunks: (jobId: string) => ["chunks", jobId] as const,
+  sensitivity: (jobId: string) => ["sensitivity", jobId] as const,
+  sensitivityJobs: (projectId: string) => ["sensitivity-jobs", projectId] as const,
+  profiles: ["sensitivity-profiles"] as const,
 };
 
 export function useProjects() {
@@ -102,11 +106,11 @@ export function useJobKinds() {
   });
 }
 
-export function useCreateFidelityJob(projectId: string) {
+export function useCreateJob(projectId: string) {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (params: Record<string, string | number>) =>
-      unwrap(api.POST("/api/v1/jobs", { body: { project_id: projectId, kind: "fidelity", params } })),
+    mutationFn: ({ kind, params }: { kind: string; params: Record<string, unknown> }) =>
+      unwrap(api.POST("/api/v1/jobs", { body: { project_id: projectId, kind, params } })),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.jobs(projectId) }),
   });
 }
@@ -211,5 +215,85 @@ export function useFidelityRuns(projectId: string, filters: { golden: string; da
           },
         }),
       ),
+  });
+}
+
+/** The chunks a job fanned out into (empty for a one-piece job); polled while the job runs. */
+export function useJobChunks(job: Job | undefined) {
+  const jobId = job?.id ?? "";
+  const active = !!job && isActive(job);
+  return useQuery({
+    // The status is in the key so that the chunks are read once more when the job ends.
+    queryKey: [...keys.chunks(jobId), job?.status],
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/chunks", { params: { path: { job_id: jobId } } })),
+    enabled: jobId !== "",
+    placeholderData: keepPreviousData,
+    refetchInterval: active ? POLL_MS : false,
+  });
+}
+
+/** A sensitivity job's matrix: each layer compressed alone ("only") or all but it ("all_but", 404 if not run). */
+export function useSensitivityReport(jobId: string, view: "only" | "all_but", enabled: boolean) {
+  return useQuery({
+    queryKey: [...keys.sensitivity(jobId), view],
+    queryFn: () =>
+      unwrap(
+        view === "only"
+          ? api.GET("/api/v1/jobs/{job_id}/sensitivity", { params: { path: { job_id: jobId } } })
+          : api.GET("/api/v1/jobs/{job_id}/sensitivity/all-but", { params: { path: { job_id: jobId } } }),
+      ),
+    enabled,
+    staleTime: Infinity,
+  });
+}
+
+export function useMixedPrecisionPlans(jobId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: [...keys.sensitivity(jobId), "plans"],
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/sensitivity/plans", { params: { path: { job_id: jobId } } })),
+    enabled,
+    staleTime: Infinity,
+  });
+}
+
+export type ImportanceMethod = "l1" | "l2" | "taylor" | "reconstruction";
+
+/** One layer's channel importance, most important first; at most `limit` channels (the server cuts). */
+export function useChannelImportance(jobId: string, layer: string, method: ImportanceMethod, limit: number) {
+  return useQuery({
+    queryKey: [...keys.sensitivity(jobId), "channels", layer, method, limit],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/jobs/{job_id}/sensitivity/channels", {
+          params: { path: { job_id: jobId }, query: { layer, method, limit } },
+        }),
+      ),
+    enabled: layer !== "",
+    placeholderData: keepPreviousData,
+    staleTime: Infinity,
+  });
+}
+
+/** The project's succeeded sensitivity jobs, newest first (the scans the compare page can overlay). */
+export function useSensitivityJobs(projectId: string) {
+  return useQuery({
+    queryKey: keys.sensitivityJobs(projectId),
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/jobs", {
+          params: { query: { project_id: projectId, kind: "sensitivity", status: "succeeded", limit: 100 } },
+        }),
+      ),
+    enabled: projectId !== "",
+  });
+}
+
+export function useSensitivityProfiles(jobIds: string[]) {
+  return useQuery({
+    queryKey: [...keys.profiles, ...jobIds],
+    queryFn: () => unwrap(api.GET("/api/v1/sensitivity-profiles", { params: { query: { job_ids: jobIds } } })),
+    enabled: jobIds.length > 0,
+    placeholderData: keepPreviousData,
+    staleTime: Infinity,
   });
 }

@@ -184,6 +184,88 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/sensitivity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Sensitivity Report
+         * @description Each layer compressed alone with each configuration: the matrix behind the heatmap, the ranking,
+         *     layer metadata, and each configuration applied to the whole model.
+         */
+        get: operations["getSensitivityReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/sensitivity/all-but": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Sensitivity All But
+         * @description The complementary view: every layer compressed except the one named by the row, left in float.
+         */
+        get: operations["getSensitivityAllBut"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/sensitivity/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Channel Importance
+         * @description Channel importance of one layer, most important channel first.
+         */
+        get: operations["getChannelImportance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/sensitivity/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Mixed Precision Plans
+         * @description Bit-width per layer minimising the predicted KL under each size budget, and the KL measured with
+         *     the whole plan applied.
+         */
+        get: operations["getMixedPrecisionPlans"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/models/{model_id}": {
         parameters: {
             query?: never;
@@ -293,6 +375,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sensitivity-profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare Sensitivity Profiles
+         * @description Sensitivity of several models (e.g. a CNN, a transformer encoder, an LSTM) on a normalised depth
+         *     axis and aggregated by layer type, with the configurations they have in common.
+         */
+        get: operations["compareSensitivityProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -303,6 +406,61 @@ export interface components {
             dtype: string;
             /** Shape */
             shape: number[];
+        };
+        /** ChannelImportanceOut */
+        ChannelImportanceOut: {
+            /**
+             * Channels
+             * @description Most important first.
+             */
+            channels?: components["schemas"]["ChannelScoreOut"][];
+            /**
+             * Error
+             * @description Why this method could not score this layer.
+             */
+            error?: string | null;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Layer */
+            layer: string;
+            /** Method */
+            method: string;
+            /** N Channels */
+            n_channels?: number | null;
+            /** Notes */
+            notes?: string[];
+            /** Unit */
+            unit?: string | null;
+        };
+        /** ChannelScoreOut */
+        ChannelScoreOut: {
+            /** Channel */
+            channel: number;
+            /**
+             * Kl Mean
+             * @description reconstruction only: KL(P‖Q) mean with this channel zeroed.
+             */
+            kl_mean?: number | null;
+            /**
+             * Rank
+             * @description 0 = most important.
+             */
+            rank: number;
+            /** Score */
+            score: number | null;
+            /**
+             * Sqnr Db
+             * @description reconstruction only: output SQNR, channel zeroed.
+             */
+            sqnr_db?: number | null;
+            /**
+             * Top1 Agreement
+             * @description reconstruction only.
+             */
+            top1_agreement?: number | null;
         };
         /** DatasetOut */
         DatasetOut: {
@@ -343,6 +501,27 @@ export interface components {
             project_id: string;
             /** Size Bytes */
             size_bytes: number;
+        };
+        /**
+         * ErrorOut
+         * @description Every error response: a stable code and a message that says what went wrong and what to do.
+         */
+        ErrorOut: {
+            /**
+             * Detail
+             * @description For the user: what went wrong and what to do about it.
+             */
+            detail: string;
+            /**
+             * Error
+             * @description Stable code, e.g. not_found, conflict, invalid_request, invalid_upload.
+             */
+            error: string;
+            /**
+             * Fields
+             * @description invalid_request from request validation: each field at fault.
+             */
+            fields?: components["schemas"]["FieldErrorOut"][] | null;
         };
         /**
          * FidelityHeadline
@@ -437,10 +616,30 @@ export interface components {
             /** N Samples */
             n_samples: number;
         };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
+        /**
+         * FieldErrorOut
+         * @description One request field that failed validation.
+         */
+        FieldErrorOut: {
+            /**
+             * Ctx
+             * @description The constraint that failed, e.g. {'le': 500} for an upper bound.
+             */
+            ctx?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Loc
+             * @description Where: the location (path, query, body) then the field's path.
+             */
+            loc: (string | number)[];
+            /** Msg */
+            msg: string;
+            /**
+             * Type
+             * @description Pydantic's error type, e.g. less_than_equal or uuid_parsing.
+             */
+            type: string;
         };
         /**
          * JobChunkOut
@@ -487,6 +686,11 @@ export interface components {
              */
             project_id: string;
         };
+        /**
+         * JobKind
+         * @enum {string}
+         */
+        JobKind: "inspect" | "fidelity" | "sensitivity";
         /** JobKindOut */
         JobKindOut: {
             /** Description */
@@ -638,6 +842,52 @@ export interface components {
              */
             sqnr_db_infinite: boolean;
         };
+        /** MixedPrecisionPlanOut */
+        MixedPrecisionPlanOut: {
+            /**
+             * Assignments
+             * @description Layer → configuration id.
+             */
+            assignments?: {
+                [key: string]: string;
+            } | null;
+            /** Average Bits */
+            average_bits: number;
+            /** Bits */
+            bits?: {
+                [key: string]: number;
+            } | null;
+            /** Budget Bytes */
+            budget_bytes?: number | null;
+            /** Error */
+            error?: string | null;
+            /**
+             * Measurement
+             * @description Measured with every layer compressed by the plan at once.
+             */
+            measurement?: {
+                [key: string]: unknown;
+            } | null;
+            /** Notes */
+            notes?: string[];
+            /**
+             * Predicted Kl
+             * @description Σ of the chosen cells' KL means (each layer compressed alone).
+             */
+            predicted_kl?: number | null;
+            /** Size Bytes */
+            size_bytes?: number | null;
+        };
+        /** MixedPrecisionPlansOut */
+        MixedPrecisionPlansOut: {
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Plans */
+            plans: components["schemas"]["MixedPrecisionPlanOut"][];
+        };
         /** ModelOut */
         ModelOut: {
             /** Artifact Sha256 */
@@ -733,6 +983,22 @@ export interface components {
             /** Total */
             total: number;
         };
+        /** ProfileLayerOut */
+        ProfileLayerOut: {
+            /** Depth Fraction */
+            depth_fraction: number;
+            /** Name */
+            name: string;
+            /**
+             * Scores
+             * @description Configuration id → KL mean (or −SQNR dB).
+             */
+            scores: {
+                [key: string]: number | null;
+            };
+            /** Type */
+            type: string;
+        };
         /** ProjectCreate */
         ProjectCreate: {
             /**
@@ -793,18 +1059,209 @@ export interface components {
             /** Top1 Match */
             top1_match: boolean | null;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Context */
-            ctx?: Record<string, never>;
-            /** Input */
-            input?: unknown;
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
+        /**
+         * SensitivityComparisonOut
+         * @description Sensitivity profiles of several scans (e.g. a CNN, a transformer and an LSTM) side by side.
+         */
+        SensitivityComparisonOut: {
+            /**
+             * Common Configs
+             * @description Configuration ids every compared scan has.
+             */
+            common_configs: string[];
+            /** Profiles */
+            profiles: components["schemas"]["SensitivityProfileOut"][];
+        };
+        /** SensitivityConfigOut */
+        SensitivityConfigOut: {
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /**
+             * Id
+             * @description Stable id, the column key of the matrix, e.g. w4-sym-tensor.
+             */
+            id: string;
+            /** Weight Bits */
+            weight_bits: number | null;
+        };
+        /** SensitivityLayerOut */
+        SensitivityLayerOut: {
+            /**
+             * Depth Fraction
+             * @description depth_index / (layers − 1): 0 first layer, 1 last.
+             */
+            depth_fraction: number;
+            /** Depth Index */
+            depth_index: number;
+            /**
+             * Macs
+             * @description Multiply-accumulates per sample; null when not countable.
+             */
+            macs: number | null;
+            /** Name */
+            name: string;
+            /** Notes */
+            notes: string[];
+            /** Params */
+            params: number;
+            /**
+             * Shared With
+             * @description Layers sharing a weight tensor with this one.
+             */
+            shared_with: string[];
+            /**
+             * Type
+             * @description Module or op type, e.g. Conv2d, Linear, LSTM.
+             */
             type: string;
+            /**
+             * Weight Params
+             * @description Parameters of the compressible weights (the mixed-precision budget).
+             */
+            weight_params: number;
+        };
+        /** SensitivityMatrix */
+        SensitivityMatrix: {
+            /**
+             * Columns
+             * @description Configuration ids.
+             */
+            columns: string[];
+            /**
+             * Kl Mean
+             * @description KL(P‖Q) mean in nats per cell; lower is better.
+             */
+            kl_mean: (number | null)[][];
+            /**
+             * Rows
+             * @description Layer names, in depth order.
+             */
+            rows: string[];
+            /**
+             * Sqnr Db
+             * @description Output SQNR in dB; higher is better; null when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: (number | null)[][];
+            /**
+             * Sqnr Db Infinite
+             * @description True where the compressed output equals the golden one (SQNR = +∞).
+             */
+            sqnr_db_infinite?: boolean[][] | null;
+            /**
+             * Top1 Agreement
+             * @description Share of samples with the golden top-1.
+             */
+            top1_agreement: (number | null)[][];
+        };
+        /** SensitivityProfileOut */
+        SensitivityProfileOut: {
+            /**
+             * By Type
+             * @description Layer type → configuration id → mean score over the layers of that type.
+             */
+            by_type: {
+                [key: string]: {
+                    [key: string]: number | null;
+                };
+            };
+            /** Configs */
+            configs: string[];
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Layer Counts
+             * @description Layers of each type.
+             */
+            layer_counts: {
+                [key: string]: number;
+            };
+            /**
+             * Layers
+             * @description On a normalised depth axis (0 = first, 1 = last).
+             */
+            layers: components["schemas"]["ProfileLayerOut"][];
+            /**
+             * Model Id
+             * Format: uuid
+             */
+            model_id: string;
+            /** Model Name */
+            model_name: string | null;
+            /**
+             * Ranking Metric
+             * @enum {string}
+             */
+            ranking_metric: "kl" | "sqnr";
+        };
+        /**
+         * SensitivityReportOut
+         * @description Each layer compressed alone ("only") or everything but that layer ("all_but"), per configuration.
+         */
+        SensitivityReportOut: {
+            /**
+             * Cells
+             * @description Every cell with all its numbers and what was compressed (only with ?cells=true).
+             */
+            cells?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Configs */
+            configs: components["schemas"]["SensitivityConfigOut"][];
+            /**
+             * Dataset Id
+             * Format: uuid
+             */
+            dataset_id: string;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Layers */
+            layers: components["schemas"]["SensitivityLayerOut"][];
+            matrix: components["schemas"]["SensitivityMatrix"];
+            /** Mode */
+            mode: string;
+            /**
+             * Model Id
+             * Format: uuid
+             */
+            model_id: string;
+            /** N Samples */
+            n_samples: number;
+            /** Notes */
+            notes: string[];
+            /** Output Kind */
+            output_kind: string;
+            /** Primary Output */
+            primary_output: string;
+            /**
+             * Ranking
+             * @description overall: layers most sensitive first (mean score over configs); by_config: per config. In the all_but view the most sensitive layer is the one whose staying in float helps most.
+             */
+            ranking: {
+                [key: string]: unknown;
+            };
+            /**
+             * Ranking Metric
+             * @description What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive) or sqnr (other outputs: lower SQNR = more sensitive).
+             * @enum {string}
+             */
+            ranking_metric: "kl" | "sqnr";
+            /**
+             * Whole Model
+             * @description Per configuration: the divergence with every layer compressed at once.
+             */
+            whole_model: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            };
         };
     };
     responses: never;
@@ -835,13 +1292,22 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -864,13 +1330,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -895,6 +1370,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
         };
     };
     listJobKinds: {
@@ -915,12 +1399,21 @@ export interface operations {
                     "application/json": components["schemas"]["JobKindOut"][];
                 };
             };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
         };
     };
     listJobs: {
         parameters: {
             query?: {
-                kind?: string | null;
+                kind?: components["schemas"]["JobKind"] | null;
                 limit?: number;
                 offset?: number;
                 project_id?: string | null;
@@ -941,13 +1434,13 @@ export interface operations {
                     "application/json": components["schemas"]["Page_JobOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -974,13 +1467,58 @@ export interface operations {
                     "application/json": components["schemas"]["JobOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Bad Request: error is bad_request. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large: error is upload_too_large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is queue_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1005,13 +1543,22 @@ export interface operations {
                     "application/json": components["schemas"]["JobOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1034,13 +1581,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1065,13 +1621,31 @@ export interface operations {
                     "application/json": components["schemas"]["JobOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1096,13 +1670,22 @@ export interface operations {
                     "application/json": components["schemas"]["JobChunkOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1127,13 +1710,31 @@ export interface operations {
                     "application/json": components["schemas"]["FidelityReportOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1158,13 +1759,31 @@ export interface operations {
                     "application/json": components["schemas"]["LayerProfileOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1200,13 +1819,237 @@ export interface operations {
                     "application/json": components["schemas"]["Page_SampleDivergenceOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSensitivityReport: {
+        parameters: {
+            query?: {
+                /** @description Include every cell's full record (large for big models). */
+                cells?: boolean;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SensitivityReportOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSensitivityAllBut: {
+        parameters: {
+            query?: {
+                cells?: boolean;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SensitivityReportOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getChannelImportance: {
+        parameters: {
+            query: {
+                layer: string;
+                /** @description Only the first (most important) channels. */
+                limit?: number | null;
+                method?: "l1" | "l2" | "taylor" | "reconstruction";
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelImportanceOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getMixedPrecisionPlans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MixedPrecisionPlansOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1231,13 +2074,22 @@ export interface operations {
                     "application/json": components["schemas"]["ModelOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1260,13 +2112,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1287,6 +2148,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProjectOut"][];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1313,13 +2183,40 @@ export interface operations {
                     "application/json": components["schemas"]["ProjectOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Bad Request: error is bad_request. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large: error is upload_too_large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1344,13 +2241,22 @@ export interface operations {
                     "application/json": components["schemas"]["ProjectOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1375,13 +2281,22 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1420,13 +2335,40 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large: error is upload_too_large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request or invalid_upload. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is storage_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1456,13 +2398,22 @@ export interface operations {
                     "application/json": components["schemas"]["Page_FidelityRunOut_"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1487,13 +2438,22 @@ export interface operations {
                     "application/json": components["schemas"]["ModelOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };
@@ -1532,13 +2492,90 @@ export interface operations {
                     "application/json": components["schemas"]["ModelOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large: error is upload_too_large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request or invalid_upload. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is queue_unavailable or storage_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    compareSensitivityProfiles: {
+        parameters: {
+            query: {
+                /** @description Sensitivity jobs. */
+                job_ids: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SensitivityComparisonOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
         };

@@ -1,12 +1,14 @@
 // A Plotly chart. Plotly is loaded on first use (its own chunk) and drawn with Plotly.react, so updates
 // re-use the chart. The modebar keeps Plotly's "Download plot as a png" button.
-import type { Config, Data, Layout } from "plotly.js";
+//
+// The bundle is plotly.js-cartesian-dist-min: the basic one has no heatmap trace (see README.md).
+import type { Config, Data, Layout, PlotDatum } from "plotly.js";
 import { useEffect, useRef, useState } from "react";
 
 type PlotlyModule = typeof import("plotly.js");
 let plotly: Promise<PlotlyModule> | null = null;
 function loadPlotly(): Promise<PlotlyModule> {
-  plotly ??= import("plotly.js-basic-dist-min").then((m) => m.default);
+  plotly ??= import("plotly.js-cartesian-dist-min").then((m) => m.default);
   return plotly;
 }
 
@@ -23,15 +25,22 @@ export function Plot({
   layout,
   filename,
   height = 320,
+  onClick,
 }: {
   data: Data[];
   layout: Partial<Layout>;
   /** PNG file name offered by the modebar's download button. */
   filename: string;
   height?: number;
+  /** Called with the first point under a click (a heatmap cell, a bar). */
+  onClick?: (point: PlotDatum) => void;
 }) {
   const ref = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string | null>(null);
+  const clickRef = useRef(onClick);
+  useEffect(() => {
+    clickRef.current = onClick;
+  }, [onClick]);
 
   useEffect(() => {
     const element = ref.current;
@@ -46,7 +55,13 @@ export function Plot({
     loadPlotly()
       .then(async (Plotly) => {
         if (cancelled) return;
-        await Plotly.react(element, data, { ...BASE_LAYOUT, height, ...layout }, config);
+        const drawn = await Plotly.react(element, data, { ...BASE_LAYOUT, height, ...layout }, config);
+        // One listener per draw: Plotly.purge (unmount) drops them, and react() keeps the old ones.
+        drawn.removeAllListeners("plotly_click");
+        drawn.on("plotly_click", (event) => {
+          const point = event.points[0];
+          if (point) clickRef.current?.(point);
+        });
       })
       .catch((e: unknown) => {
         setError(e instanceof Error ? e.message : String(e));
@@ -73,7 +88,7 @@ export function Plot({
           Could not draw the chart: {error}
         </p>
       )}
-      <div ref={ref} className="plot" style={{ minHeight: height }} />
+      <div ref={ref} className={onClick ? "plot clickable" : "plot"} style={{ minHeight: height }} />
     </>
   );
 }

@@ -1,5 +1,6 @@
-// plotly.js-basic-dist-min (bar, scatter, pie) ships no types of its own; its API is plotly.js's.
-declare module "plotly.js-basic-dist-min" {
+// plotly.js-cartesian-dist-min (bar, box, contour, heatmap, histogram, image, pie, scatter, violin …) ships
+// no types of its own; its API is plotly.js's.
+declare module "plotly.js-cartesian-dist-min" {
   import * as Plotly from "plotly.js";
   export default Plotly;
 }

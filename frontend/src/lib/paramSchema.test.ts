@@ -6,6 +6,12 @@ const schema = {
     batch_size: { default: 64, maximum: 65536, minimum: 1, title: "Batch Size", type: "integer" },
     threshold_kl: { default: 0.1, minimum: 0, title: "Threshold Kl", type: "number", description: "KL limit." },
     dataset_id: { format: "uuid", type: "string" },
+    chunks: {
+      anyOf: [{ maximum: 1000, minimum: 1, type: "integer" }, { type: "null" }],
+      default: null,
+      title: "Chunks",
+      description: "Null: automatic.",
+    },
   },
 };
 
@@ -19,6 +25,7 @@ describe("numericParam", () => {
       default: 64,
       minimum: 1,
       maximum: 65536,
+      nullable: false,
     });
     expect(numericParam(schema, "threshold_kl")?.maximum).toBeNull();
     expect(numericParam(schema, "dataset_id")).toBeNull();
@@ -32,5 +39,14 @@ describe("numericParam", () => {
     expect(parseParam(batch, "1.5")).toBe("Batch Size must be a whole number");
     expect(parseParam(batch, "0")).toBe("Batch Size must be at least 1");
     expect(parseParam(batch, "")).toBe("Batch Size must be a number");
+  });
+
+  it("reads an optional integer (int | None) and lets it be left empty", () => {
+    const chunks = numericParam(schema, "chunks");
+    expect(chunks).toMatchObject({ integer: true, minimum: 1, maximum: 1000, default: null, nullable: true });
+    if (!chunks) throw new Error("no chunks");
+    expect(parseParam(chunks, " ")).toBeNull();
+    expect(parseParam(chunks, "3")).toBe(3);
+    expect(parseParam(chunks, "0")).toBe("Chunks must be at least 1");
   });
 });

@@ -1,12 +1,26 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SAMPLE_QUERY, href, parseHash, type Route } from "./route";
+import {
+  DEFAULT_COMPARE_QUERY,
+  DEFAULT_SAMPLE_QUERY,
+  DEFAULT_SENSITIVITY_QUERY,
+  href,
+  parseHash,
+  type Route,
+} from "./route";
 
 describe("hash routes", () => {
   it("round-trips every page", () => {
     const routes: Route[] = [
       { page: "projects" },
       { page: "project", projectId: "p1" },
-      { page: "compare", projectId: "p1" },
+      { page: "compare", projectId: "p1", query: DEFAULT_COMPARE_QUERY },
+      { page: "compare", projectId: "p1", query: { jobs: ["j1", "j2"], config: "w4-sym-tensor" } },
+      { page: "sensitivity", jobId: "j1", query: DEFAULT_SENSITIVITY_QUERY },
+      {
+        page: "sensitivity",
+        jobId: "j1",
+        query: { view: "all_but", ranking: "w8-sym-tensor", layer: "blocks.0/attn q&k", method: "l2" },
+      },
       { page: "model", modelId: "m1" },
       { page: "report", jobId: "j1", query: DEFAULT_SAMPLE_QUERY },
       {
@@ -30,6 +44,21 @@ describe("hash routes", () => {
     expect(href({ page: "report", jobId: "j1", query: { ...DEFAULT_SAMPLE_QUERY, flipped: "no" } })).toBe(
       "#/jobs/j1?flipped=no",
     );
+  });
+
+  it("keeps sensitivity and compare links short and readable", () => {
+    expect(href({ page: "sensitivity", jobId: "j1", query: { ...DEFAULT_SENSITIVITY_QUERY, layer: "conv2" } })).toBe(
+      "#/jobs/j1/sensitivity?layer=conv2",
+    );
+    expect(href({ page: "compare", projectId: "p1" })).toBe("#/projects/p1/compare");
+    expect(href({ page: "compare", projectId: "p1", query: { jobs: ["a", "b"], config: null } })).toBe(
+      "#/projects/p1/compare?jobs=a,b",
+    );
+    expect(parseHash("#/jobs/j1/sensitivity?view=sideways")).toEqual({
+      page: "sensitivity",
+      jobId: "j1",
+      query: DEFAULT_SENSITIVITY_QUERY,
+    });
   });
 
   it("falls back to defaults for bad query values and reports unknown paths", () => {

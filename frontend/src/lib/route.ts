@@ -15,12 +15,31 @@ export interface SampleQuery {
   sample: number | null;
 }
 
+/** A sensitivity job's page: which matrix, which ranking, which layer (and how its channels are scored). */
+export interface SensitivityQuery {
+  view: "only" | "all_but";
+  /** The ranked list: "overall" (null) or one configuration id. */
+  ranking: string | null;
+  /** The layer whose metadata and channel importance are shown. */
+  layer: string | null;
+  /** Channel-importance method (l1, l2, taylor, reconstruction); null: the first the job computed. */
+  method: string | null;
+}
+
+/** The compare page's sensitivity section: the scans overlaid and the configuration compared. */
+export interface CompareQuery {
+  /** Sensitivity job ids; empty: the newest few. */
+  jobs: string[];
+  config: string | null;
+}
+
 export type Route =
   | { page: "projects" }
   | { page: "project"; projectId: string }
-  | { page: "compare"; projectId: string }
+  | { page: "compare"; projectId: string; query?: CompareQuery }
   | { page: "model"; modelId: string }
   | { page: "report"; jobId: string; query: SampleQuery }
+  | { page: "sensitivity"; jobId: string; query: SensitivityQuery }
   | { page: "notFound"; path: string };
 
 export const DEFAULT_SAMPLE_QUERY: SampleQuery = {
@@ -71,16 +90,57 @@ function formatSampleQuery(query: SampleQuery): string {
   return text ? `?${text}` : "";
 }
 
+export const DEFAULT_SENSITIVITY_QUERY: SensitivityQuery = { view: "only", ranking: null, layer: null, method: null };
+export const DEFAULT_COMPARE_QUERY: CompareQuery = { jobs: [], config: null };
+
+const nonEmpty = (value: string | null): string | null => (value ? value : null);
+
+function parseSensitivityQuery(params: URLSearchParams): SensitivityQuery {
+  return {
+    view: oneOf(params.get("view"), ["only", "all_but"], "only"),
+    ranking: nonEmpty(params.get("ranking")),
+    layer: nonEmpty(params.get("layer")),
+    method: nonEmpty(params.get("method")),
+  };
+}
+
+function formatSensitivityQuery(query: SensitivityQuery): string {
+  const params = new URLSearchParams();
+  if (query.view !== "only") params.set("view", query.view);
+  if (query.ranking) params.set("ranking", query.ranking);
+  if (query.layer) params.set("layer", query.layer);
+  if (query.method) params.set("method", query.method);
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+function parseCompareQuery(params: URLSearchParams): CompareQuery {
+  const jobs = (params.get("jobs") ?? "").split(",").filter(Boolean);
+  return { jobs: [...new Set(jobs)], config: nonEmpty(params.get("config")) };
+}
+
+function formatCompareQuery(query: CompareQuery | undefined): string {
+  const params = new URLSearchParams();
+  if (query?.jobs.length) params.set("jobs", query.jobs.join(","));
+  if (query?.config) params.set("config", query.config);
+  const text = params.toString().replaceAll("%2C", ",");
+  return text ? `?${text}` : "";
+}
+
 export function parseHash(hash: string): Route {
   const [path = "", search = ""] = hash.replace(/^#/, "").split("?", 2);
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const [first, id, sub] = parts;
   if (parts.length === 0) return { page: "projects" };
   if (first === "projects" && id && parts.length === 2) return { page: "project", projectId: id };
-  if (first === "projects" && id && sub === "compare" && parts.length === 3) return { page: "compare", projectId: id };
+  if (first === "projects" && id && sub === "compare" && parts.length === 3)
+    return { page: "compare", projectId: id, query: parseCompareQuery(new URLSearchParams(search)) };
   if (first === "models" && id && parts.length === 2) return { page: "model", modelId: id };
   if (first === "jobs" && id && parts.length === 2) {
     return { page: "report", jobId: id, query: parseSampleQuery(new URLSearchParams(search)) };
+  }
+  if (first === "jobs" && id && sub === "sensitivity" && parts.length === 3) {
+    return { page: "sensitivity", jobId: id, query: parseSensitivityQuery(new URLSearchParams(search)) };
   }
   return { page: "notFound", path };
 }
@@ -93,11 +153,13 @@ export function href(route: Route): string {
     case "project":
       return `#/projects/${e(route.projectId)}`;
     case "compare":
-      return `#/projects/${e(route.projectId)}/compare`;
+      return `#/projects/${e(route.projectId)}/compare${formatCompareQuery(route.query)}`;
     case "model":
       return `#/models/${e(route.modelId)}`;
     case "report":
       return `#/jobs/${e(route.jobId)}${formatSampleQuery(route.query)}`;
+    case "sensitivity":
+      return `#/jobs/${e(route.jobId)}/sensitivity${formatSensitivityQuery(route.query)}`;
     case "notFound":
       return `#${route.path}`;
   }

@@ -1,5 +1,5 @@
 // Every succeeded fidelity run of a project side by side (GET /projects/{id}/fidelity-runs), best values
-// of each column in bold.
+// of each column in bold; below, the sensitivity profiles of the project's scans overlaid.
 import { useState } from "react";
 import { useDatasets, useFidelityRuns, useModels, useProject } from "../api/queries";
 import type { FidelityRun } from "../api/types";
@@ -8,7 +8,9 @@ import { Empty, QueryView } from "../components/QueryView";
 import { slug, toCsv } from "../lib/csv";
 import { downloadText } from "../lib/download";
 import { formatNumber, formatPercent, formatTime } from "../lib/format";
-import { DEFAULT_SAMPLE_QUERY, href } from "../lib/route";
+import { DEFAULT_SAMPLE_QUERY, href, type CompareQuery } from "../lib/route";
+import { replaceRoute } from "../components/router";
+import { ProfilesCompare } from "../sensitivity/ProfilesCompare";
 
 type Headline = FidelityRun["headline"];
 type NumericKey = {
@@ -137,7 +139,7 @@ function RunsTable({ runs, total, projectName }: { runs: FidelityRun[]; total: n
   );
 }
 
-export function ComparePage({ projectId }: { projectId: string }) {
+export function ComparePage({ projectId, query }: { projectId: string; query: CompareQuery }) {
   const project = useProject(projectId);
   const models = useModels(projectId).data ?? [];
   const datasets = useDatasets(projectId).data ?? [];
@@ -204,6 +206,13 @@ export function ComparePage({ projectId }: { projectId: string }) {
           )
         }
       </QueryView>
+      <ProfilesCompare
+        projectId={projectId}
+        query={query}
+        onChange={(next) => {
+          replaceRoute({ page: "compare", projectId, query: next });
+        }}
+      />
     </Layout>
   );
 }

@@ -8,7 +8,7 @@ import { replaceRoute } from "../components/router";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatNumber, formatTime } from "../lib/format";
 import { readCalibration, readSummary } from "../lib/summary";
-import { href, type SampleQuery } from "../lib/route";
+import { DEFAULT_SENSITIVITY_QUERY, href, type SampleQuery } from "../lib/route";
 import { useNames } from "../project/names";
 import { DivergenceHistogram } from "../report/DivergenceHistogram";
 import { LayerProfileSection } from "../report/LayerProfileChart";
@@ -187,7 +187,12 @@ export function ReportPage({ jobId, query }: { jobId: string; query: SampleQuery
           <JobFacts job={job.data} />
           {job.data.kind !== "fidelity" ? (
             <p className="error">
-              Job {jobId} is a {job.data.kind} job, not a fidelity job.
+              Job {jobId} is a {job.data.kind} job, not a fidelity job.{" "}
+              {job.data.kind === "sensitivity" && (
+                <a href={href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })}>
+                  Its sensitivity page
+                </a>
+              )}
             </p>
           ) : !succeeded ? (
             <JobNotDone job={job.data} />

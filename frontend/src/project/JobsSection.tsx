@@ -5,7 +5,7 @@ import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatTime } from "../lib/format";
-import { DEFAULT_SAMPLE_QUERY, href } from "../lib/route";
+import { DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
 import { useNames } from "./names";
 
 function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) {
@@ -14,6 +14,24 @@ function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) 
       <>
         {name(job.params.golden_model_id)} <span className="muted">vs</span> {name(job.params.compressed_model_id)}{" "}
         <span className="muted">on</span> {name(job.params.dataset_id)}
+      </>
+    );
+  }
+  if (job.kind === "sensitivity") {
+    const configs = Array.isArray(job.params.configs) ? job.params.configs.length : null;
+    return (
+      <>
+        {name(job.params.model_id)} <span className="muted">on</span> {name(job.params.dataset_id)}
+        {configs !== null && (
+          <span className="muted">
+            {" "}
+            · {configs} configuration{configs === 1 ? "" : "s"}
+            {job.params.all_but === true ? " · all-but" : ""}
+          </span>
+        )}
+        {typeof job.chunks_total === "number" && job.chunks_total > 1 && (
+          <span className="muted"> · {job.chunks_total} chunks</span>
+        )}
       </>
     );
   }
@@ -50,6 +68,14 @@ function JobRow({ job, name, projectId }: { job: Job; name: (id: unknown) => str
         {job.kind === "fidelity" && job.status === "succeeded" && (
           <a href={href({ page: "report", jobId: job.id, query: DEFAULT_SAMPLE_QUERY })}>Report</a>
         )}
+        {job.kind === "sensitivity" && (
+          <a
+            href={href({ page: "sensitivity", jobId: job.id, query: DEFAULT_SENSITIVITY_QUERY })}
+            aria-label={`Sensitivity of ${name(job.params.model_id)}`}
+          >
+            Sensitivity
+          </a>
+        )}
         {active && (
           <button
             type="button"
@@ -82,7 +108,9 @@ export function JobsSection({ projectId }: { projectId: string }) {
       <QueryView query={jobs} what="jobs">
         {(page) =>
           page.total === 0 ? (
-            <Empty>No jobs yet. Uploading a model starts its inspection; launch a fidelity job above.</Empty>
+            <Empty>
+              No jobs yet. Uploading a model starts its inspection; launch a fidelity or sensitivity job above.
+            </Empty>
           ) : (
             <>
               <table className="table jobs" aria-labelledby="jobs-heading">

@@ -1,84 +1,31 @@
-// The fidelity job launcher: models and dataset from the project, numeric parameters (defaults, bounds,
-// help) from the kind's schema in GET /job-kinds.
+// The job launcher: a fidelity job (golden vs compressed) or a sensitivity scan (which layers of one model
+// tolerate which compression). Models and datasets come from the project; numeric parameters (defaults,
+// bounds, help) and the compression configs' defaults from the kind's schema in GET /job-kinds.
 import { useState, type SubmitEvent } from "react";
-import { useCreateFidelityJob, useDatasets, useJobKinds, useModels } from "../api/queries";
-import type { Model } from "../api/types";
+import { useCreateJob, useDatasets, useJobKinds, useModels } from "../api/queries";
 import { ErrorMessage, Loading } from "../components/QueryView";
-import { isObject } from "../lib/json";
+import { isObject, type JsonObject } from "../lib/json";
 import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";
+import { DatasetSelect, ModelSelect, NumberField, Queued } from "./fields";
+import { SensitivityForm } from "./SensitivityForm";
 
-/** The numeric parameters the form offers, with their labels; the rest keep the API's defaults. */
-const NUMERIC = { top_k: "Top-k", threshold_kl: "KL threshold (nats)", batch_size: "Batch size" } as const;
+/** The numeric parameters the fidelity form offers, with their labels; the rest keep the API's defaults. */
+const FIDELITY_NUMERIC = { top_k: "Top-k", threshold_kl: "KL threshold (nats)", batch_size: "Batch size" } as const;
 
-function ModelSelect({
-  label,
-  models,
-  value,
-  onChange,
-}: {
-  label: string;
-  models: Model[];
-  value: string;
-  onChange: (id: string) => void;
-}) {
-  return (
-    <label>
-      {label}
-      <select
-        value={value}
-        onChange={(e) => {
-          onChange(e.target.value);
-        }}
-        required
-      >
-        <option value="">Choose a model…</option>
-        {models.map((m) => (
-          <option key={m.id} value={m.id} disabled={m.status === "invalid"}>
-            {m.name}
-            {m.status === "ready" ? "" : ` (${m.status})`}
-          </option>
-        ))}
-      </select>
-    </label>
-  );
-}
+type Kind = "fidelity" | "sensitivity";
+const KINDS: { kind: Kind; label: string }[] = [
+  { kind: "fidelity", label: "Fidelity" },
+  { kind: "sensitivity", label: "Sensitivity" },
+];
 
-function NumberField({
-  param,
-  label,
-  value,
-  onChange,
-}: {
-  param: NumericParam;
-  label: string;
-  value: string;
-  onChange: (v: string) => void;
-}) {
-  return (
-    <label>
-      {label}
-      <input
-        type="number"
-        inputMode="decimal"
-        step={param.integer ? 1 : "any"}
-        min={param.minimum ?? undefined}
-        max={param.maximum ?? undefined}
-        value={value}
-        onChange={(e) => {
-          onChange(e.target.value);
-        }}
-        required
-      />
-      <span className="muted small-text">{param.description}</span>
-    </label>
-  );
-}
-
-function Form({ projectId, params }: { projectId: string; params: NumericParam[] }) {
-  const labelOf = (name: string) => Object.entries(NUMERIC).find(([key]) => key === name)?.[1] ?? name;
+function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonObject }) {
+  const params = Object.keys(FIDELITY_NUMERIC)
+    .map((name) => numericParam(schema, name))
+    .filter((p): p is NumericParam => p !== null);
+  const labelOf = (name: string) => Object.entries(FIDELITY_NUMERIC).find(([key]) => key === name)?.[1] ?? name;
   const models = useModels(projectId).data ?? [];
   const datasets = useDatasets(projectId).data ?? [];
-  const create = useCreateFidelityJob(projectId);
+  const create = useCreateJob(projectId);
   const [golden, setGolden] = useState("");
   const [compressed, setCompressed] = useState("");
   const [dataset, setDataset] = useState("");
@@ -89,7 +36,7 @@ function Form({ projectId, params }: { projectId: string; params: NumericParam[]
 
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
-    const body: Record<string, string | number> = {
+    const body: Record<string, unknown> = {
       golden_model_id: golden,
       compressed_model_id: compressed,
       dataset_id: dataset,
@@ -103,32 +50,15 @@ function Form({ projectId, params }: { projectId: string; params: NumericParam[]
       body[param.name] = parsed;
     }
     setProblem(golden === compressed ? "Golden and compressed are the same model: every divergence will be 0." : null);
-    create.mutate(body);
+    create.mutate({ kind: "fidelity", params: body });
   };
 
   return (
-    <form className="panel launch" onSubmit={submit} aria-labelledby="launch-heading">
-      <h2 id="launch-heading">Launch a fidelity job</h2>
+    <form onSubmit={submit} aria-labelledby="launch-heading">
       <div className="launch-grid">
         <ModelSelect label="Golden model" models={models} value={golden} onChange={setGolden} />
         <ModelSelect label="Compressed model" models={models} value={compressed} onChange={setCompressed} />
-        <label>
-          Dataset
-          <select
-            value={dataset}
-            onChange={(e) => {
-              setDataset(e.target.value);
-            }}
-            required
-          >
-            <option value="">Choose a dataset…</option>
-            {datasets.map((d) => (
-              <option key={d.id} value={d.id}>
-                {d.name} ({d.n_samples.toLocaleString("en-US")} samples)
-              </option>
-            ))}
-          </select>
-        </label>
+        <DatasetSelect datasets={datasets} value={dataset} onChange={setDataset} />
         {params.map((p) => (
           <NumberField
             key={p.name}
@@ -145,11 +75,7 @@ function Form({ projectId, params }: { projectId: string; params: NumericParam[]
         <button type="submit" disabled={create.isPending}>
           Launch
         </button>
-        {create.isSuccess && (
-          <span className="ok" role="status">
-            Job queued; follow it in the jobs table.
-          </span>
-        )}
+        {create.isSuccess && <Queued jobId={create.data.id} kind="fidelity" />}
       </div>
       {problem && <p className="warning">{problem}</p>}
       {create.isError && <ErrorMessage error={create.error} />}
@@ -159,12 +85,43 @@ function Form({ projectId, params }: { projectId: string; params: NumericParam[]
 
 export function LaunchForm({ projectId }: { projectId: string }) {
   const kinds = useJobKinds();
+  const [kind, setKind] = useState<Kind>("fidelity");
   if (kinds.isPending) return <Loading what="job parameters" />;
   if (kinds.isError) return <ErrorMessage error={kinds.error} />;
-  const schema = kinds.data.find((k) => k.kind === "fidelity")?.params_schema;
-  if (!isObject(schema)) return <ErrorMessage error="The API offers no fidelity job kind." />;
-  const params = Object.keys(NUMERIC)
-    .map((name) => numericParam(schema, name))
-    .filter((p): p is NumericParam => p !== null);
-  return <Form projectId={projectId} params={params} />;
+  const offered = KINDS.filter((k) => kinds.data.some((d) => d.kind === k.kind));
+  const current = kinds.data.find((k) => k.kind === kind);
+  const schema = current?.params_schema;
+  return (
+    <section className="panel launch" aria-labelledby="launch-heading">
+      <div className="launch-head">
+        <h2 id="launch-heading">Launch a {kind} job</h2>
+        {offered.length > 1 && (
+          <div className="segmented" role="radiogroup" aria-label="Job kind">
+            {offered.map((k) => (
+              <label key={k.kind} className={k.kind === kind ? "checked" : undefined}>
+                <input
+                  type="radio"
+                  name="job-kind"
+                  value={k.kind}
+                  checked={k.kind === kind}
+                  onChange={() => {
+                    setKind(k.kind);
+                  }}
+                />
+                {k.label}
+              </label>
+            ))}
+          </div>
+        )}
+      </div>
+      {current && <p className="muted small-text kind-description">{current.description}</p>}
+      {!isObject(schema) ? (
+        <ErrorMessage error={`The API offers no ${kind} job kind.`} />
+      ) : kind === "fidelity" ? (
+        <FidelityForm key="fidelity" projectId={projectId} schema={schema} />
+      ) : (
+        <SensitivityForm key="sensitivity" projectId={projectId} schema={schema} />
+      )}
+    </section>
+  );
 }

@@ -1,0 +1,319 @@
+// A sensitivity job's page: which layers tolerate which compression. The layers × configurations heatmap
+// (each layer alone, or all but it), the ranking, the selected layer's metadata and channel importance, the
+// whole-model row, the mixed-precision plans and the chunks the scan was split into (live while it runs).
+// The view, the ranking, the selected layer and the importance method live in the URL (a permalink).
+import { useCallback } from "react";
+import { ApiError } from "../api/http";
+import { isActive, useJob, useProject, useSensitivityReport, type ImportanceMethod } from "../api/queries";
+import type { Job, SensitivityReport } from "../api/types";
+import { Layout } from "../components/Layout";
+import { Empty, ErrorMessage, Loading } from "../components/QueryView";
+import { replaceRoute } from "../components/router";
+import { ProgressBar, StatusBadge } from "../components/Status";
+import { formatDuration, formatTime } from "../lib/format";
+import { DEFAULT_SAMPLE_QUERY, href, type SensitivityQuery } from "../lib/route";
+import { metricOf } from "../lib/sensitivity";
+import { useNames } from "../project/names";
+import { ChunksTable } from "../sensitivity/ChunksTable";
+import { LayerDetails, methodsOf } from "../sensitivity/LayerDetails";
+import { RankingList } from "../sensitivity/RankingList";
+import { SensitivityHeatmap } from "../sensitivity/SensitivityHeatmap";
+import { PlansSection, WholeModelTable } from "../sensitivity/WholeModelAndPlans";
+
+function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undefined }) {
+  const name = useNames(job.project_id);
+  const p = job.params;
+  const configs = Array.isArray(p.configs) ? p.configs.length : null;
+  return (
+    <dl className="facts">
+      <div>
+        <dt>Model</dt>
+        <dd>{name(p.model_id)}</dd>
+      </div>
+      <div>
+        <dt>Calibration set</dt>
+        <dd>{name(p.dataset_id)}</dd>
+      </div>
+      <div>
+        <dt>Samples</dt>
+        <dd>
+          {report
+            ? report.n_samples.toLocaleString("en-US")
+            : typeof p.max_samples === "number"
+              ? `up to ${p.max_samples.toLocaleString("en-US")}`
+              : "—"}
+        </dd>
+      </div>
+      <div>
+        <dt>Configurations</dt>
+        <dd>{configs ?? "—"}</dd>
+      </div>
+      {report && (
+        <>
+          <div>
+            <dt>Layers scanned</dt>
+            <dd>
+              {report.matrix.rows.length} of {report.layers.length}
+            </dd>
+          </div>
+          <div>
+            <dt>Output</dt>
+            <dd>
+              <code>{report.primary_output}</code> ({report.output_kind})
+            </dd>
+          </div>
+          <div>
+            <dt>Ranked by</dt>
+            <dd>{metricOf(report.ranking_metric) === "kl" ? "KL mean" : "−SQNR"}</dd>
+          </div>
+        </>
+      )}
+      <div>
+        <dt>Status</dt>
+        <dd>
+          <StatusBadge status={job.status} />
+        </dd>
+      </div>
+      <div>
+        <dt>{isActive(job) ? "Started" : "Finished"}</dt>
+        <dd>
+          {isActive(job)
+            ? formatTime(job.started_at)
+            : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
+        </dd>
+      </div>
+    </dl>
+  );
+}
+
+function ViewToggle({
+  view,
+  onChange,
+}: {
+  view: SensitivityQuery["view"];
+  onChange: (v: SensitivityQuery["view"]) => void;
+}) {
+  const options: { value: SensitivityQuery["view"]; label: string }[] = [
+    { value: "only", label: "Only this layer compressed" },
+    { value: "all_but", label: "All but this layer compressed" },
+  ];
+  return (
+    <div className="segmented" role="radiogroup" aria-label="Heatmap view">
+      {options.map((o) => (
+        <label key={o.value} className={o.value === view ? "checked" : undefined}>
+          <input
+            type="radio"
+            name="sensitivity-view"
+            value={o.value}
+            checked={o.value === view}
+            onChange={() => {
+              onChange(o.value);
+            }}
+          />
+          {o.label}
+        </label>
+      ))}
+    </div>
+  );
+}
+
+function Results({
+  job,
+  report,
+  whole,
+  query,
+  hasAllBut,
+  setQuery,
+}: {
+  job: Job;
+  report: SensitivityReport;
+  /** The report with the whole-model row (the "only" one). */
+  whole: SensitivityReport;
+  query: SensitivityQuery;
+  hasAllBut: boolean;
+  setQuery: (change: Partial<SensitivityQuery>) => void;
+}) {
+  const methods = methodsOf(job.params);
+  const method = methods.find((m) => m === query.method) ?? methods[0] ?? null;
+  const ranking = query.ranking !== null && report.matrix.columns.includes(query.ranking) ? query.ranking : null;
+  const select = useCallback(
+    (layer: string) => {
+      setQuery({ layer });
+    },
+    [setQuery],
+  );
+  const layer = query.layer;
+  return (
+    <>
+      {report.notes.map((n) => (
+        <p key={n} className="note">
+          {n}
+        </p>
+      ))}
+      <section aria-labelledby="matrix-heading">
+        <div className="chart-head">
+          <h2 id="matrix-heading">Layers × configurations</h2>
+          {hasAllBut && (
+            <ViewToggle
+              view={query.view}
+              onChange={(view) => {
+                setQuery({ view });
+              }}
+            />
+          )}
+        </div>
+        {report.matrix.rows.length === 0 ? (
+          <Empty>No layer was scanned.</Empty>
+        ) : (
+          <div className="split sensitivity-split">
+            <SensitivityHeatmap report={report} selected={layer} onSelect={select} />
+            <RankingList
+              report={report}
+              config={ranking}
+              selected={layer}
+              onConfig={(config) => {
+                setQuery({ ranking: config });
+              }}
+              onSelect={select}
+            />
+          </div>
+        )}
+      </section>
+      <section aria-labelledby="layer-heading">
+        <div className="chart-head">
+          <h2 id="layer-heading">Selected layer</h2>
+          <label className="inline">
+            Layer
+            <select
+              value={layer ?? ""}
+              onChange={(e) => {
+                setQuery({ layer: e.target.value || null });
+              }}
+            >
+              <option value="">Choose a layer…</option>
+              {report.layers.map((l) => (
+                <option key={l.name} value={l.name}>
+                  {l.name} ({l.type})
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
+        {layer === null ? (
+          <Empty>
+            Click a cell of the heatmap or a layer of the ranking to see its metadata and channel importance.
+          </Empty>
+        ) : (
+          <LayerDetails
+            jobId={job.id}
+            report={report}
+            layer={layer}
+            methods={methods}
+            method={method}
+            onMethod={(m: ImportanceMethod) => {
+              setQuery({ method: m });
+            }}
+          />
+        )}
+      </section>
+      <h2>Whole model and mixed precision</h2>
+      <WholeModelTable report={whole} />
+      <PlansSection jobId={job.id} />
+    </>
+  );
+}
+
+function JobNotDone({ job }: { job: Job }) {
+  if (isActive(job)) {
+    return (
+      <div className="panel" role="status">
+        <p>This scan is {job.status}; the heatmap appears when it succeeds.</p>
+        <ProgressBar value={job.progress} label="Job progress" /> <span className="muted">{job.progress_message}</span>
+      </div>
+    );
+  }
+  return (
+    <div className="panel">
+      <p>This scan {job.status === "cancelled" ? "was cancelled" : "failed"}: there are no results.</p>
+      {job.error && (
+        <p className="error" role="alert">
+          {job.error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function SensitivityPage({ jobId, query }: { jobId: string; query: SensitivityQuery }) {
+  const job = useJob(jobId);
+  const succeeded = job.data?.status === "succeeded" && job.data.kind === "sensitivity";
+  const hasAllBut = job.data?.params.all_but === true;
+  const view = hasAllBut ? query.view : "only";
+  // The "only" matrix carries the whole-model row in both views; the all-but one is read when shown.
+  const only = useSensitivityReport(jobId, "only", succeeded);
+  const allBut = useSensitivityReport(jobId, "all_but", succeeded && view === "all_but");
+  const report = view === "all_but" ? allBut : only;
+  const projectId = job.data?.project_id ?? "";
+  const project = useProject(projectId);
+  const name = useNames(projectId);
+  const setQuery = useCallback(
+    (change: Partial<SensitivityQuery>) => {
+      replaceRoute({ page: "sensitivity", jobId, query: { ...query, ...change } });
+    },
+    [jobId, query],
+  );
+  const title = job.data ? `Sensitivity of ${name(job.data.params.model_id)}` : "Sensitivity scan";
+  return (
+    <Layout
+      crumbs={[
+        { label: "Projects", href: href({ page: "projects" }) },
+        { label: project.data?.name ?? "Project", href: projectId ? href({ page: "project", projectId }) : undefined },
+        { label: "Sensitivity scan" },
+      ]}
+      title={title}
+      actions={
+        projectId && (
+          <a className="button" href={href({ page: "compare", projectId, query: { jobs: [jobId], config: null } })}>
+            Compare scans
+          </a>
+        )
+      }
+    >
+      {job.isPending && <Loading what="the job" />}
+      {job.isError && <ErrorMessage error={job.error} />}
+      {job.data && (
+        <>
+          <JobFacts job={job.data} report={report.data} />
+          {job.data.kind !== "sensitivity" ? (
+            <p className="error">
+              Job {jobId} is a {job.data.kind} job, not a sensitivity scan.{" "}
+              {job.data.kind === "fidelity" && (
+                <a href={href({ page: "report", jobId, query: DEFAULT_SAMPLE_QUERY })}>Its report</a>
+              )}
+            </p>
+          ) : !succeeded ? (
+            <JobNotDone job={job.data} />
+          ) : report.isPending ? (
+            <Loading what="the sensitivity matrix" />
+          ) : report.isError ? (
+            report.error instanceof ApiError && report.error.status === 404 && view === "all_but" ? (
+              <Empty>This scan has no all-but view: it ran with all_but set to false.</Empty>
+            ) : (
+              <ErrorMessage error={report.error} />
+            )
+          ) : (
+            <Results
+              job={job.data}
+              report={report.data}
+              whole={only.data ?? report.data}
+              query={{ ...query, view }}
+              hasAllBut={hasAllBut}
+              setQuery={setQuery}
+            />
+          )}
+          {job.data.kind === "sensitivity" && <ChunksTable job={job.data} />}
+        </>
+      )}
+    </Layout>
+  );
+}

@@ -1,0 +1,121 @@
+// Form fields shared by the job launchers.
+import type { Dataset, Model } from "../api/types";
+import { stringAt, type JsonObject } from "../lib/json";
+import type { NumericParam } from "../lib/paramSchema";
+import { DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
+
+export function ModelSelect({
+  label,
+  models,
+  value,
+  onChange,
+}: {
+  label: string;
+  models: Model[];
+  value: string;
+  onChange: (id: string) => void;
+}) {
+  return (
+    <label>
+      {label}
+      <select
+        value={value}
+        onChange={(e) => {
+          onChange(e.target.value);
+        }}
+        required
+      >
+        <option value="">Choose a model…</option>
+        {models.map((m) => (
+          <option key={m.id} value={m.id} disabled={m.status === "invalid"}>
+            {m.name}
+            {m.status === "ready" ? "" : ` (${m.status})`}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export function DatasetSelect({
+  datasets,
+  value,
+  onChange,
+}: {
+  datasets: Dataset[];
+  value: string;
+  onChange: (id: string) => void;
+}) {
+  return (
+    <label>
+      Dataset
+      <select
+        value={value}
+        onChange={(e) => {
+          onChange(e.target.value);
+        }}
+        required
+      >
+        <option value="">Choose a dataset…</option>
+        {datasets.map((d) => (
+          <option key={d.id} value={d.id}>
+            {d.name} ({d.n_samples.toLocaleString("en-US")} samples)
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export function NumberField({
+  param,
+  label,
+  value,
+  onChange,
+  required = true,
+}: {
+  param: NumericParam;
+  label: string;
+  value: string;
+  onChange: (v: string) => void;
+  required?: boolean;
+}) {
+  return (
+    <label>
+      {label}
+      <input
+        type="number"
+        inputMode="decimal"
+        step={param.integer ? 1 : "any"}
+        min={param.minimum ?? undefined}
+        max={param.maximum ?? undefined}
+        value={value}
+        onChange={(e) => {
+          onChange(e.target.value);
+        }}
+        required={required}
+      />
+      <span className="muted small-text">{param.description}</span>
+    </label>
+  );
+}
+
+/** "Job queued" with a link to the job's page when it has one. */
+export function Queued({ jobId, kind }: { jobId: string; kind: string }) {
+  return (
+    <span className="ok" role="status">
+      Job queued; follow it in the jobs table
+      {kind === "sensitivity" && (
+        <>
+          {" "}
+          or on <a href={href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })}>its page</a>
+        </>
+      )}
+      .
+    </span>
+  );
+}
+
+/** The schema's own description of a property, for help text. */
+export const describeParam = (schema: JsonObject, name: string): string =>
+  stringAt(schema, `properties.${name}.description`) ?? "";
