@@ -285,6 +285,9 @@ export function useSensitivityJobs(projectId: string) {
         }),
       ),
     enabled: projectId !== "",
+    // Scans finish while the user looks elsewhere: never show a remembered list without asking again.
+    staleTime: 0,
+    refetchOnMount: "always",
   });
 }
 

@@ -169,7 +169,7 @@ export function ProfilesCompare({
         <Loading what="sensitivity scans" />
       ) : jobs.isError ? (
         <ErrorMessage error={jobs.error} />
-      ) : items.length === 0 ? (
+      ) : items.length === 0 && selected.length === 0 ? (
         <Empty>No succeeded sensitivity scans yet: launch one from the project page.</Empty>
       ) : (
         <>
