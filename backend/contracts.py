@@ -11,19 +11,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from backend.compression_contracts import CompressionConfigIn, NoiseIn, WeightQuantIn
+from backend.compression_contracts import (
+    ActivationQuantIn,
+    CompressionConfigIn,
+    FloatCastIn,
+    LowRankIn,
+    MagnitudePruneIn,
+    NoiseIn,
+    QuantizeIn,
+    WeightQuantIn,
+)
 
 
 class JobKind(StrEnum):
     inspect = "inspect"
     fidelity = "fidelity"
     sensitivity = "sensitivity"
+    sweep = "sweep"
 
 
 TASK_NAMES: dict[JobKind, str] = {
     JobKind.inspect: "kneeboard.inspect_model",
     JobKind.fidelity: "kneeboard.fidelity",
     JobKind.sensitivity: "kneeboard.sensitivity",
+    JobKind.sweep: "kneeboard.sweep",
 }
 
 # Tasks of jobs that fan out over the worker pool (backend/chunk_lifecycle.py): args (job id, chunk index)
@@ -32,7 +43,7 @@ CHUNK_TASK = "kneeboard.chunk"
 MERGE_TASK = "kneeboard.merge"
 
 # Kinds that users create through POST /jobs; "inspect" jobs are created by model uploads.
-USER_JOB_KINDS = (JobKind.fidelity, JobKind.sensitivity)
+USER_JOB_KINDS = (JobKind.fidelity, JobKind.sensitivity, JobKind.sweep)
 
 
 class InspectParams(BaseModel):
@@ -141,10 +152,74 @@ class SensitivityJobParams(BaseModel):
         return self
 
 
+def _default_sweep_configs() -> list[CompressionConfigIn]:
+    w8 = WeightQuantIn(bits=8, per_channel=True)
+    w4 = WeightQuantIn(bits=4, per_channel=True)
+    return [
+        QuantizeIn(weights=w8, activations=ActivationQuantIn(bits=8)),
+        QuantizeIn(weights=w8, activations=ActivationQuantIn(bits=16)),
+        QuantizeIn(weights=w4, activations=ActivationQuantIn(bits=8)),
+        w8,
+        w4,
+        FloatCastIn(dtype="fp16"),
+        MagnitudePruneIn(sparsity=0.5),
+        LowRankIn(rank_ratio=0.5),
+    ]
+
+
+class MixedPrecisionSource(BaseModel):
+    """Points taken from a succeeded sensitivity job's mixed-precision planning, one per average bit-width."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    sensitivity_job_id: uuid.UUID
+    average_bits: list[float] = Field(min_length=1, max_length=16, description="Budgets, in average bits.")
+
+    @model_validator(mode="after")
+    def _check(self) -> MixedPrecisionSource:
+        if any(not 1 <= b <= 16 for b in self.average_bits):
+            raise ValueError("average_bits must lie between 1 and 16")
+        return self
+
+
+class SweepJobParams(BaseModel):
+    """Evaluate whole-model compression configurations (one point each, spread over the worker pool):
+    fidelity, size, MACs/BOPs and measured latency, for a Pareto frontier; each point exportable."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    model_id: uuid.UUID = Field(description="The golden model.")
+    dataset_id: uuid.UUID = Field(description="Evaluation data; also the calibration data of activations.")
+    configs: list[CompressionConfigIn] = Field(
+        default_factory=_default_sweep_configs,
+        max_length=64,
+        description="Whole-model configurations (each applied to every compressible layer).",
+    )
+    mixed_precision: MixedPrecisionSource | None = Field(
+        default=None, description="Also the mixed-precision plans of a sensitivity job of the same model."
+    )
+    max_samples: int = Field(default=512, ge=1, le=100_000)
+    batch_size: int = Field(default=64, ge=1, le=65536)
+    latency: bool = Field(default=True, description="Time the points a real runtime can execute.")
+    latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 32], min_length=1, max_length=4)
+    latency_repeats: int = Field(default=30, ge=3, le=1000)
+    export: bool = Field(default=True, description="Store each point's model as a downloadable ONNX file.")
+    threads: int = Field(default=1, ge=1, le=256, description="Intra-op threads, pinned for timing.")
+
+    @model_validator(mode="after")
+    def _check(self) -> SweepJobParams:
+        if not self.configs and self.mixed_precision is None:
+            raise ValueError("a sweep needs configs, mixed_precision or both")
+        if any(not 1 <= b <= 4096 for b in self.latency_batch_sizes):
+            raise ValueError("latency_batch_sizes must lie between 1 and 4096")
+        return self
+
+
 PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {
     JobKind.inspect: InspectParams,
     JobKind.fidelity: FidelityJobParams,
     JobKind.sensitivity: SensitivityJobParams,
+    JobKind.sweep: SweepJobParams,
 }
 
 # Result keys under which workers store documents in job_results.

@@ -3,7 +3,7 @@ measured in the same run (absolute times are not comparable across machines or r
 
 from __future__ import annotations
 
-from bench import bench_fidelity, bench_pareto, bench_sensitivity, bench_upload
+from bench import bench_fidelity, bench_frontier, bench_pareto, bench_sensitivity, bench_upload
 
 
 def main() -> None:
@@ -12,6 +12,8 @@ def main() -> None:
     bench_upload.main()
     print()
     bench_pareto.main()
+    print()
+    bench_frontier.main()
     print()
     bench_sensitivity.main()
 

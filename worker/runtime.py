@@ -24,7 +24,7 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from backend import job_lifecycle
-from backend.db.models import Job, JobResult, JobStatus, SampleDivergence
+from backend.db.models import Job, JobResult, JobStatus, SampleDivergence, SweepPoint
 from backend.db.session import session_factory
 from backend.settings import Settings, get_settings
 from backend.storage import ArtifactStore, store_from_uri
@@ -111,6 +111,7 @@ class JobHandler(FailureHook, Protocol):
 def clear_results(session: Session, job_id: uuid.UUID) -> None:
     """Remove what an earlier attempt of this job may have stored: writes are idempotent per job."""
     session.execute(delete(SampleDivergence).where(SampleDivergence.job_id == job_id))
+    session.execute(delete(SweepPoint).where(SweepPoint.job_id == job_id))
     session.execute(delete(JobResult).where(JobResult.job_id == job_id))
 
 

@@ -14,8 +14,12 @@ from worker.fanout import FanOutHandler, execute_chunk, execute_fanout_job, exec
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.runtime import execute_job
 from worker.sensitivity_handler import SensitivityHandler
+from worker.sweep_handler import SweepHandler
 
-FANOUT_HANDLERS: dict[str, FanOutHandler] = {JobKind.sensitivity.value: SensitivityHandler()}
+FANOUT_HANDLERS: dict[str, FanOutHandler] = {
+    JobKind.sensitivity.value: SensitivityHandler(),
+    JobKind.sweep.value: SweepHandler(),
+}
 """Handlers of the kinds whose jobs fan out, by job kind."""
 
 
@@ -38,6 +42,11 @@ def fidelity(job_id: str) -> str:
 @app.task(name=TASK_NAMES[JobKind.sensitivity])
 def sensitivity(job_id: str) -> str:
     return execute_fanout_job(job_id, FANOUT_HANDLERS[JobKind.sensitivity.value])
+
+
+@app.task(name=TASK_NAMES[JobKind.sweep])
+def sweep(job_id: str) -> str:
+    return execute_fanout_job(job_id, FANOUT_HANDLERS[JobKind.sweep.value])
 
 
 @app.task(name=CHUNK_TASK)

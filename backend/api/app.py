@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses, install_error_handlers
-from backend.api.routes import datasets, fidelity, jobs, models, projects, sensitivity
+from backend.api.routes import datasets, fidelity, jobs, models, projects, sensitivity, sweep
 from backend.api.upload_limit import UploadLimitMiddleware
 from backend.api.validation import refuse_unstorable_input
 from backend.errors import (
@@ -77,6 +77,7 @@ def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> 
         jobs.router,
         fidelity.router,
         sensitivity.router,
+        sweep.router,
     ):
         api.include_router(router)
     app.include_router(api)

@@ -180,6 +180,28 @@ class JobChunk(Base):
     error: Mapped[str | None] = mapped_column(Text, default=None)
 
 
+class SweepPoint(Base):
+    """One evaluated configuration of a sweep job: its fidelity, cost and latency, queryable for frontiers.
+
+    `objectives` holds the point's numbers flat (name → value: kl_mean, size_bytes, latency_p50_ms_b1...),
+    the axes a Pareto frontier can be drawn on; `point` the full document; `export_*` the runnable model
+    file stored for download.
+    """
+
+    __tablename__ = "sweep_points"
+    __table_args__ = (UniqueConstraint("job_id", "index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    index: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(500))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    objectives: Mapped[dict[str, Any]] = mapped_column(JSON)
+    point: Mapped[dict[str, Any]] = mapped_column(JSON)
+    export_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
+    export_manifest: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+
+
 class JobResult(Base):
     """A named result document of a job (e.g. "fidelity.summary"). One row per (job, key): writes are upserts."""
 

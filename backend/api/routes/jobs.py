@@ -18,6 +18,7 @@ from backend.contracts import (
     FidelityJobParams,
     JobKind,
     SensitivityJobParams,
+    SweepJobParams,
 )
 from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project
 from backend.errors import (
@@ -70,6 +71,8 @@ def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
         return [params.golden_model_id, params.compressed_model_id], [params.dataset_id]
     if isinstance(params, SensitivityJobParams):
         return [params.model_id], [params.dataset_id]
+    if isinstance(params, SweepJobParams):
+        return [params.model_id], [params.dataset_id]
     return [], []
 
 
@@ -81,6 +84,22 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
             raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
     for dataset_id in dataset_ids:
         get_in_project_or_404(session, Dataset, dataset_id, project_id)
+    if isinstance(params, SweepJobParams) and params.mixed_precision is not None:
+        source_id = params.mixed_precision.sensitivity_job_id
+        source = get_in_project_or_404(session, Job, source_id, project_id)
+        if source.kind != JobKind.sensitivity.value:
+            raise InvalidRequest(
+                f"params.mixed_precision.sensitivity_job_id: job {source_id} is a {source.kind} job"
+            )
+        if source.status != JobStatus.succeeded.value:
+            raise Conflict(
+                f"the sensitivity job {source_id} is {source.status}; plans exist once it has succeeded"
+            )
+        if source.params.get("model_id") != str(params.model_id):
+            raise InvalidRequest(
+                f"params.mixed_precision.sensitivity_job_id: job {source_id} scanned another model "
+                f"({source.params.get('model_id')}), not {params.model_id}"
+            )
 
 
 @router.post(

@@ -266,6 +266,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/sweep/points": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List Sweep Points */
+        get: operations["listSweepPoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/sweep/points/{index}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Sweep Point */
+        get: operations["getSweepPoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/sweep/points/{index}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Sweep Point
+         * @description A zip of the point's runnable ONNX model and its manifest (configuration, metrics, source model hash,
+         *     what is real and what is simulated, file size on disk next to the computed size).
+         */
+        get: operations["exportSweepPoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/models/{model_id}": {
         parameters: {
             query?: never;
@@ -388,6 +443,26 @@ export interface paths {
          *     axis and aggregated by layer type, with the configurations they have in common.
          */
         get: operations["compareSensitivityProfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sweep-frontier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Sweep Frontier
+         * @description The Pareto frontier of the points of one or several sweeps over 1 to 3 objectives, after the bounds.
+         */
+        get: operations["getSweepFrontier"];
         put?: never;
         post?: never;
         delete?: never;
@@ -642,6 +717,64 @@ export interface components {
             type: string;
         };
         /**
+         * FrontierOut
+         * @description The non-dominated points (no other point at least as good on every objective and better on one).
+         */
+        FrontierOut: {
+            /** Constraints */
+            constraints: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Excluded
+             * @description Points without a finite value for an objective or bound.
+             */
+            excluded: string[];
+            /**
+             * Filtered
+             * @description Points outside the bounds.
+             */
+            filtered: number;
+            /**
+             * Frontier
+             * @description In order along the first objective.
+             */
+            frontier: components["schemas"]["FrontierPointOut"][];
+            /**
+             * Knee
+             * @description The frontier's knee: the best trade-off (see docs/design-notes.md).
+             */
+            knee: string | null;
+            /** Knee Method */
+            knee_method: string;
+            /** N Points */
+            n_points: number;
+            /** Objectives */
+            objectives: {
+                [key: string]: string;
+            }[];
+        };
+        /** FrontierPointOut */
+        FrontierPointOut: {
+            /** Id */
+            id: string;
+            /** Index */
+            index: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Knee */
+            knee: boolean;
+            /** Label */
+            label: string;
+            /** Objectives */
+            objectives: {
+                [key: string]: number | null;
+            };
+        };
+        /**
          * JobChunkOut
          * @description One piece of a job that fanned out: which worker computed it, how often it was tried, and why it
          *     failed. Its spec says what the chunk covers (e.g. which layers).
@@ -690,7 +823,7 @@ export interface components {
          * JobKind
          * @enum {string}
          */
-        JobKind: "inspect" | "fidelity" | "sensitivity";
+        JobKind: "inspect" | "fidelity" | "sensitivity" | "sweep";
         /** JobKindOut */
         JobKindOut: {
             /** Description */
@@ -983,6 +1116,17 @@ export interface components {
             /** Total */
             total: number;
         };
+        /** Page[SweepPointOut] */
+        Page_SweepPointOut_: {
+            /** Items */
+            items: components["schemas"]["SweepPointOut"][];
+            /** Limit */
+            limit: number;
+            /** Offset */
+            offset: number;
+            /** Total */
+            total: number;
+        };
         /** ProfileLayerOut */
         ProfileLayerOut: {
             /** Depth Fraction */
@@ -1262,6 +1406,50 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
+        };
+        /** SweepPointOut */
+        SweepPointOut: {
+            /** Config */
+            config: {
+                [key: string]: unknown;
+            };
+            /** Export Available */
+            export_available: boolean;
+            /** Export Manifest */
+            export_manifest?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Id
+             * @description '<job id>:<index>', the point's id on a frontier.
+             */
+            id: string;
+            /** Index */
+            index: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Label
+             * @description The configuration's id, e.g. w8-sym-channel+a8-minmax.
+             */
+            label: string;
+            /**
+             * Objectives
+             * @description The point's numbers by name (kl_mean, top1_agreement, size_bytes, bops, latency_p50_ms_b1...): the axes a frontier can use.
+             */
+            objectives: {
+                [key: string]: number | null;
+            };
+            /**
+             * Point
+             * @description Everything measured (with ?details=true).
+             */
+            point?: {
+                [key: string]: unknown;
+            } | null;
         };
     };
     responses: never;
@@ -2054,6 +2242,160 @@ export interface operations {
             };
         };
     };
+    listSweepPoints: {
+        parameters: {
+            query?: {
+                /** @description Include each point's full document and manifest. */
+                details?: boolean;
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_SweepPointOut_"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSweepPoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                index: number;
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepPointOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    exportSweepPoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                index: number;
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description model.onnx + manifest.json */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": unknown;
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     getModel: {
         parameters: {
             query?: never;
@@ -2549,6 +2891,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SensitivityComparisonOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSweepFrontier: {
+        parameters: {
+            query: {
+                /** @description name<=value or name>=value, e.g. top1_agreement>=0.99. */
+                bound?: string[] | null;
+                /** @description Sweep jobs. */
+                job_ids: string[];
+                /** @description name:min or name:max, e.g. kl_mean:min, size_bytes:min. */
+                objective: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FrontierOut"];
                 };
             };
             /** @description Not Found: error is not_found. */

@@ -1,0 +1,247 @@
+"""Results of sweep jobs: the evaluated points, the Pareto frontier over any objectives and constraints
+(across several sweeps), and the download of a point's model."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import uuid
+import zipfile
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select
+
+from backend.api.deps import SessionDep
+from backend.api.errors import error_responses
+from backend.api.routes.lookup import succeeded_job
+from backend.api.schemas import Page
+from backend.contracts import JobKind
+from backend.db.models import Job, SweepPoint
+from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.pareto import Bound, pareto_from_records
+
+router = APIRouter(tags=["sweep"])
+RESULT_ERRORS = error_responses(NotFound, Conflict)
+
+
+class SweepPointOut(BaseModel):
+    job_id: uuid.UUID
+    index: int
+    id: str = Field(description="'<job id>:<index>', the point's id on a frontier.")
+    label: str = Field(description="The configuration's id, e.g. w8-sym-channel+a8-minmax.")
+    config: dict[str, Any]
+    objectives: dict[str, float | None] = Field(
+        description="The point's numbers by name (kl_mean, top1_agreement, size_bytes, bops, "
+        "latency_p50_ms_b1...): the axes a frontier can use."
+    )
+    point: dict[str, Any] | None = Field(
+        default=None, description="Everything measured (with ?details=true)."
+    )
+    export_available: bool
+    export_manifest: dict[str, Any] | None = None
+
+
+def _out(row: SweepPoint, details: bool) -> SweepPointOut:
+    return SweepPointOut(
+        job_id=row.job_id,
+        index=row.index,
+        id=f"{row.job_id}:{row.index}",
+        label=row.label,
+        config=row.config,
+        objectives=row.objectives,
+        point=row.point if details else None,
+        export_available=row.export_sha256 is not None,
+        export_manifest=row.export_manifest if details else None,
+    )
+
+
+@router.get("/jobs/{job_id}/sweep/points", operation_id="listSweepPoints", responses=RESULT_ERRORS)
+def list_sweep_points(
+    job_id: uuid.UUID,
+    session: SessionDep,
+    details: bool = Query(default=False, description="Include each point's full document and manifest."),
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[SweepPointOut]:
+    succeeded_job(session, job_id, JobKind.sweep)
+    total = session.execute(select(func.count()).where(SweepPoint.job_id == job_id)).scalar_one()
+    rows = session.scalars(
+        select(SweepPoint)
+        .where(SweepPoint.job_id == job_id)
+        .order_by(SweepPoint.index)
+        .limit(limit)
+        .offset(offset)
+    )
+    return Page[SweepPointOut](
+        items=[_out(r, details) for r in rows], total=total, limit=limit, offset=offset
+    )
+
+
+@router.get("/jobs/{job_id}/sweep/points/{index}", operation_id="getSweepPoint", responses=RESULT_ERRORS)
+def get_sweep_point(
+    job_id: uuid.UUID, index: Annotated[int, Path(ge=0)], session: SessionDep
+) -> SweepPointOut:
+    return _out(_point(session, job_id, index), details=True)
+
+
+def _point(session: SessionDep, job_id: uuid.UUID, index: int) -> SweepPoint:
+    succeeded_job(session, job_id, JobKind.sweep)
+    row = session.scalars(
+        select(SweepPoint).where(SweepPoint.job_id == job_id, SweepPoint.index == index)
+    ).first()
+    if row is None:
+        raise NotFound(
+            f"sweep job {job_id} has no point {index}; list them with GET /jobs/{job_id}/sweep/points"
+        )
+    return row
+
+
+_OBJECTIVE = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]{1,100}):(?P<direction>min|max)$")
+_BOUND = re.compile(r"^(?P<name>[A-Za-z0-9_.\-]{1,100})(?P<op><=|>=)(?P<value>[-+0-9.eE]{1,40})$")
+
+
+def _objectives(raw: list[str]) -> list[tuple[str, str]]:
+    parsed = []
+    for item in raw:
+        match = _OBJECTIVE.match(item)
+        if match is None:
+            raise InvalidRequest(f"objective {item!r}: expected name:min or name:max, e.g. kl_mean:min")
+        parsed.append((match["name"], match["direction"]))
+    return parsed
+
+
+def _bounds(raw: list[str]) -> list[Bound]:
+    bounds = []
+    for item in raw:
+        match = _BOUND.match(item)
+        try:
+            value = float(match["value"]) if match else float("nan")
+        except ValueError:
+            value = float("nan")
+        if match is None or value != value:
+            raise InvalidRequest(f"bound {item!r}: expected name<=number or name>=number, e.g. kl_mean<=0.01")
+        at_most = value if match["op"] == "<=" else None
+        at_least = value if match["op"] == ">=" else None
+        bounds.append(Bound(match["name"], at_least=at_least, at_most=at_most))
+    return bounds
+
+
+class FrontierPointOut(BaseModel):
+    id: str
+    job_id: uuid.UUID
+    index: int
+    label: str
+    objectives: dict[str, float | None]
+    knee: bool
+
+
+class FrontierOut(BaseModel):
+    """The non-dominated points (no other point at least as good on every objective and better on one)."""
+
+    objectives: list[dict[str, str]]
+    frontier: list[FrontierPointOut] = Field(description="In order along the first objective.")
+    knee: str | None = Field(
+        description="The frontier's knee: the best trade-off (see docs/design-notes.md)."
+    )
+    knee_method: str
+    excluded: list[str] = Field(description="Points without a finite value for an objective or bound.")
+    filtered: int = Field(description="Points outside the bounds.")
+    n_points: int
+    constraints: list[dict[str, Any]]
+
+
+@router.get("/sweep-frontier", operation_id="getSweepFrontier", responses=RESULT_ERRORS)
+def get_sweep_frontier(
+    session: SessionDep,
+    job_ids: Annotated[list[uuid.UUID], Query(min_length=1, max_length=50, description="Sweep jobs.")],
+    objective: Annotated[
+        list[str],
+        Query(
+            min_length=1, max_length=3, description="name:min or name:max, e.g. kl_mean:min, size_bytes:min."
+        ),
+    ],
+    bound: Annotated[
+        list[str] | None,
+        Query(max_length=10, description="name<=value or name>=value, e.g. top1_agreement>=0.99."),
+    ] = None,
+) -> FrontierOut:
+    """The Pareto frontier of the points of one or several sweeps over 1 to 3 objectives, after the bounds."""
+    objectives, bounds = _objectives(objective), _bounds(bound or [])
+    for job_id in dict.fromkeys(job_ids):
+        succeeded_job(session, job_id, JobKind.sweep)
+    rows = session.execute(
+        select(SweepPoint.job_id, SweepPoint.index, SweepPoint.label, SweepPoint.objectives).where(
+            SweepPoint.job_id.in_(job_ids)
+        )
+    ).all()
+    records = {f"{job}:{index}": (job, index, label, values) for job, index, label, values in rows}
+    known = {name for *_, values in records.values() for name in values}
+    unknown = [name for name, _ in objectives if name not in known] + [
+        b.objective for b in bounds if b.objective not in known
+    ]
+    if unknown and records:
+        raise InvalidRequest(f"unknown objective(s) {unknown}; these sweeps measured: {sorted(known)}")
+    result = pareto_from_records(
+        [{"id": pid, "values": values} for pid, (*_, values) in records.items()], objectives, bounds
+    )
+    frontier = [
+        FrontierPointOut(
+            id=str(pid),
+            job_id=records[str(pid)][0],
+            index=records[str(pid)][1],
+            label=records[str(pid)][2],
+            objectives=records[str(pid)][3],
+            knee=pid == result.knee,
+        )
+        for pid in result.frontier
+    ]
+    doc = result.to_dict()
+    return FrontierOut(
+        objectives=doc["objectives"],
+        frontier=frontier,
+        knee=None if result.knee is None else str(result.knee),
+        knee_method=result.knee_method,
+        excluded=[str(pid) for pid in result.excluded],
+        filtered=result.filtered,
+        n_points=result.n_points,
+        constraints=[b.to_dict() for b in result.constraints],
+    )
+
+
+@router.get(
+    "/jobs/{job_id}/sweep/points/{index}/export",
+    operation_id="exportSweepPoint",
+    responses=RESULT_ERRORS
+    | {200: {"content": {"application/zip": {}}, "description": "model.onnx + manifest.json"}},
+    response_class=StreamingResponse,
+)
+def export_sweep_point(
+    job_id: uuid.UUID, index: Annotated[int, Path(ge=0)], session: SessionDep, request: Request
+) -> StreamingResponse:
+    """A zip of the point's runnable ONNX model and its manifest (configuration, metrics, source model hash,
+    what is real and what is simulated, file size on disk next to the computed size)."""
+    row = _point(session, job_id, index)
+    if row.export_sha256 is None:
+        raise NotFound(f"point {index} of job {job_id} has no exported model (the job ran with export=false)")
+    job = session.get_one(Job, job_id)
+    store = request.app.state.store
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(store.local_path(row.export_sha256), "model.onnx")
+        manifest = dict(row.export_manifest or {}) | {
+            "job_id": str(job.id),
+            "point_index": index,
+            "label": row.label,
+        }
+        archive.writestr("manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    buffer.seek(0)
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", row.label)[:80] or "point"
+    return StreamingResponse(
+        buffer,
+        media_type="application/zip",
+        headers={"content-disposition": f'attachment; filename="kneeboard-{name}.zip"'},
+    )

@@ -1,0 +1,97 @@
+"""A sweep through the real queue: configurations evaluated in parallel by two workers, stored as points,
+the Pareto frontier over them, and an exported model that reproduces its stored figures in ONNX Runtime."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from scipy.special import log_softmax
+from scipy.stats import entropy
+
+from tests.e2e.conftest import Stack
+
+pytestmark = pytest.mark.e2e
+
+
+def _logits(model: bytes | str, x: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
+    make_stack: Any, demo_files: Any
+) -> None:
+    stack: Stack = make_stack()
+    stack.add_worker("w1")
+    stack.add_worker("w2")
+    c = stack.client
+    project = c.create_project("sweep")
+    model = c.upload_model(project["id"], demo_files.golden_onnx)
+    dataset = c.upload_dataset(project["id"], demo_files.test_npz)
+    assert c.wait_model(model["id"], timeout=120)["status"] == "ready"
+    configs = [
+        {"type": "weight_quant", "bits": 8, "per_channel": True},
+        {"type": "weight_quant", "bits": 4},
+        {"type": "magnitude_prune", "sparsity": 0.5},
+    ]
+    job = c.create_job(
+        project["id"],
+        "sweep",
+        {
+            "model_id": model["id"],
+            "dataset_id": dataset["id"],
+            "configs": configs,
+            "max_samples": 200,
+            "latency_batch_sizes": [1, 8],
+            "latency_repeats": 5,
+        },
+    )
+    done = c.wait_job(job["id"], timeout=300)
+    assert done["status"] == "succeeded", done["error"]
+    chunks = c.http.get(f"/jobs/{job['id']}/chunks").json()
+    assert len(chunks) == 4 and len({ch["worker_id"] for ch in chunks}) == 2
+
+    points = c.http.get(f"/jobs/{job['id']}/sweep/points", params={"details": True}).json()["items"]
+    assert [p["label"] for p in points] == ["fp32", "w8-sym-channel", "w4-sym-tensor", "prune-u0.5"]
+    golden, w8, w4, pruned = points
+    assert golden["objectives"]["kl_mean"] == 0.0 and golden["objectives"]["top1_agreement"] == 1.0
+    assert 0 < w8["objectives"]["kl_mean"] < w4["objectives"]["kl_mean"]
+    assert w8["objectives"]["size_bytes"] < golden["objectives"]["size_bytes"] / 3  # int8 weights, fp32 rest
+    assert pruned["objectives"]["params_kept"] < golden["objectives"]["params_kept"]
+    for p in points:
+        assert p["objectives"]["latency_p50_ms_b1"] > 0 and p["objectives"]["latency_p50_ms_b8"] > 0
+        assert p["point"]["runtime"]["runtime_note"], p["point"]["runtime"]
+    assert golden["objectives"]["latency_ratio_b1"] == 1.0
+    # Accuracy comes from the labels of the dataset: the golden model's accuracy on the first 200 samples.
+    data = np.load(demo_files.test_npz)
+    x, labels = data["input"][:200], data["labels"][:200]
+    p_logits = _logits(str(demo_files.golden_onnx), x)
+    assert golden["objectives"]["accuracy"] == pytest.approx(float(np.mean(p_logits.argmax(1) == labels)))
+
+    frontier = c.http.get(
+        "/sweep-frontier", params={"job_ids": [job["id"]], "objective": ["kl_mean:min", "size_bytes:min"]}
+    ).json()
+    on_front = {p["label"] for p in frontier["frontier"]}
+    assert "fp32" in on_front and "w8-sym-channel" in on_front  # least KL; smaller than fp32 with little KL
+    assert frontier["knee"] is not None and frontier["n_points"] == 4
+
+    # The exported W8 model runs in ONNX Runtime and reproduces the point's KL, computed here with scipy.
+    response = c.http.get(f"/jobs/{job['id']}/sweep/points/1/export")
+    assert response.status_code == 200 and response.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
+        exported = archive.read("model.onnx")
+        manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["file_size_bytes"] == len(exported) and manifest["size_bytes"] > 0
+    assert manifest["source_model_sha256"] == model["artifact_sha256"]
+    q_logits = _logits(exported, x)
+    kl = entropy(np.exp(log_softmax(p_logits, axis=1)), np.exp(log_softmax(q_logits, axis=1)), axis=1).mean()
+    # Real int8 weights (dequantized in the graph) give exactly the simulated weights: the same KL.
+    assert manifest["kind"] == "real-int8-weights" and manifest["matches_simulation"] is True
+    assert kl == pytest.approx(w8["objectives"]["kl_mean"], rel=1e-3, abs=1e-9)
+    assert manifest["metrics"]["measured"]["kl_mean"] == pytest.approx(kl, rel=1e-3, abs=1e-9)

@@ -1,0 +1,458 @@
+"""What a whole-model compression configuration costs: size, parameters, MACs and BOPs.
+
+Definitions (DESIGN.md: size = Σ tensors elements × bits / 8 plus quantization parameters;
+BOPs = MACs × weight bits × activation bits), made precise here:
+
+* Tensors are the weights and biases of the compressible layers (`LayerSpec`), each counted once even
+  when layers share it, plus the model's other parameters ("other": norms, positional tables...),
+  which no config touches and which stay at 32 bits. Torch: every nn.Parameter outside the layers
+  (buffers such as batch-norm running statistics are not counted). ONNX: the float initializers the
+  inspection counts as parameters (`inspection._onnx_params`) minus the layers' tensors — an exported
+  graph usually has its batch norms folded into the convolutions, so the same network can count a few
+  parameters fewer as ONNX than as torch.
+* Bits of a weight: the last weight bit width the layer's config sets (WeightQuant / Quantize.weights;
+  NoiseInjection counts as the b-bit quantization it simulates; FloatCast 16), else 32. Biases stay
+  float32 (a real int8 runtime stores them as int32: the same 4 bytes), 16 under FloatCast.
+* A tensor occupies ceil(elements × bits / 8) bytes (packed storage for widths below 8).
+* Quantization parameters: one float32 scale (4 bytes) per tensor, or per output channel (the layer's
+  quantization axis) when per_channel; asymmetric quantization adds one zero point per scale, stored in
+  the quantized type (ceil(bits / 8) bytes); a symmetric zero point is 0 and is not stored. Activation
+  quantization adds one scale and one zero point per quantized layer output.
+* Pruning (MagnitudePrune, ChannelPrune): `size_bytes` is the DENSE size (what an ONNX file stores and a
+  dense runtime executes: the zeros are still there). `size_bytes_sparse` is what a bitmask sparse format
+  would need per pruned tensor — ceil(elements / 8) mask bytes + the kept values — or the dense size when
+  that is smaller. `params_kept` counts a pruned tensor's nonzero entries. Channel pruning is counted
+  the same way (zeroed rows); removing the channels from the graph would also shrink the next layer's
+  inputs, which is not counted.
+* Low rank (LowRank): a weight reshaped to m × n with rank r is stored as its two factors, r·(m + n)
+  elements, when that is fewer than m·n (else dense). `params_kept` counts the factors; `macs_effective`
+  scales the layer's MACs by the same ratio (a factorized layer runs as two smaller ones). The ONNX
+  export keeps the dense product (the same outputs), so its file does not shrink.
+* MACs are the dense per-sample multiply-accumulates of the golden layers (`CompressibleModel.prepare`
+  counts them at the sample's shape; `inspection`'s rules). BOPs = Σ_layers MACs × weight bits ×
+  activation bits; `bops_effective` uses `macs_effective`. A layer's activation bits are the bit width
+  its config gives its outputs (ActivationQuant / Quantize.activations; FloatCast 16), else 32 — for a
+  uniform config, the precision of the activations flowing between layers (the model's raw input is
+  counted at that width too, as a real int8 runtime quantizes it).
+* compression_ratio = size_bytes_fp32 / size_bytes, size_bytes_fp32 = 4 × params_total.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from worker.engine.compression.configs import (
+    ActivationQuant,
+    ChannelPrune,
+    Config,
+    FloatCast,
+    LowRank,
+    MagnitudePrune,
+    NoiseInjection,
+    Quantize,
+    WeightQuant,
+    stages_of,
+)
+from worker.engine.compression.layers import LayerSpec, compress_tensors
+from worker.engine.compression.model import CompressibleModel
+
+FLOAT_BITS = 32
+SCALE_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Storage:
+    """How a layer's config stores its tensors and activations (see the module docstring)."""
+
+    weight_bits: int = FLOAT_BITS
+    bias_bits: int = FLOAT_BITS
+    activation_bits: int = FLOAT_BITS
+    weight_quant: WeightQuant | None = None
+    activation_quant: ActivationQuant | None = None
+    pruned: bool = False
+    low_rank: LowRank | None = None
+
+
+def storage_of(config: Config | None) -> Storage:
+    """The storage a config implies; None (no config) is float32 everywhere."""
+    if config is None:
+        return Storage()
+    w_bits = b_bits = a_bits = FLOAT_BITS
+    wq: WeightQuant | None = None
+    aq: ActivationQuant | None = None
+    pruned = False
+    low_rank: LowRank | None = None
+    for stage in stages_of(config):
+        weights = stage.weights if isinstance(stage, Quantize) else stage
+        acts = stage.activations if isinstance(stage, Quantize) else stage
+        if isinstance(weights, WeightQuant):
+            w_bits, wq = weights.bits, weights
+        if isinstance(acts, ActivationQuant):
+            a_bits, aq = acts.bits, acts
+        if isinstance(stage, NoiseInjection):
+            w_bits, wq = stage.bits, WeightQuant(stage.bits, symmetric=True, per_channel=False)
+        elif isinstance(stage, FloatCast):
+            w_bits, b_bits, a_bits = min(w_bits, 16), min(b_bits, 16), min(a_bits, 16)
+        elif isinstance(stage, MagnitudePrune | ChannelPrune):
+            pruned = True
+        elif isinstance(stage, LowRank):
+            low_rank = stage
+    return Storage(w_bits, b_bits, a_bits, wq, aq, pruned, low_rank)
+
+
+def _packed(elements: int, bits: int) -> int:
+    return math.ceil(elements * bits / 8)
+
+
+def factor_rank(shape: tuple[int, ...], axis: int, rank_ratio: float) -> tuple[int, int, int]:
+    """(m, n, r) of `ops.low_rank`: the weight moved to out × rest and the rank it keeps."""
+    m = int(shape[axis % len(shape)]) if shape else 1
+    n = math.prod(shape) // m if m else 0
+    full = min(m, n)
+    return m, n, min(full, max(1, round(rank_ratio * full)))
+
+
+@dataclass
+class TensorCost:
+    name: str
+    layer: str
+    role: str
+    """"weight", "bias" or "other"."""
+    elements: int
+    bits: int
+    stored_elements: int
+    """Elements a deployment stores: the factors of a low-rank weight, else all of them."""
+    kept: int
+    """Parameters kept: nonzero entries of a pruned tensor, stored elements otherwise."""
+    nonzero: int
+    bytes: int
+    quant_param_bytes: int
+    sparse_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "elements": self.elements,
+            "bits": self.bits,
+            "stored_elements": self.stored_elements,
+            "kept": self.kept,
+            "nonzero": self.nonzero,
+            "bytes": self.bytes,
+            "quant_param_bytes": self.quant_param_bytes,
+            "sparse_bytes": self.sparse_bytes,
+        }
+
+
+@dataclass
+class LayerCost:
+    name: str
+    type: str
+    config: str | None
+    weight_bits: int
+    activation_bits: int
+    macs: int | None
+    macs_effective: int | None
+    tensors: list[TensorCost] = field(default_factory=list)
+    activation_param_bytes: int = 0
+
+    @property
+    def bops(self) -> int | None:
+        return None if self.macs is None else self.macs * self.weight_bits * self.activation_bits
+
+    @property
+    def bops_effective(self) -> int | None:
+        if self.macs_effective is None:
+            return None
+        return self.macs_effective * self.weight_bits * self.activation_bits
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(t.bytes + t.quant_param_bytes for t in self.tensors) + self.activation_param_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "config": self.config,
+            "weight_bits": self.weight_bits,
+            "activation_bits": self.activation_bits,
+            "params": sum(t.elements for t in self.tensors),
+            "params_kept": sum(t.kept for t in self.tensors),
+            "size_bytes": self.size_bytes,
+            "macs": self.macs,
+            "macs_effective": self.macs_effective,
+            "bops": self.bops,
+            "bops_effective": self.bops_effective,
+            "tensors": [t.to_dict() for t in self.tensors],
+        }
+
+
+@dataclass
+class ModelCost:
+    layers: list[LayerCost]
+    other_params: int
+    notes: list[str] = field(default_factory=list)
+
+    def _tensors(self) -> list[TensorCost]:
+        return [t for layer in self.layers for t in layer.tensors]
+
+    @property
+    def params_total(self) -> int:
+        return sum(t.elements for t in self._tensors()) + self.other_params
+
+    @property
+    def params_kept(self) -> int:
+        return sum(t.kept for t in self._tensors()) + self.other_params
+
+    @property
+    def params_nonzero(self) -> int:
+        return sum(t.nonzero for t in self._tensors()) + self.other_params
+
+    @property
+    def quant_param_bytes(self) -> int:
+        return sum(t.quant_param_bytes for t in self._tensors()) + sum(
+            layer.activation_param_bytes for layer in self.layers
+        )
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(layer.size_bytes for layer in self.layers) + SCALE_BYTES * self.other_params
+
+    @property
+    def size_bytes_sparse(self) -> int:
+        tensors = sum(t.sparse_bytes + t.quant_param_bytes for t in self._tensors())
+        acts = sum(layer.activation_param_bytes for layer in self.layers)
+        return tensors + acts + SCALE_BYTES * self.other_params
+
+    @property
+    def size_bytes_fp32(self) -> int:
+        return SCALE_BYTES * self.params_total
+
+    def _total(self, values: list[int | None]) -> int | None:
+        return (
+            None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
+        )
+
+    @property
+    def macs(self) -> int | None:
+        return self._total([layer.macs for layer in self.layers])
+
+    @property
+    def macs_effective(self) -> int | None:
+        return self._total([layer.macs_effective for layer in self.layers])
+
+    @property
+    def bops(self) -> int | None:
+        return self._total([layer.bops for layer in self.layers])
+
+    @property
+    def bops_effective(self) -> int | None:
+        return self._total([layer.bops_effective for layer in self.layers])
+
+    @property
+    def bops_fp32(self) -> int | None:
+        macs = self.macs
+        return None if macs is None else macs * FLOAT_BITS * FLOAT_BITS
+
+    def to_dict(self, *, layers: bool = True) -> dict[str, Any]:
+        size = self.size_bytes
+        out: dict[str, Any] = {
+            "size_bytes": size,
+            "size_bytes_fp32": self.size_bytes_fp32,
+            "size_bytes_sparse": self.size_bytes_sparse,
+            "compression_ratio": self.size_bytes_fp32 / size if size else None,
+            "quant_param_bytes": self.quant_param_bytes,
+            "params_total": self.params_total,
+            "params_kept": self.params_kept,
+            "params_nonzero": self.params_nonzero,
+            "other_params": self.other_params,
+            "macs": self.macs,
+            "macs_effective": self.macs_effective,
+            "bops": self.bops,
+            "bops_effective": self.bops_effective,
+            "bops_fp32": self.bops_fp32,
+            "notes": list(self.notes),
+        }
+        if layers:
+            out["layers"] = [layer.to_dict() for layer in self.layers]
+        return out
+
+
+def other_params(model: CompressibleModel) -> tuple[int, list[str]]:
+    """Parameters outside the compressible layers (counted at 32 bits), and notes."""
+    keys = {key for layer in model.layers() for key in layer.keys}
+    module = getattr(model, "module", None)
+    if model.backend == "torch" and isinstance(module, torch.nn.Module):
+        count = sum(p.numel() for name, p in module.named_parameters() if name not in keys)
+        return int(count), []
+    proto = getattr(model, "model", None)
+    if model.backend == "onnx" and proto is not None:
+        from worker.engine.inspection import _onnx_params
+
+        _, total, _ = _onnx_params(proto.graph)
+        in_layers = _unique_elements(model)
+        extra = total - in_layers
+        notes = []
+        if extra < 0:
+            notes.append(
+                f"the graph's initializers hold {total} parameters but its layers use {in_layers}: "
+                "weights computed from other constants; other_params set to 0"
+            )
+        return max(extra, 0), notes
+    return 0, [f"parameters outside the compressible layers are not counted for a {model.backend} model"]
+
+
+def _specs(layer: LayerSpec) -> list[Any]:
+    return [*layer.weights, *layer.biases]
+
+
+def _unique_elements(model: CompressibleModel) -> int:
+    seen: dict[str, int] = {}
+    for layer in model.layers():
+        for spec in _specs(layer):
+            seen.setdefault(spec.key, math.prod(spec.shape))
+    return sum(seen.values())
+
+
+def model_cost(
+    model: CompressibleModel,
+    plan: Mapping[str, Config],
+    tensors: Mapping[str, torch.Tensor] | None = None,
+    *,
+    layer_outputs: Mapping[str, int] | None = None,
+) -> ModelCost:
+    """The cost of `model` compressed by `plan` (layer name → config; absent layers stay float32).
+
+    `tensors`: the compressed tensor values by key (`CompressionOutcome.tensors`), used to count nonzero
+    entries; computed here when not given. `layer_outputs`: number of float outputs per layer (for the
+    activation quantization parameters); `model.output_keys` when not given.
+    """
+    layers = model.layers()
+    model.check_layers(list(plan))
+    if tensors is None:
+        tensors = compress_tensors(layers, plan, model.read).tensors
+    owner: dict[str, str] = {}
+    for layer in layers:  # a shared tensor is compressed by the first layer (depth order) the plan covers
+        if layer.name in plan:
+            for key in layer.keys:
+                owner.setdefault(key, layer.name)
+    for layer in layers:
+        for key in layer.keys:
+            owner.setdefault(key, layer.name)
+    extra, notes = other_params(model)
+    costs: list[LayerCost] = []
+    for layer in layers:
+        config = plan.get(layer.name)
+        storage = storage_of(config)
+        lc = LayerCost(
+            name=layer.name,
+            type=layer.type,
+            config=None if config is None else config.id,
+            weight_bits=storage.weight_bits,
+            activation_bits=storage.activation_bits,
+            macs=layer.macs,
+            macs_effective=layer.macs,
+        )
+        dense = stored = 0
+        for spec in layer.weights:
+            if owner[spec.key] != layer.name:
+                continue
+            cost = _weight_cost(layer, spec, storage, tensors.get(spec.key), model)
+            dense += cost.elements
+            stored += cost.stored_elements
+            lc.tensors.append(cost)
+        for bias in layer.biases:
+            if owner[bias.key] == layer.name:
+                lc.tensors.append(_bias_cost(layer, bias, storage, tensors.get(bias.key), model))
+        if storage.low_rank is not None and layer.macs is not None and dense:
+            lc.macs_effective = round(layer.macs * stored / dense)
+        if storage.activation_quant is not None:
+            outputs = (
+                layer_outputs.get(layer.name, 0)
+                if layer_outputs is not None
+                else len(model.output_keys(layer.name))
+            )
+            lc.activation_param_bytes = outputs * (SCALE_BYTES + _packed(1, storage.activation_bits))
+        if layer.macs is None:
+            notes.append(f"{layer.name}: MACs unknown, so the model's MACs and BOPs are None")
+        costs.append(lc)
+    if any(storage_of(c).pruned for c in plan.values()):
+        notes.append(
+            "pruned tensors: size_bytes is the dense size (zeros stored, as in the ONNX file); "
+            "size_bytes_sparse assumes a bitmask sparse format; MACs are dense"
+        )
+    if any(storage_of(c).low_rank is not None for c in plan.values()):
+        notes.append(
+            "low-rank weights: sizes count the two factors r·(m+n); the ONNX export stores the dense product"
+        )
+    if extra:
+        notes.append(f"{extra} parameters outside the compressible layers counted at 32 bits")
+    return ModelCost(layers=costs, other_params=extra, notes=notes)
+
+
+def _count_nonzero(value: torch.Tensor | None, key: str, model: CompressibleModel) -> int:
+    tensor = value if value is not None else model.read(key)
+    return int(torch.count_nonzero(tensor))
+
+
+def _weight_cost(
+    layer: LayerSpec, spec: Any, storage: Storage, value: torch.Tensor | None, model: CompressibleModel
+) -> TensorCost:
+    elements = math.prod(spec.shape)
+    bits = storage.weight_bits
+    stored = elements
+    if storage.low_rank is not None:
+        m, n, r = factor_rank(spec.shape, spec.quant_axis, storage.low_rank.rank_ratio)
+        stored = min(elements, r * (m + n))
+    nonzero = _count_nonzero(value, spec.key, model)
+    kept = nonzero if storage.pruned and storage.low_rank is None else stored
+    qparams = 0
+    wq = storage.weight_quant
+    if wq is not None:
+        scales = int(spec.shape[spec.quant_axis % len(spec.shape)]) if wq.per_channel and spec.shape else 1
+        zero_bytes = 0 if wq.symmetric else _packed(1, wq.bits)
+        qparams = scales * (SCALE_BYTES + zero_bytes)
+    dense_bytes = _packed(stored, bits)
+    sparse = dense_bytes
+    if storage.pruned and storage.low_rank is None:
+        sparse = min(dense_bytes, math.ceil(elements / 8) + _packed(nonzero, bits))
+    return TensorCost(
+        name=spec.name,
+        layer=layer.name,
+        role="weight",
+        elements=elements,
+        bits=bits,
+        stored_elements=stored,
+        kept=kept,
+        nonzero=nonzero,
+        bytes=dense_bytes,
+        quant_param_bytes=qparams,
+        sparse_bytes=sparse,
+    )
+
+
+def _bias_cost(
+    layer: LayerSpec, spec: Any, storage: Storage, value: torch.Tensor | None, model: CompressibleModel
+) -> TensorCost:
+    elements = math.prod(spec.shape)
+    nonzero = _count_nonzero(value, spec.key, model)
+    size = _packed(elements, storage.bias_bits)
+    return TensorCost(
+        name=spec.name,
+        layer=layer.name,
+        role="bias",
+        elements=elements,
+        bits=storage.bias_bits,
+        stored_elements=elements,
+        kept=nonzero if storage.pruned else elements,
+        nonzero=nonzero,
+        bytes=size,
+        quant_param_bytes=0,
+        sparse_bytes=size,
+    )

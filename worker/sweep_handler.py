@@ -1,0 +1,236 @@
+"""Sweep jobs on the worker pool: one chunk per configuration (a point), merged into sweep_points rows.
+
+Point 0 is always the golden model itself (fp32): the reference every compressed point's size and latency
+are compared with, and a point of the frontier in its own right. Each point is evaluated on the dataset
+(fidelity against the golden outputs, with labels when the dataset has them), costed (size, parameters
+kept, MACs, BOPs), exported as ONNX (the simulated form and, where a runtime can run it, the real int8 /
+fp16 form), and its runnable export timed on the worker that evaluated it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from backend.contracts import RESULT_SENSITIVITY, SweepJobParams
+from backend.db.models import Dataset, JobResult, Model, ModelStatus, SweepPoint
+from backend.storage import copy_file_to_staging
+from worker.engine.errors import EngineError, ModelLoadError
+from worker.fanout import ChunkResults
+from worker.handlers import detached_row, load_dataset, model_format
+from worker.runtime import JobContext, ResultWriter, json_safe
+
+GOLDEN_LABEL = "fp32"
+OBJECTIVE_PATHS = {
+    "kl_mean": ("fidelity", "kl_mean"),
+    "js_mean": ("fidelity", "js_mean"),
+    "top1_agreement": ("fidelity", "top1_agreement"),
+    "sqnr_db": ("fidelity", "sqnr_db"),
+    "cosine_mean": ("fidelity", "cosine_mean"),
+    "accuracy": ("fidelity", "accuracy_compressed"),
+    "accuracy_drop_pp": ("fidelity", "accuracy_drop_pp"),
+    "ece": ("fidelity", "ece_compressed"),
+    "size_bytes": ("cost", "size_bytes"),
+    "compression_ratio": ("cost", "compression_ratio"),
+    "params_kept": ("cost", "params_kept"),
+    "macs": ("cost", "macs_effective"),
+    "bops": ("cost", "bops_effective"),
+}
+"""The numbers of a point that become frontier objectives, by name → path in SweepPoint.to_dict()."""
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    params: SweepJobParams
+    handle: Any  # CompressibleModel, prepared
+    feeds: dict[str, np.ndarray]
+    labels: np.ndarray | None
+    reference: Any  # GoldenReference
+    calibration: Any  # Calibration
+    source_sha256: str
+
+
+class SweepHandler:
+    def __init__(self) -> None:
+        self._last: tuple[uuid.UUID, _Loaded] | None = None
+
+    def _load(self, ctx: JobContext) -> _Loaded:
+        if self._last is not None and self._last[0] == ctx.job_id:
+            return self._last[1]
+        self._last = None
+        from worker.engine.compression import open_compressible
+        from worker.engine.compression.model import Calibration, first_sample
+        from worker.engine.fidelity import bind_inputs
+        from worker.engine.sweep import GoldenReference
+
+        params = SweepJobParams.model_validate(ctx.params)
+        model = detached_row(ctx, Model, params.model_id)
+        if model.status == ModelStatus.invalid.value:
+            raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
+        dataset = detached_row(ctx, Dataset, params.dataset_id)
+        arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
+        labels = arrays.pop("labels", None)
+        arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
+        labels = None if labels is None else labels[: params.max_samples]
+        handle = open_compressible(
+            ctx.store.local_path(model.artifact_sha256), model_format(model), intra_op_threads=params.threads
+        )
+        feeds = bind_inputs(arrays, handle.inputs)
+        handle.prepare(first_sample(feeds))
+        reference = GoldenReference(handle, feeds, params.batch_size)
+        calibration = Calibration(handle, feeds, params.batch_size)
+        loaded = _Loaded(params, handle, feeds, labels, reference, calibration, model.artifact_sha256)
+        self._last = (ctx.job_id, loaded)
+        return loaded
+
+    def plan(self, ctx: JobContext) -> list[dict[str, Any]]:
+        from worker.engine.compression.configs import config_from_dict
+
+        ctx.progress(0.0, "loading the model and the dataset")
+        loaded = self._load(ctx)
+        params = loaded.params
+        points: list[dict[str, Any]] = [{"label": GOLDEN_LABEL, "config": None}]
+        for config in params.configs:
+            raw = config.model_dump(mode="json")
+            points.append({"label": config_from_dict(raw).id, "config": raw})
+        if params.mixed_precision is not None:
+            points.extend(self._mixed_precision_points(ctx, loaded))
+        return [point | {"index": i} for i, point in enumerate(points)]
+
+    def _mixed_precision_points(self, ctx: JobContext, loaded: _Loaded) -> list[dict[str, Any]]:
+        from worker.engine.sensitivity import SensitivityResult, plan_mixed_precision
+
+        source = loaded.params.mixed_precision
+        assert source is not None
+        with ctx.sessions() as session:
+            doc = session.execute(
+                select(JobResult.payload).where(
+                    JobResult.job_id == source.sensitivity_job_id, JobResult.key == RESULT_SENSITIVITY
+                )
+            ).scalar_one_or_none()
+        if doc is None:
+            raise EngineError(f"the sensitivity job {source.sensitivity_job_id} has no result to plan from")
+        result = SensitivityResult.from_dict(doc)
+        weights = sum(int(layer["weight_params"]) for layer in result.layers)
+        points = []
+        for bits in source.average_bits:
+            plan = plan_mixed_precision(result, weights * bits / 8)
+            points.append(
+                {
+                    "label": f"mixed-{bits:g}bit",
+                    "plan": {layer: config.to_dict() for layer, config in plan.plan().items()},
+                    "config": {"type": "mixed_precision", "average_bits": bits, "bits": plan.bits},
+                }
+            )
+        return points
+
+    def run_chunk(self, ctx: JobContext, spec: dict[str, Any]) -> dict[str, Any]:
+        from worker.engine.compression.configs import config_from_dict
+        from worker.engine.sweep import evaluate_point, measure_latency
+
+        loaded = self._load(ctx)
+        params = loaded.params
+        if "plan" in spec:
+            target: Any = {layer: config_from_dict(c) for layer, c in spec["plan"].items()}
+        else:
+            target = None if spec["config"] is None else config_from_dict(spec["config"])
+        ctx.progress(0.0, f"evaluating {spec['label']}")
+        with tempfile.TemporaryDirectory(prefix="kneeboard-sweep-") as tmp:
+            point = evaluate_point(
+                loaded.handle,
+                loaded.feeds,
+                loaded.labels,
+                target,
+                batch_size=params.batch_size,
+                calibration=loaded.calibration,
+                reference=loaded.reference,
+                export_dir=Path(tmp) if params.export else None,
+            )
+            doc: dict[str, Any] = json_safe(point.to_dict())
+            export = self._chosen_export(doc)
+            stored: dict[str, Any] | None = None
+            if export is not None:
+                path = Path(tmp) / export["file"]
+                latency = None
+                if params.latency:
+                    ctx.progress(0.5, f"timing {spec['label']}")
+                    latency = measure_latency(
+                        path,
+                        loaded.feeds,
+                        batch_sizes=params.latency_batch_sizes,
+                        repeats=params.latency_repeats,
+                        threads=params.threads,
+                    )
+                staged = copy_file_to_staging(path, ctx.store)
+                ctx.store.put(staged)
+                stored = {
+                    "sha256": staged.sha256,
+                    "manifest": export | {"source_model_sha256": loaded.source_sha256},
+                    "latency": json_safe(latency),
+                }
+        return {"label": spec["label"], "config": spec["config"], "point": doc, "export": stored}
+
+    @staticmethod
+    def _chosen_export(doc: dict[str, Any]) -> dict[str, Any] | None:
+        """The export a user would deploy: the real runtime form when there is one, else the simulated file
+        (which runs in onnxruntime and reproduces the point's figures)."""
+        exports = doc.get("exports") or []
+        real = [m for m in exports if m.get("kind") not in ("simulated-float",)]
+        return (real or exports or [None])[-1]
+
+    def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
+        rows = []
+        golden_latency: dict[int, float] = {}
+        for spec, result in chunks:
+            if spec["label"] == GOLDEN_LABEL and result.get("export") and result["export"].get("latency"):
+                for batch in result["export"]["latency"].get("batches", []):
+                    golden_latency[int(batch["batch_size"])] = float(batch["p50_ms"])
+        for spec, result in chunks:
+            objectives = _objectives(
+                result["point"], (result.get("export") or {}).get("latency"), golden_latency
+            )
+            export = result.get("export")
+            rows.append(
+                {
+                    "job_id": ctx.job_id,
+                    "index": int(spec["index"]),
+                    "label": str(result["label"])[:500],
+                    "config": result.get("config") or {"type": "none"},
+                    "objectives": objectives,
+                    "point": result["point"] | {"latency": None if export is None else export.get("latency")},
+                    "export_sha256": None if export is None else export["sha256"],
+                    "export_manifest": None if export is None else export["manifest"],
+                }
+            )
+
+        def write(session: Session) -> None:
+            session.add_all(SweepPoint(**row) for row in rows)
+            session.add(JobResult(job_id=ctx.job_id, key="sweep.summary", payload={"n_points": len(rows)}))
+
+        return write
+
+    def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
+        return None
+
+
+def _objectives(
+    point: dict[str, Any], latency: dict[str, Any] | None, golden_latency: dict[int, float]
+) -> dict[str, float | None]:
+    values: dict[str, float | None] = {}
+    for name, (section, key) in OBJECTIVE_PATHS.items():
+        value = (point.get(section) or {}).get(key)
+        values[name] = float(value) if isinstance(value, int | float) else None
+    for batch in (latency or {}).get("batches", []):
+        size = int(batch["batch_size"])
+        values[f"latency_p50_ms_b{size}"] = float(batch["p50_ms"])
+        values[f"latency_p90_ms_b{size}"] = float(batch["p90_ms"])
+        if size in golden_latency and golden_latency[size] > 0:
+            values[f"latency_ratio_b{size}"] = float(batch["p50_ms"]) / golden_latency[size]
+    return values
