@@ -114,3 +114,6 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     ranking = next(line for line in result.stdout.splitlines() if line.startswith('{"ranking"'))
     assert all(layer in ranking for layer in ("conv1", "conv2", "fc"))
     assert '"measured_kl":' in result.stdout and '"measured_kl":null' not in result.stdout
+    # The sweep: four points, a frontier that keeps the golden model (KL 0), an int8 export.
+    assert result.stdout.count('{"label":') == 4 and '"frontier":["fp32"' in result.stdout
+    assert '"kind":"real-int8-weights"' in result.stdout
