@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from backend import chunk_lifecycle, job_lifecycle
+from backend import chunk_lifecycle
 from backend.db.models import Job
 from backend.db.session import session_factory
 from backend.queue import enqueue_chunk
@@ -24,6 +24,7 @@ from worker.runtime import (
     JobContext,
     ResultWriter,
     artifact_store,
+    claim_job,
     fail_job,
     job_context,
     json_safe,
@@ -56,15 +57,11 @@ class FanOutHandler(Protocol):
 def execute_fanout_job(job_id: str, handler: FanOutHandler, settings: Settings | None = None) -> str:
     """The job's own message: claim the job, plan its chunks, write them and send a message for each."""
     settings = settings or get_settings()
-    sessions = session_factory(settings.resolved_database_url)
-    jid = uuid.UUID(job_id)
-    with sessions() as session:
-        claim = job_lifecycle.claim(session, jid, worker_id())
-        if claim is None:
-            log.info("job %s is not queued any more: skipping", job_id)
-            return "skipped"
-        params = dict(session.get_one(Job, jid).params)
-    ctx = job_context(settings, sessions, claim, params)
+    claimed = claim_job(job_id, settings)
+    if claimed is None:
+        return "skipped"
+    sessions, claim, ctx = claimed.sessions, claimed.claim, claimed.ctx
+    jid = claim.job_id
 
     def plan() -> str:
         specs = [json_safe(spec) for spec in handler.plan(ctx)]

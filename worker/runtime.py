@@ -193,18 +193,33 @@ def run_guarded(job_id: uuid.UUID, body: Callable[[], str], on_error: Callable[[
         return JobStatus.failed.value
 
 
-def execute_job(job_id: str, handler: JobHandler, settings: Settings | None = None) -> str:
-    """Run a job to its end. Returns what happened (for logs and tests): the job's final status or 'skipped'."""
-    settings = settings or get_settings()
+@dataclass(frozen=True)
+class ClaimedJob:
+    sessions: sessionmaker[Session]
+    claim: job_lifecycle.Claim
+    ctx: JobContext
+
+
+def claim_job(job_id: str, settings: Settings) -> ClaimedJob | None:
+    """queued -> running for this worker, with a context for the handler; None when the job is not queued
+    any more (done, cancelled, deleted, or taken by another delivery of its message)."""
     sessions = session_factory(settings.resolved_database_url)
-    jid = uuid.UUID(job_id)
     with sessions() as session:
-        claim = job_lifecycle.claim(session, jid, worker_id())
+        claim = job_lifecycle.claim(session, uuid.UUID(job_id), worker_id())
         if claim is None:
             log.info("job %s is not queued any more (done, cancelled, deleted or taken): skipping", job_id)
-            return "skipped"
-        params = dict(session.get_one(Job, jid).params)
-    ctx = job_context(settings, sessions, claim, params)
+            return None
+        params = dict(session.get_one(Job, claim.job_id).params)
+    return ClaimedJob(sessions, claim, job_context(settings, sessions, claim, params))
+
+
+def execute_job(job_id: str, handler: JobHandler, settings: Settings | None = None) -> str:
+    """Run a job to its end. Returns what happened (for logs and tests): the job's final status or 'skipped'."""
+    claimed = claim_job(job_id, settings or get_settings())
+    if claimed is None:
+        return "skipped"
+    sessions, claim, ctx = claimed.sessions, claimed.claim, claimed.ctx
+    jid = claim.job_id
     ctx._heartbeat.start()
     try:
         return run_guarded(

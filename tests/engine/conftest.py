@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,16 @@ from worker.engine.demo_models import (
     train_digits_cnn,
     write_demo_bundle,
 )
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Tiny models run faster on one intra-op thread, above all on a busy 2-core machine (torch's setting
+    is process-wide, so it is restored after the module)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)

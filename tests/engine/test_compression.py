@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -32,15 +31,7 @@ from worker.engine.compression import (
 from worker.engine.compression.model import Calibration
 from worker.engine.errors import EngineError
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """These models are tiny: one intra-op thread is faster, above all on a busy 2-core machine
-    (torch's setting is process-wide, so it is restored afterwards)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 ALL_CONFIGS: list[Any] = [

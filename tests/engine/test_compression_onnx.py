@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +28,7 @@ from worker.engine.demo_models import DigitsCNN, DigitsLSTM, DigitsSplit, export
 from worker.engine.errors import EngineError
 from worker.engine.metrics import distributions
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """These models are tiny: one intra-op thread is faster, above all on a busy 2-core machine
-    (torch's setting is process-wide, so it is restored afterwards)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 CONFIGS = [

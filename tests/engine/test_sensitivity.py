@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -39,15 +38,7 @@ from worker.engine.sensitivity import (
     plan_mixed_precision,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """These models are tiny: one intra-op thread is faster, above all on a busy 2-core machine
-    (torch's setting is process-wide, so it is restored afterwards)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 BITS = [WeightQuant(8), WeightQuant(6), WeightQuant(4), WeightQuant(2)]
