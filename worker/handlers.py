@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, TypeVar, cast, get_args
@@ -43,16 +44,15 @@ def model_format(model: Model) -> ModelFormat:
     return cast(ModelFormat, model.format)
 
 
-def load_npz(path: Path) -> dict[str, np.ndarray]:
-    """Every array of a .npz, never unpickling (object arrays were refused at upload)."""
-    with np.load(path, allow_pickle=False) as npz:
-        return {name: npz[name] for name in npz.files}
-
-
-def load_dataset(path: Path, dataset: Dataset) -> dict[str, np.ndarray]:
-    """The dataset's arrays (and "labels" when it has them), whatever its upload format."""
+def load_dataset(path: Path, dataset: Dataset, cache_dir: Path | None = None) -> dict[str, np.ndarray]:
+    """The dataset's arrays (and "labels" when it has them), whatever its upload format. .npz arrays are
+    memory-mapped (compressed members are decompressed once into cache_dir / <sha256>), so a job holds
+    only the batches it works on."""
     if dataset.kind == "npz":
-        return load_npz(path)
+        from worker.engine.npz import load_npz_mapped
+
+        cache = (cache_dir or Path(tempfile.gettempdir()) / "kneeboard-datasets") / dataset.artifact_sha256
+        return load_npz_mapped(path, cache)
     if dataset.kind == "image_zip":
         from worker.engine.images import images_to_array
 
@@ -129,7 +129,9 @@ class FidelityHandler:
             runners.append(load_model(*models[-1], intra_op_threads=params.threads))
         dataset = detached_row(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
-        arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
+        arrays = load_dataset(
+            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
+        )
         labels = arrays.pop("labels", None)
         n = len(next(iter(arrays.values()))) if arrays else 0
         n_profiled = min(n, params.layer_profile_samples) if params.layer_profile else 0

@@ -61,7 +61,9 @@ class SensitivityHandler:
         if model.status == ModelStatus.invalid.value:
             raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
         dataset = detached_row(ctx, Dataset, params.dataset_id)
-        arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
+        arrays = load_dataset(
+            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
+        )
         arrays.pop("labels", None)
         arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
         handle = open_compressible(

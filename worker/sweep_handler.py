@@ -75,7 +75,9 @@ class SweepHandler:
         if model.status == ModelStatus.invalid.value:
             raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
         dataset = detached_row(ctx, Dataset, params.dataset_id)
-        arrays = load_dataset(ctx.store.local_path(dataset.artifact_sha256), dataset)
+        arrays = load_dataset(
+            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
+        )
         labels = arrays.pop("labels", None)
         arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
         labels = None if labels is None else labels[: params.max_samples]
