@@ -52,45 +52,53 @@ def _in_process(model: Path, data: Path) -> float:
     return time.perf_counter() - start
 
 
-def _through_the_queue(root: Path, model: Path, data: Path, workers: int) -> tuple[float, set[str]]:
+def _through_the_queue_job(
+    root: Path, model: Path, data: Path, workers: int, kind: str, params: dict[str, Any]
+) -> tuple[float, set[str]]:
+    """Run one job of `kind` through a fresh embedded stack with `workers` worker processes; returns its
+    duration (started to finished, as the job row says) and the worker ids that took its chunks."""
     from backend.client import KneeboardClient
     from backend.db.migrations import upgrade_to_head
     from backend.settings import Settings
     from tests.support.services import start_api, start_worker
 
-    settings = Settings(data_dir=root / f"data-{workers}", seed_demo=False)
+    settings = Settings(data_dir=root / f"data-{kind}-{workers}", seed_demo=False)
     settings.data_dir.mkdir()
     upgrade_to_head(settings.resolved_database_url)
-    api, base = start_api(settings, root / f"api-{workers}.log")
-    procs = [start_worker(settings, root / f"worker-{workers}-{i}.log", name=f"w{i}") for i in range(workers)]
+    api, base = start_api(settings, root / f"api-{kind}-{workers}.log")
+    procs = [
+        start_worker(settings, root / f"worker-{kind}-{workers}-{i}.log", name=f"w{i}")
+        for i in range(workers)
+    ]
     try:
         c = KneeboardClient(base)
         project = c.create_project("bench")
         m = c.upload_model(project["id"], model)
         d = c.upload_dataset(project["id"], data)
-        assert c.wait_model(m["id"], timeout=120)["status"] == "ready"
-        params: dict[str, Any] = {
-            "model_id": m["id"],
-            "dataset_id": d["id"],
-            "configs": CONFIGS,
-            "max_samples": SAMPLES,
-            "batch_size": 500,
-            "whole_model": False,
-            "mixed_precision_bits": [],
-            "importance_methods": [],
-            "threads": 1,
-            "chunks": LAYERS,
-        }
-        job = c.create_job(project["id"], "sensitivity", params)
-        done = c.wait_job(job["id"], timeout=900)
+        assert c.wait_model(m["id"], timeout=300)["status"] == "ready"
+        job = c.create_job(project["id"], kind, {"model_id": m["id"], "dataset_id": d["id"]} | params)
+        done = c.wait_job(job["id"], timeout=1800)
         assert done["status"] == "succeeded", done["error"]
-        seconds = done["duration_s"]
         chunks = c.http.get(f"/jobs/{job['id']}/chunks").json()
-        return float(seconds), {ch["worker_id"] for ch in chunks}
+        return float(done["duration_s"]), {ch["worker_id"] for ch in chunks}
     finally:
         for proc in procs:
             proc.stop()
         api.stop()
+
+
+def _through_the_queue(root: Path, model: Path, data: Path, workers: int) -> tuple[float, set[str]]:
+    params: dict[str, Any] = {
+        "configs": CONFIGS,
+        "max_samples": SAMPLES,
+        "batch_size": 500,
+        "whole_model": False,
+        "mixed_precision_bits": [],
+        "importance_methods": [],
+        "threads": 1,
+        "chunks": LAYERS,
+    }
+    return _through_the_queue_job(root, model, data, workers, "sensitivity", params)
 
 
 def main() -> None:

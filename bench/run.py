@@ -3,7 +3,14 @@ measured in the same run (absolute times are not comparable across machines or r
 
 from __future__ import annotations
 
-from bench import bench_fidelity, bench_frontier, bench_pareto, bench_sensitivity, bench_upload
+from bench import (
+    bench_fidelity,
+    bench_frontier,
+    bench_pareto,
+    bench_sensitivity,
+    bench_sweep,
+    bench_upload,
+)
 
 
 def main() -> None:
@@ -16,6 +23,8 @@ def main() -> None:
     bench_frontier.main()
     print()
     bench_sensitivity.main()
+    print()
+    bench_sweep.main()
 
 
 if __name__ == "__main__":
