@@ -182,11 +182,7 @@ def fail_chunk(session: Session, c: ChunkClaim, error: str) -> bool:
     if changed(failed) != 1:
         session.rollback()
         return False
-    session.execute(
-        update(Job)
-        .where(Job.id == c.job_id, Job.status == JobStatus.running.value)
-        .values(status=JobStatus.failed.value, error=error, finished_at=now, attempt_token=None)
-    )
+    _fail_job(session, c.job_id, error, now)
     session.commit()
     return True
 
@@ -226,9 +222,18 @@ def chunk_results(session: Session, job_id: uuid.UUID) -> list[tuple[dict[str, A
 
 @dataclass(frozen=True)
 class ChunkReapOutcome:
-    resend_chunks: list[tuple[uuid.UUID, int]]
+    resend_chunks: list[tuple[uuid.UUID, int, str | None]]
+    """(job id, chunk index, the queue its spec names or None for the pool's)."""
     resend_merges: list[uuid.UUID]
     failed_jobs: list[uuid.UUID]
+
+
+def _fail_job(session: Session, job_id: uuid.UUID, error: str, now: datetime) -> None:
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == JobStatus.running.value)
+        .values(status=JobStatus.failed.value, error=error, finished_at=now, attempt_token=None)
+    )
 
 
 def reap_lost_chunks(
@@ -237,21 +242,51 @@ def reap_lost_chunks(
     max_attempts: int,
     resend_after_s: float | None = None,
     now: datetime | None = None,
+    wait_s: float | None = None,
 ) -> ChunkReapOutcome:
     """For running fan-out jobs: chunks whose heartbeat stopped go back to the queue (or fail the job after
-    max_attempts); queued chunks whose message waited longer than resend_after_s are sent again; a job
-    whose chunks all succeeded but whose merge went quiet is released and its merge sent again."""
+    max_attempts); queued chunks whose message waited longer than resend_after_s are sent again; a chunk that
+    no worker took within wait_s of its creation fails its job (nobody serves its queue); a job whose chunks
+    all succeeded but whose merge went quiet is released and its merge sent again."""
     now = now or utcnow()
     cutoff = now - timedelta(seconds=heartbeat_timeout_s)
     job_running = and_(Job.id == JobChunk.job_id, Job.status == JobStatus.running.value)
-    resend: list[tuple[uuid.UUID, int]] = []
+    resend: list[tuple[uuid.UUID, int, str | None]] = []
     failed_jobs: list[uuid.UUID] = []
+    if wait_s is not None:
+        untaken = session.execute(
+            select(JobChunk.job_id, JobChunk.index, JobChunk.spec)
+            .join(Job, job_running)
+            .where(
+                JobChunk.status == JobStatus.queued.value,
+                JobChunk.attempts == 0,
+                JobChunk.created_at < now - timedelta(seconds=wait_s),
+            )
+        ).all()
+        for job_id, index, spec in untaken:
+            queue = (spec or {}).get("queue")
+            where = f"queue {queue!r}" if queue else "the worker pool's queue"
+            _fail_job(
+                session,
+                job_id,
+                f"chunk {index} waited {wait_s:g} s and no worker took it from {where}; start a worker for it "
+                "(for a device: kneeboard worker --device NAME) and run the job again",
+                now,
+            )
+            failed_jobs.append(job_id)
     stale = session.execute(
-        select(JobChunk.job_id, JobChunk.index, JobChunk.attempts, JobChunk.attempt_token, JobChunk.worker_id)
+        select(
+            JobChunk.job_id,
+            JobChunk.index,
+            JobChunk.attempts,
+            JobChunk.attempt_token,
+            JobChunk.worker_id,
+            JobChunk.spec,
+        )
         .join(Job, job_running)
         .where(JobChunk.status == JobStatus.running.value, JobChunk.heartbeat_at < cutoff)
     ).all()
-    for job_id, index, attempts, token, worker in stale:
+    for job_id, index, attempts, token, worker, spec in stale:
         lost = (
             f"chunk {index}: worker {worker} stopped sending heartbeats for more than "
             f"{heartbeat_timeout_s:g} s (killed or crashed)"
@@ -266,36 +301,26 @@ def reap_lost_chunks(
                 "error": f"{lost}; queued again (attempt {attempts + 1} of {max_attempts})",
             }
             if changed(session.execute(update(JobChunk).where(*guard).values(**values))) == 1:
-                resend.append((job_id, index))
+                resend.append((job_id, index, (spec or {}).get("queue")))
             continue
         error = f"{lost}; gave up after {attempts} attempt(s). The worker may be running out of memory."
-        if (
-            changed(
-                session.execute(
-                    update(JobChunk)
-                    .where(*guard)
-                    .values(status=JobStatus.failed.value, error=error, finished_at=now)
-                )
-            )
-            == 1
-        ):
-            session.execute(
-                update(Job)
-                .where(Job.id == job_id, Job.status == JobStatus.running.value)
-                .values(status=JobStatus.failed.value, error=error, finished_at=now, attempt_token=None)
-            )
+        failed = (
+            update(JobChunk).where(*guard).values(status=JobStatus.failed.value, error=error, finished_at=now)
+        )
+        if changed(session.execute(failed)) == 1:
+            _fail_job(session, job_id, error, now)
             failed_jobs.append(job_id)
     if resend_after_s is not None:
         waited = now - timedelta(seconds=resend_after_s)
         queued = session.execute(
-            select(JobChunk.job_id, JobChunk.index, JobChunk.enqueued_at)
+            select(JobChunk.job_id, JobChunk.index, JobChunk.enqueued_at, JobChunk.spec)
             .join(Job, job_running)
             .where(JobChunk.status == JobStatus.queued.value, JobChunk.enqueued_at < waited)
         ).all()
-        for job_id, index, sent_at in queued:
+        for job_id, index, sent_at, spec in queued:
             guard = [JobChunk.job_id == job_id, JobChunk.index == index, JobChunk.enqueued_at == sent_at]
             if changed(session.execute(update(JobChunk).where(*guard).values(enqueued_at=now))) == 1:
-                resend.append((job_id, index))
+                resend.append((job_id, index, (spec or {}).get("queue")))
     pending = exists().where(JobChunk.job_id == Job.id, JobChunk.status != JobStatus.succeeded.value)
     merges = session.execute(
         select(Job.id, Job.heartbeat_at).where(

@@ -6,12 +6,14 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 
+from backend.contracts import DEVICE_NAME_PATTERN, device_queue
 from backend.db.migrations import upgrade_to_head
 from backend.settings import Settings, get_settings
 
@@ -19,14 +21,19 @@ log = logging.getLogger("kneeboard")
 
 
 def worker_command(
-    settings: Settings, concurrency: int | None = None, hostname: str = "kneeboard@%h"
+    settings: Settings,
+    concurrency: int | None = None,
+    hostname: str = "kneeboard@%h",
+    device: str | None = None,
 ) -> list[str]:
-    """The Celery worker command line for these settings."""
+    """The Celery worker command line for these settings; with `device`, a worker that consumes only that
+    device's queue (chunks routed to it, e.g. a sweep's points to be timed on target hardware)."""
+    queue = settings.queue_name if device is None else device_queue(settings.queue_name, device)
     cmd = [
         sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
         "--loglevel=INFO",
         f"--concurrency={concurrency or settings.worker_concurrency}",
-        f"--queues={settings.queue_name}",
+        f"--queues={queue}",
         f"--hostname={hostname}",
         "--without-mingle", "--without-gossip",
     ]  # fmt: skip
@@ -87,12 +94,23 @@ def _stop_groups(children: Sequence[subprocess.Popen[bytes]], grace_s: float = 1
         child.wait()
 
 
+def _device_name(value: str) -> str:
+    if not re.fullmatch(DEVICE_NAME_PATTERN, value):
+        raise argparse.ArgumentTypeError(f"{value!r}: lower-case letters, digits, - and _ (e.g. rpi5)")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="kneeboard", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="migrate, start a worker and the API + dashboard, seed the demo project")
     sub.add_parser("api", help="serve the API and dashboard only (run `migrate` first)")
-    sub.add_parser("worker", help="run a Celery worker for these settings")
+    worker = sub.add_parser("worker", help="run a Celery worker for these settings")
+    worker.add_argument(
+        "--device",
+        type=_device_name,
+        help='serve only this device\'s queue (e.g. rpi5): sweeps with "device": "rpi5" run their points here',
+    )
     sub.add_parser("migrate", help="upgrade the database to the latest Alembic revision")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -102,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.command == "api":
         _serve(settings)
     elif args.command == "worker":
-        os.execv(sys.executable, worker_command(settings))
+        hostname = "kneeboard@%h" if args.device is None else f"kneeboard-{args.device}@%h"
+        os.execv(sys.executable, worker_command(settings, hostname=hostname, device=args.device))
     elif args.command == "migrate":
         cmd_migrate(settings)
 

@@ -42,6 +42,14 @@ TASK_NAMES: dict[JobKind, str] = {
 CHUNK_TASK = "kneeboard.chunk"
 MERGE_TASK = "kneeboard.merge"
 
+DEVICE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+
+
+def device_queue(queue_name: str, device: str) -> str:
+    """The queue a worker started with `kneeboard worker --device NAME` consumes."""
+    return f"{queue_name}.device.{device}"
+
+
 # Kinds that users create through POST /jobs; "inspect" jobs are created by model uploads.
 USER_JOB_KINDS = (JobKind.fidelity, JobKind.sensitivity, JobKind.sweep)
 
@@ -205,6 +213,12 @@ class SweepJobParams(BaseModel):
     latency_repeats: int = Field(default=30, ge=3, le=1000)
     export: bool = Field(default=True, description="Store each point's model as a downloadable ONNX file.")
     threads: int = Field(default=1, ge=1, le=256, description="Intra-op threads, pinned for timing.")
+    device: str | None = Field(
+        default=None,
+        pattern=DEVICE_NAME_PATTERN,
+        description="Evaluate and time every point on the worker(s) started with `kneeboard worker --device "
+        "NAME` (target hardware); planning and merging stay on the general pool.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> SweepJobParams:

@@ -24,9 +24,9 @@ def enqueue_job(settings: Settings, kind: JobKind, job_id: uuid.UUID) -> None:
     _client(settings).send_task(TASK_NAMES[kind], args=[str(job_id)], queue=settings.queue_name)
 
 
-def enqueue_chunk(settings: Settings, job_id: uuid.UUID, index: int) -> None:
-    """Send one chunk of a fan-out job (its row must be committed)."""
-    _client(settings).send_task(CHUNK_TASK, args=[str(job_id), index], queue=settings.queue_name)
+def enqueue_chunk(settings: Settings, job_id: uuid.UUID, index: int, queue: str | None = None) -> None:
+    """Send one chunk of a fan-out job (its row must be committed), to `queue` (a device's) or the pool's."""
+    _client(settings).send_task(CHUNK_TASK, args=[str(job_id), index], queue=queue or settings.queue_name)
 
 
 def enqueue_merge(settings: Settings, job_id: uuid.UUID) -> None:

@@ -36,10 +36,14 @@ def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
         log.warning("reaper: requeued %s, failed %s", outcome.requeued, outcome.failed)
     with session_factory(settings.resolved_database_url)() as session:
         chunks = chunk_lifecycle.reap_lost_chunks(
-            session, settings.heartbeat_timeout_s, settings.max_attempts, settings.queued_resend_s
+            session,
+            settings.heartbeat_timeout_s,
+            settings.max_attempts,
+            settings.queued_resend_s,
+            wait_s=settings.chunk_wait_s,
         )
-    for job_id, index in chunks.resend_chunks:
-        enqueue_chunk(settings, job_id, index)
+    for job_id, index, queue in chunks.resend_chunks:
+        enqueue_chunk(settings, job_id, index, queue)
     for job_id in chunks.resend_merges:
         enqueue_merge(settings, job_id)
     if chunks.resend_chunks or chunks.resend_merges or chunks.failed_jobs:

@@ -56,6 +56,12 @@ class Settings(BaseSettings):
         description="A job still queued this long after its message was sent gets it sent again (a worker that "
         "died holding it reserved); duplicates are harmless.",
     )
+    chunk_wait_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description="A chunk of a job that fans out (sensitivity, sweep) that no worker has taken this long "
+        "fails its job, e.g. a sweep routed to a device that no worker serves.",
+    )
     max_attempts: int = Field(
         default=2,
         ge=1,

@@ -70,8 +70,8 @@ def execute_fanout_job(job_id: str, handler: FanOutHandler, settings: Settings |
         with sessions() as session:
             if not chunk_lifecycle.fan_out(session, claim, specs):
                 return "skipped"
-        for index in range(len(specs)):
-            enqueue_chunk(settings, jid, index)
+        for index, spec in enumerate(specs):
+            enqueue_chunk(settings, jid, index, spec.get("queue"))
         return "fanned out"
 
     ctx._heartbeat.start()

@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backend.contracts import RESULT_SENSITIVITY, SweepJobParams
+from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
 from backend.db.models import Dataset, JobResult, Model, ModelStatus, SweepPoint
 from backend.storage import copy_file_to_staging
 from worker.engine.errors import EngineError, ModelLoadError
@@ -104,7 +104,10 @@ class SweepHandler:
             points.append({"label": config_from_dict(raw).id, "config": raw})
         if params.mixed_precision is not None:
             points.extend(self._mixed_precision_points(ctx, loaded))
-        return [point | {"index": i} for i, point in enumerate(points)]
+        queue = (
+            None if params.device is None else {"queue": device_queue(ctx.settings.queue_name, params.device)}
+        )
+        return [point | {"index": i} | (queue or {}) for i, point in enumerate(points)]
 
     def _mixed_precision_points(self, ctx: JobContext, loaded: _Loaded) -> list[dict[str, Any]]:
         from worker.engine.sensitivity import SensitivityResult, plan_mixed_precision

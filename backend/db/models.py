@@ -169,6 +169,7 @@ class JobChunk(Base):
     index: Mapped[int] = mapped_column(Integer)
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16), default=JobStatus.queued.value)
+    created_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=utcnow)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     attempt_token: Mapped[str | None] = mapped_column(String(36), default=None)
     worker_id: Mapped[str | None] = mapped_column(String(255), default=None)

@@ -150,7 +150,7 @@ def test_a_chunk_whose_worker_died_is_queued_again_then_fails_the_job(session: S
     assert jl.reap_lost_jobs(session, 30, 2).requeued == []
 
     outcome = cl.reap_lost_chunks(session, heartbeat_timeout_s=30, max_attempts=2)
-    assert outcome.resend_chunks == [(job.id, 1)] and outcome.failed_jobs == []
+    assert outcome.resend_chunks == [(job.id, 1, None)] and outcome.failed_jobs == []
     assert _chunk(session, job, 1).status == "queued" and "killed" in (_chunk(session, job, 1).error or "")
     assert not cl.finish_chunk(session, dead, {"late": True})  # the zombie's result is refused
 
@@ -168,7 +168,7 @@ def test_a_queued_chunk_whose_message_was_lost_is_sent_again_once(session: Sessi
     assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == []
     session.execute(update(JobChunk).values(enqueued_at=utcnow() - timedelta(seconds=300)))
     session.commit()
-    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == [(job.id, 0)]
+    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == [(job.id, 0, None)]
     assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == []
 
 
@@ -186,3 +186,16 @@ def test_a_merge_that_never_finished_is_released_and_sent_again(session: Session
     assert cl.reap_lost_chunks(session, 30, 3).resend_merges == [job.id]
     assert not jl.finish(session, merger, JobStatus.succeeded)  # the lost merger's claim is void
     assert cl.claim_merge(session, job.id, "w2") is not None
+
+
+def test_a_chunk_no_worker_takes_fails_its_job_with_the_queue_named(session: Session) -> None:
+    job, _ = _fanned_out(session, 1)
+    session.execute(update(JobChunk).values(spec={"queue": "kneeboard.device.rpi5"}))
+    session.commit()
+    assert cl.reap_lost_chunks(session, 30, 3, wait_s=60).failed_jobs == []  # just created
+    session.execute(update(JobChunk).values(created_at=utcnow() - timedelta(seconds=120)))
+    session.commit()
+    assert cl.reap_lost_chunks(session, 30, 3, wait_s=60).failed_jobs == [job.id]
+    row = _job(session, job)
+    assert row.status == "failed" and "kneeboard.device.rpi5" in (row.error or "")
+    assert "--device" in (row.error or "")

@@ -30,8 +30,8 @@ class Stack:
     def client(self) -> KneeboardClient:
         return KneeboardClient(self.base_url)
 
-    def add_worker(self, name: str) -> Process:
-        proc = start_worker(self.settings, self.logs / f"worker-{name}.log", name=name)
+    def add_worker(self, name: str, device: str | None = None) -> Process:
+        proc = start_worker(self.settings, self.logs / f"worker-{name}.log", name=name, device=device)
         self.workers.append(proc)
         return proc
 

@@ -95,3 +95,30 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     assert manifest["kind"] == "real-int8-weights" and manifest["matches_simulation"] is True
     assert kl == pytest.approx(w8["objectives"]["kl_mean"], rel=1e-3, abs=1e-9)
     assert manifest["metrics"]["measured"]["kl_mean"] == pytest.approx(kl, rel=1e-3, abs=1e-9)
+
+
+def test_a_sweep_routed_to_a_device_runs_its_points_there(make_stack: Any, demo_files: Any) -> None:
+    stack: Stack = make_stack(chunk_wait_s=6.0)
+    pool = stack.add_worker("pool")
+    device = stack.add_worker("edge", device="edge1")
+    c = stack.client
+    project = c.create_project("device")
+    model = c.upload_model(project["id"], demo_files.golden_onnx)
+    dataset = c.upload_dataset(project["id"], demo_files.test_npz)
+    assert c.wait_model(model["id"], timeout=120)["status"] == "ready"
+    params = {
+        "model_id": model["id"],
+        "dataset_id": dataset["id"],
+        "configs": [{"type": "weight_quant", "bits": 8}],
+        "max_samples": 50,
+        "latency_repeats": 3,
+        "latency_batch_sizes": [1],
+    }
+    done = c.wait_job(c.create_job(project["id"], "sweep", params | {"device": "edge1"})["id"], timeout=300)
+    assert done["status"] == "succeeded", done["error"]
+    assert device.log().count("kneeboard.chunk[") >= 2 and "kneeboard.chunk[" not in pool.log()
+    assert "kneeboard.sweep[" in pool.log() and "kneeboard.sweep[" not in device.log()
+
+    # A device that no worker serves: the sweep fails, in bounded time, naming the queue.
+    lost = c.wait_job(c.create_job(project["id"], "sweep", params | {"device": "nobody"})["id"], timeout=60)
+    assert lost["status"] == "failed" and ".device.nobody" in lost["error"] and "--device" in lost["error"]

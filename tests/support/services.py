@@ -96,8 +96,9 @@ class Process:
         self._log.close()
 
 
-def start_worker(settings: Settings, log_path: Path, name: str = "w1") -> Process:
-    proc = Process(worker_command(settings, hostname=f"{name}@%h"), settings_env(settings), log_path)
+def start_worker(settings: Settings, log_path: Path, name: str = "w1", device: str | None = None) -> Process:
+    command = worker_command(settings, hostname=f"{name}@%h", device=device)
+    proc = Process(command, settings_env(settings), log_path)
     proc.wait_for_log("ready.", timeout=120)
     return proc
 
