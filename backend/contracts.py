@@ -208,7 +208,11 @@ class SweepJobParams(BaseModel):
     )
     max_samples: int = Field(default=512, ge=1, le=100_000)
     batch_size: int = Field(default=64, ge=1, le=65536)
-    latency: bool = Field(default=True, description="Time the points a real runtime can execute.")
+    latency: bool = Field(
+        default=True,
+        description="Time the exported file of every point a real runtime can execute (simulated-only points "
+        "are not timed).",
+    )
     latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 32], min_length=1, max_length=4)
     latency_repeats: int = Field(default=30, ge=3, le=1000)
     export: bool = Field(default=True, description="Store each point's model as a downloadable ONNX file.")

@@ -164,7 +164,7 @@ class SweepHandler:
             if export is not None:
                 path = Path(tmp) / export["file"]
                 latency = None
-                if params.latency:
+                if params.latency and doc.get("runtime", {}).get("executable"):
                     ctx.progress(0.5, f"timing {spec['label']}")
                     latency = measure_latency(
                         path,

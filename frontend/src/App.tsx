@@ -8,6 +8,7 @@ import { ProjectPage } from "./pages/ProjectPage";
 import { ProjectsPage } from "./pages/ProjectsPage";
 import { ReportPage } from "./pages/ReportPage";
 import { SensitivityPage } from "./pages/SensitivityPage";
+import { SweepPage } from "./pages/SweepPage";
 
 function Page({ route }: { route: Route }) {
   switch (route.page) {
@@ -25,6 +26,8 @@ function Page({ route }: { route: Route }) {
       return <ReportPage key={route.jobId} jobId={route.jobId} query={route.query} />;
     case "sensitivity":
       return <SensitivityPage key={route.jobId} jobId={route.jobId} query={route.query} />;
+    case "sweep":
+      return <SweepPage key={route.jobId} jobId={route.jobId} query={route.query} />;
     case "notFound":
       return (
         <Layout crumbs={[{ label: "Projects", href: href({ page: "projects" }) }]} title="Page not found">
@@ -44,6 +47,7 @@ const TITLES: Record<Route["page"], string> = {
   model: "Model",
   report: "Fidelity report",
   sensitivity: "Sensitivity scan",
+  sweep: "Sweep",
   notFound: "Not found",
 };
 

@@ -5,7 +5,10 @@
 // download a chart's CSV and open the compare page; then launch a sensitivity scan of the golden model from the
 // form, follow it live on its page (chunks), check the heatmap (one row per layer), click a cell to select a
 // layer and see its channel-importance bars, switch to the all-but view, and overlay the scan on the compare
-// page. Screenshots go to the artifacts folder.
+// page; then launch a sweep (three configurations) from the form, follow it to its Pareto chart (points, the
+// frontier line, the knee), click a point with the mouse for its details and download its export (a zip),
+// bound the KL to re-query the frontier, and put the sweep on the compare page's frontier. Screenshots go to
+// the artifacts folder.
 //
 //   node drive_dashboard.mjs '{"base": URL, "model": PATH, "chromium": PATH, "artifacts": DIR}'
 //
@@ -320,6 +323,157 @@ try {
     typeBars: await inChart(page, "Sensitivity by layer type", ".barlayer .point"),
   };
   await page.locator("section.profiles").screenshot({ path: join(config.artifacts, "10-compare-sensitivity.png") });
+
+  step("launch a sweep of the golden model from the form");
+  await page.goto(observations.projectUrl);
+  await page.getByRole("radio", { name: "Sweep" }).check();
+  const sweepForm = page.getByRole("form", { name: "Launch a sweep job" });
+  await sweepForm.getByLabel(/^Model/).selectOption({ label: GOLDEN_NAME });
+  await sweepForm.getByLabel(/^Dataset/).selectOption({ index: 1 });
+  const sweepPresets = sweepForm.getByRole("group", { name: /^Configurations/ });
+  observations.sweepForm = {
+    defaultPresets: await sweepPresets.getByRole("checkbox", { checked: true }).evaluateAll(
+      (boxes) => boxes.map((b) => b.closest("label").textContent.trim())),
+    defaultBatches: await sweepForm.getByLabel(/^Batch sizes/).inputValue(),
+    latencyOn: await sweepForm.getByLabel(/^Time each point/).isChecked(),
+    exportOn: await sweepForm.getByLabel(/^Store each point/).isChecked(),
+  };
+  await sweepForm.getByLabel(/^Evaluation samples/).fill("100");
+  for (const label of ["W8A16", "W8", "W4", "prune 50 %", "low-rank 0.5"]) // W8A8, W4A8 and fp16 remain
+    await sweepPresets.getByLabel(label, { exact: true }).uncheck();
+  await sweepPresets.getByRole("button", { name: "Edit as JSON" }).click();
+  observations.sweepForm.json = JSON.parse(await sweepForm.getByLabel("Configurations (JSON)").inputValue());
+  await sweepForm.getByLabel(/^Timing repeats/).fill("3");
+  await sweepForm.getByRole("button", { name: "Launch" }).click();
+  const sweepQueued = sweepForm.getByRole("status").filter({ hasText: "Job queued" });
+  await sweepQueued.waitFor();
+  await shot(page, "11-sweep-launched");
+
+  step("follow the sweep on its page until the Pareto chart and its frontier are drawn");
+  await sweepQueued.getByRole("link", { name: "its page" }).click();
+  await page.locator("#chunks-heading").waitFor();
+  observations.sweepWhileOpened = await page.locator(".facts .badge").first().innerText();
+  await shot(page, "12a-sweep-opened");
+  const pareto = chart(page, "Pareto frontier");
+  const paretoPlot = pareto.locator(".js-plotly-plot");
+  await paretoPlot.waitFor({ state: "attached", timeout: 90_000 });
+  // Plotly draws asynchronously: wait until the DOM has the frontier line and the knee marker.
+  const drawn = (gd) => {
+    const traces = [...gd.querySelectorAll(".scatterlayer .trace")];
+    const uids = (gd.data ?? []).map((t) => t.uid);
+    const count = (pred, selector) =>
+      uids.reduce((n, uid, i) => n + (pred(uid) && traces[i] ? traces[i].querySelectorAll(selector).length : 0), 0);
+    return {
+      uids,
+      points: count((u) => u.startsWith("points-"), ".points path"),
+      frontierLine: count((u) => u === "frontier", "path.js-line"),
+      frontierPoints: gd.data?.find((t) => t.uid === "frontier")?.x.length ?? 0,
+      knee: count((u) => u === "knee", ".points path"),
+      slowRings: count((u) => u === "slow", ".points path"),
+      faded: count((u) => u.startsWith("points-") && u.endsWith("-out"), ".points path"),
+      symbols: (gd.data ?? []).filter((t) => t.uid.startsWith("points-")).map((t) => t.marker.symbol),
+      legend: [...gd.querySelectorAll(".legend .traces .legendtext")].map((t) => t.textContent),
+      axes: [gd._fullLayout.xaxis.type, gd._fullLayout.yaxis.type],
+      titles: [gd._fullLayout.xaxis.title.text, gd._fullLayout.yaxis.title.text],
+    };
+  };
+  await paretoPlot.evaluate(async (gd, source) => {
+    const seen = new Function(`return (${source})`)();
+    for (let i = 0; i < 300; i += 1) {
+      const d = seen(gd);
+      if (d.frontierLine > 0 && d.knee > 0) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error("the frontier line or the knee was never drawn");
+  }, drawn.toString());
+  observations.sweepUrl = page.url();
+  observations.pareto = await paretoPlot.evaluate((gd, source) => new Function(`return (${source})`)()(gd), drawn.toString());
+  observations.pareto.modebarPng = await pareto.locator('.modebar-btn[data-title="Download plot as a PNG"]').count();
+  observations.pareto.dataPoints = Number(await pareto.locator("[data-points]").getAttribute("data-points"));
+  observations.pareto.frontierListed = await page.getByRole("list", { name: "Frontier" }).locator("button").count();
+  observations.sweepTableRows = await page.getByRole("table", { name: "All points" }).locator("tbody tr").count();
+  const sweepChunks = page.getByRole("table", { name: /^Chunks/ });
+  observations.sweepChunks = await sweepChunks.locator("tbody tr").evaluateAll((rows) => rows.map((r) => ({
+    status: r.dataset.status, point: r.cells[1].textContent.trim(),
+  })));
+  observations.paretoCsv = await saveDownload(page, () =>
+    page.getByRole("button", { name: "Download the data of Pareto frontier as CSV" }).click());
+  await page.locator('section[aria-labelledby="pareto-heading"]').screenshot({ path: join(config.artifacts, "12b-sweep-pareto.png") });
+
+  step("click a point of the scatter: its details and its export");
+  // The first point of the "simulated only" trace (else of the first points trace), clicked where Plotly drew it.
+  const target = await paretoPlot.evaluate((gd) => {
+    const traces = [...gd.querySelectorAll(".scatterlayer .trace")];
+    let i = gd.data.findIndex((t) => t.uid === "points-simulated");
+    if (i < 0) i = gd.data.findIndex((t) => t.uid.startsWith("points-"));
+    const id = gd.data[i].customdata[0];
+    const box = traces[i].querySelectorAll(".points path")[0].getBoundingClientRect();
+    return { id, label: gd.data[i].text[0].match(/<b>([^<]+)<\/b>/)[1], x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  });
+  await page.mouse.move(target.x, target.y);
+  await page.mouse.click(target.x, target.y);
+  await page.waitForURL(/point=\d+/);
+  const details = page.locator("section.point-details");
+  await details.waitFor();
+  const exportLink = details.getByRole("link", { name: /^Export/ });
+  const [zip] = await Promise.all([page.waitForEvent("download"), exportLink.click()]);
+  const zipPath = join(config.artifacts, zip.suggestedFilename());
+  await zip.saveAs(zipPath);
+  const zipBytes = readFileSync(zipPath);
+  observations.pointClick = {
+    expectedIndex: target.id.split(":").at(-1),
+    expectedLabel: target.label,
+    url: page.url(),
+    heading: await page.locator("#point-heading").innerText(),
+    runtime: await details.locator(".badge").filter({ hasText: /real runtime|simulated only/ }).first().innerText(),
+    latencyRows: await details.getByRole("table", { name: "Latency per batch size" }).locator("tbody tr").count(),
+    manifestKind: await details.getByRole("table", { name: "Export manifest" }).locator("tr").first().innerText(),
+    selectedRow: await page.getByRole("table", { name: "All points" }).locator('tbody tr[aria-selected="true"]')
+      .getAttribute("data-point"),
+    export: {
+      filename: zip.suggestedFilename(),
+      bytes: zipBytes.length,
+      zipMagic: zipBytes.subarray(0, 2).toString("latin1"),
+      hasModel: zipBytes.includes("model.onnx"),
+      hasManifest: zipBytes.includes("manifest.json"),
+    },
+  };
+  await details.screenshot({ path: join(config.artifacts, "12c-sweep-point.png") });
+  await shot(page, "12-sweep");
+
+  step("a constraint re-queries the frontier");
+  const frontierBefore = observations.pareto.frontierPoints;
+  await page.getByLabel("Max KL mean (nats)", { exact: true }).fill("0.001");
+  await page.waitForURL(/maxkl=0\.001/);
+  await paretoPlot.evaluate(async (gd) => {
+    for (let i = 0; i < 200; i += 1) {
+      if (gd.data.some((t) => t.uid.endsWith("-out")) && !gd.closest(".pareto").classList.contains("updating")) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error("the bound never faded a point");
+  });
+  observations.bounded = await paretoPlot.evaluate((gd, source) => new Function(`return (${source})`)()(gd), drawn.toString());
+  observations.bounded.url = page.url();
+  observations.bounded.frontierBefore = frontierBefore;
+  observations.bounded.listed = await page.getByRole("list", { name: "Frontier" }).locator("button").count();
+  await page.locator('section[aria-labelledby="pareto-heading"]').screenshot({ path: join(config.artifacts, "12d-sweep-bounded.png") });
+
+  step("the sweep on the compare page's frontier");
+  await page.getByRole("link", { name: "Compare sweeps" }).click();
+  const sweepsChart = chart(page, "Sweeps' Pareto frontier");
+  const sweepsPlot = sweepsChart.locator(".js-plotly-plot");
+  await sweepsPlot.waitFor({ state: "attached" });
+  await sweepsPlot.evaluate(async (gd, source) => {
+    const seen = new Function(`return (${source})`)();
+    for (let i = 0; i < 300; i += 1) {
+      if (seen(gd).frontierLine > 0) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error("the compare page's frontier was never drawn");
+  }, drawn.toString());
+  observations.sweepsCompare = await sweepsPlot.evaluate((gd, source) => new Function(`return (${source})`)()(gd), drawn.toString());
+  observations.sweepsCompare.url = page.url();
+  await page.locator("section.sweeps-compare").screenshot({ path: join(config.artifacts, "13-compare-sweeps.png") });
 } catch (error) {
   await shot(page, "failure").catch(() => {});
   observations.error = `${observations.steps.at(-1)}: ${error instanceof Error ? error.message : String(error)}`;

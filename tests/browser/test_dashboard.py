@@ -1,6 +1,8 @@
 """The built dashboard (frontend/dist) in headless Chromium against the embedded stack: a user's path from the
 demo project through a model upload and a fidelity job to the report's rendered charts, then a sensitivity scan
-launched from the page to its heatmap, a layer's channel importance and the compare page's profiles.
+launched from the page to its heatmap, a layer's channel importance and the compare page's profiles, then a sweep
+launched from the page to its Pareto chart (frontier, knee), a clicked point's details and export, a bound, and
+the compare page's frontier.
 
 Needs `npm ci && npm run build` in frontend/ first (this test builds nothing), Node and Chromium. Without them
 it is skipped, or fails when KNEEBOARD_REQUIRE_BROWSER=1 (CI). The browser is driven by drive_dashboard.mjs
@@ -169,6 +171,7 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     assert seen["csv"]["filename"].endswith(".csv") and seen["csv"]["head"] == "bin_lower,bin_upper,count"
     assert seen["compareRows"] >= 2 and seen["layerRows"] >= 3
     _assert_sensitivity(seen)
+    _assert_sweep(seen)
     assert not seen["consoleErrors"], seen["consoleErrors"]
 
 
@@ -228,3 +231,78 @@ def _assert_sensitivity(seen: dict[str, Any]) -> None:
     profiles = seen["profiles"]
     assert "jobs=" in profiles["url"] and profiles["traces"] == 1 and profiles["points"] == len(DEMO_LAYERS)
     assert profiles["typeBars"] == 2, profiles  # Conv2d and Linear
+
+
+SWEEP_DEFAULT_PRESETS = ["W8A8", "W8A16", "W4A8", "W8", "W4", "fp16", "prune 50 %", "low-rank 0.5"]
+
+
+def _assert_sweep(seen: dict[str, Any]) -> None:
+    """The sweep launched from the form: W8A8, W4A8 and fp16 on 100 samples, timed 3 times at batch 1 and 32."""
+    form = seen["sweepForm"]
+    assert form["defaultPresets"] == SWEEP_DEFAULT_PRESETS, form  # SweepJobParams' default configs
+    assert form["defaultBatches"] == "1, 32" and form["latencyOn"] and form["exportOn"], form
+    channel = {"type": "weight_quant", "per_channel": True}
+    assert form["json"] == [
+        {
+            "type": "quantize",
+            "weights": channel | {"bits": 8},
+            "activations": {"type": "activation_quant", "bits": 8},
+        },
+        {
+            "type": "quantize",
+            "weights": channel | {"bits": 4},
+            "activations": {"type": "activation_quant", "bits": 8},
+        },
+        {"type": "float_cast", "dtype": "fp16"},
+    ], form
+    n_points = len(form["json"]) + 1  # and fp32, point 0
+    assert seen["sweepWhileOpened"] in ("queued", "running", "succeeded")
+    # Plotly drew one marker per point in the DOM, the frontier as a line and the knee as a star.
+    pareto = seen["pareto"]
+    assert pareto["points"] == pareto["dataPoints"] == n_points, pareto
+    assert pareto["frontierLine"] >= 1 and 2 <= pareto["frontierPoints"] <= n_points, pareto
+    assert pareto["knee"] == 1 and pareto["frontierListed"] == pareto["frontierPoints"], pareto
+    assert pareto["uids"][0] == "frontier" and "knee" in pareto["uids"], pareto
+    # W4A8 has no runtime (4-bit weights): an open diamond; the others run in ONNX Runtime: circles.
+    assert sorted(pareto["symbols"]) == ["circle", "diamond-open"], pareto
+    assert {"Pareto frontier", "runs in a real runtime", "simulated only", "knee (best trade-off)"} <= set(
+        pareto["legend"]
+    ), pareto
+    assert pareto["axes"] == ["log", "log"], pareto  # size × KL
+    assert pareto["titles"][0].startswith("Size (bytes)") and pareto["titles"][1].startswith("KL mean"), (
+        pareto
+    )
+    assert pareto["modebarPng"] == 1, pareto
+    assert seen["sweepTableRows"] == n_points
+    chunks = seen["sweepChunks"]
+    assert [c["status"] for c in chunks] == ["succeeded"] * n_points and chunks[0]["point"] == "fp32", chunks
+    csv = seen["paretoCsv"]
+    assert csv["filename"] == "pareto-frontier.csv", csv
+    assert csv["lines"][0].startswith(
+        "job_id,index,label,description,runtime,real_export,export_available,on_frontier,knee,within_bounds,"
+        "slower_than_fp32,kl_mean"
+    ), csv
+    assert len(csv["lines"]) == 1 + n_points, csv
+    # A real mouse click on a point selects it (URL, table row) and opens its details; its export is a zip.
+    click = seen["pointClick"]
+    assert f"point={click['expectedIndex']}" in click["url"], click
+    assert click["selectedRow"] == click["expectedIndex"], click
+    assert click["heading"] == f"Point {click['expectedIndex']}: {click['expectedLabel']}", click
+    assert click["expectedLabel"] == "w4-sym-channel+a8-minmax" and click["runtime"] == "simulated only", (
+        click
+    )
+    # W4A8 has no real runtime form here: it is not timed, and its export is the simulated float file.
+    assert click["latencyRows"] == 0 and "simulated-float" in click["manifestKind"], click
+    export = click["export"]
+    assert export["filename"].endswith(".zip") and export["zipMagic"] == "PK", export
+    assert export["hasModel"] and export["hasManifest"] and export["bytes"] > 1000, export
+    # Bounding the KL re-queried the frontier: points above it are faded, the frontier is among the rest.
+    bounded = seen["bounded"]
+    assert "maxkl=0.001" in bounded["url"] and bounded["faded"] >= 1, bounded
+    assert bounded["points"] == n_points, bounded  # faded ones included
+    assert bounded["frontierPoints"] < bounded["frontierBefore"], bounded
+    assert bounded["listed"] == bounded["frontierPoints"], bounded
+    # The compare page puts the sweep on one frontier with the same bound.
+    compare = seen["sweepsCompare"]
+    assert "sweeps=" in compare["url"] and "maxkl=0.001" in compare["url"], compare
+    assert compare["points"] == n_points and compare["frontierLine"] >= 1, compare

@@ -41,6 +41,13 @@ class SweepPointOut(BaseModel):
     point: dict[str, Any] | None = Field(
         default=None, description="Everything measured (with ?details=true)."
     )
+    executable: bool | None = Field(
+        default=None,
+        description="A real runtime can execute this point (else its figures are simulated only).",
+    )
+    real_export: str | None = Field(
+        default=None, description="The runtime form of its export, e.g. real-int8-qdq."
+    )
     export_available: bool
     export_manifest: dict[str, Any] | None = None
 
@@ -54,6 +61,8 @@ def _out(row: SweepPoint, details: bool) -> SweepPointOut:
         config=row.config,
         objectives=row.objectives,
         point=row.point if details else None,
+        executable=(row.point.get("runtime") or {}).get("executable"),
+        real_export=(row.point.get("runtime") or {}).get("real_export"),
         export_available=row.export_sha256 is not None,
         export_manifest=row.export_manifest if details else None,
     )

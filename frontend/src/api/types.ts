@@ -21,3 +21,6 @@ export type ChannelImportance = Schemas["ChannelImportanceOut"];
 export type MixedPrecisionPlan = Schemas["MixedPrecisionPlanOut"];
 export type SensitivityProfile = Schemas["SensitivityProfileOut"];
 export type SensitivityComparison = Schemas["SensitivityComparisonOut"];
+export type SweepPoint = Schemas["SweepPointOut"];
+export type FrontierOut = Schemas["FrontierOut"];
+export type FrontierPoint = Schemas["FrontierPointOut"];

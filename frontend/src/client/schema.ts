@@ -1413,6 +1413,11 @@ export interface components {
             config: {
                 [key: string]: unknown;
             };
+            /**
+             * Executable
+             * @description A real runtime can execute this point (else its figures are simulated only).
+             */
+            executable?: boolean | null;
             /** Export Available */
             export_available: boolean;
             /** Export Manifest */
@@ -1450,6 +1455,11 @@ export interface components {
             point?: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * Real Export
+             * @description The runtime form of its export, e.g. real-int8-qdq.
+             */
+            real_export?: string | null;
         };
     };
     responses: never;

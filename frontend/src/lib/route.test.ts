@@ -3,6 +3,7 @@ import {
   DEFAULT_COMPARE_QUERY,
   DEFAULT_SAMPLE_QUERY,
   DEFAULT_SENSITIVITY_QUERY,
+  DEFAULT_SWEEP_QUERY,
   href,
   parseHash,
   type Route,
@@ -14,7 +15,43 @@ describe("hash routes", () => {
       { page: "projects" },
       { page: "project", projectId: "p1" },
       { page: "compare", projectId: "p1", query: DEFAULT_COMPARE_QUERY },
-      { page: "compare", projectId: "p1", query: { jobs: ["j1", "j2"], config: "w4-sym-tensor" } },
+      {
+        page: "compare",
+        projectId: "p1",
+        query: { ...DEFAULT_COMPARE_QUERY, jobs: ["j1", "j2"], config: "w4-sym-tensor" },
+      },
+      {
+        page: "compare",
+        projectId: "p1",
+        query: {
+          ...DEFAULT_COMPARE_QUERY,
+          sweeps: ["s1", "s2"],
+          frontier: {
+            ...DEFAULT_SWEEP_QUERY,
+            x: "bops",
+            bounds: { ...DEFAULT_SWEEP_QUERY.bounds, maxKl: 0.01 },
+            point: "s1:3",
+          },
+        },
+      },
+      { page: "sweep", jobId: "j1", query: DEFAULT_SWEEP_QUERY },
+      {
+        page: "sweep",
+        jobId: "j1",
+        query: {
+          x: "kl_mean",
+          y: "latency_p50_ms_b32",
+          xDir: "max",
+          yDir: null,
+          xLog: false,
+          yLog: true,
+          bounds: { maxKl: 1e-7, minTop1: 0.99, maxSize: 4096, maxLatency: 0.25 },
+          batch: 32,
+          point: "4",
+          sort: "size_bytes",
+          order: "desc",
+        },
+      },
       { page: "sensitivity", jobId: "j1", query: DEFAULT_SENSITIVITY_QUERY },
       {
         page: "sensitivity",
@@ -51,9 +88,16 @@ describe("hash routes", () => {
       "#/jobs/j1/sensitivity?layer=conv2",
     );
     expect(href({ page: "compare", projectId: "p1" })).toBe("#/projects/p1/compare");
-    expect(href({ page: "compare", projectId: "p1", query: { jobs: ["a", "b"], config: null } })).toBe(
+    expect(href({ page: "compare", projectId: "p1", query: { ...DEFAULT_COMPARE_QUERY, jobs: ["a", "b"] } })).toBe(
       "#/projects/p1/compare?jobs=a,b",
     );
+    expect(
+      href({
+        page: "compare",
+        projectId: "p1",
+        query: { ...DEFAULT_COMPARE_QUERY, sweeps: ["a", "b"], frontier: { ...DEFAULT_SWEEP_QUERY, point: "a:2" } },
+      }),
+    ).toBe("#/projects/p1/compare?sweeps=a,b&point=a:2");
     expect(parseHash("#/jobs/j1/sensitivity?view=sideways")).toEqual({
       page: "sensitivity",
       jobId: "j1",

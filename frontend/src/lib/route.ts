@@ -1,5 +1,9 @@
 // Hash routes (#/projects/ID …): the API serves index.html only at /, so the path after # carries the page
 // and its state, and every page is a permalink.
+import { DEFAULT_SWEEP_QUERY, formatSweepQuery, parseSweepQuery, writeSweepQuery, type SweepQuery } from "./sweepQuery";
+
+export type { SweepQuery } from "./sweepQuery";
+export { DEFAULT_SWEEP_QUERY } from "./sweepQuery";
 
 export type SampleSort = "kl" | "cosine" | "mse" | "sample_index";
 export type Tristate = "any" | "yes" | "no";
@@ -26,11 +30,15 @@ export interface SensitivityQuery {
   method: string | null;
 }
 
-/** The compare page's sensitivity section: the scans overlaid and the configuration compared. */
+/** The compare page: the sensitivity scans overlaid and the configuration compared; the sweeps on one frontier. */
 export interface CompareQuery {
   /** Sensitivity job ids; empty: the newest few. */
   jobs: string[];
   config: string | null;
+  /** Sweep job ids; empty: the newest few. */
+  sweeps: string[];
+  /** The sweeps' objectives, bounds and selected point ("<job id>:<index>"). */
+  frontier: SweepQuery;
 }
 
 export type Route =
@@ -40,6 +48,7 @@ export type Route =
   | { page: "model"; modelId: string }
   | { page: "report"; jobId: string; query: SampleQuery }
   | { page: "sensitivity"; jobId: string; query: SensitivityQuery }
+  | { page: "sweep"; jobId: string; query: SweepQuery }
   | { page: "notFound"; path: string };
 
 export const DEFAULT_SAMPLE_QUERY: SampleQuery = {
@@ -91,7 +100,12 @@ function formatSampleQuery(query: SampleQuery): string {
 }
 
 export const DEFAULT_SENSITIVITY_QUERY: SensitivityQuery = { view: "only", ranking: null, layer: null, method: null };
-export const DEFAULT_COMPARE_QUERY: CompareQuery = { jobs: [], config: null };
+export const DEFAULT_COMPARE_QUERY: CompareQuery = {
+  jobs: [],
+  config: null,
+  sweeps: [],
+  frontier: DEFAULT_SWEEP_QUERY,
+};
 
 const nonEmpty = (value: string | null): string | null => (value ? value : null);
 
@@ -114,16 +128,24 @@ function formatSensitivityQuery(query: SensitivityQuery): string {
   return text ? `?${text}` : "";
 }
 
+const idList = (value: string | null): string[] => [...new Set((value ?? "").split(",").filter(Boolean))];
+
 function parseCompareQuery(params: URLSearchParams): CompareQuery {
-  const jobs = (params.get("jobs") ?? "").split(",").filter(Boolean);
-  return { jobs: [...new Set(jobs)], config: nonEmpty(params.get("config")) };
+  return {
+    jobs: idList(params.get("jobs")),
+    config: nonEmpty(params.get("config")),
+    sweeps: idList(params.get("sweeps")),
+    frontier: parseSweepQuery(params),
+  };
 }
 
 function formatCompareQuery(query: CompareQuery | undefined): string {
   const params = new URLSearchParams();
   if (query?.jobs.length) params.set("jobs", query.jobs.join(","));
   if (query?.config) params.set("config", query.config);
-  const text = params.toString().replaceAll("%2C", ",");
+  if (query?.sweeps.length) params.set("sweeps", query.sweeps.join(","));
+  if (query) writeSweepQuery(query.frontier, params);
+  const text = params.toString().replaceAll("%2C", ",").replaceAll("%3A", ":");
   return text ? `?${text}` : "";
 }
 
@@ -141,6 +163,9 @@ export function parseHash(hash: string): Route {
   }
   if (first === "jobs" && id && sub === "sensitivity" && parts.length === 3) {
     return { page: "sensitivity", jobId: id, query: parseSensitivityQuery(new URLSearchParams(search)) };
+  }
+  if (first === "jobs" && id && sub === "sweep" && parts.length === 3) {
+    return { page: "sweep", jobId: id, query: parseSweepQuery(new URLSearchParams(search)) };
   }
   return { page: "notFound", path };
 }
@@ -160,6 +185,8 @@ export function href(route: Route): string {
       return `#/jobs/${e(route.jobId)}${formatSampleQuery(route.query)}`;
     case "sensitivity":
       return `#/jobs/${e(route.jobId)}/sensitivity${formatSensitivityQuery(route.query)}`;
+    case "sweep":
+      return `#/jobs/${e(route.jobId)}/sweep${formatSweepQuery(route.query)}`;
     case "notFound":
       return `#${route.path}`;
   }

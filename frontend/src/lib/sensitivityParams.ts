@@ -81,17 +81,30 @@ export function hasConfig(configs: readonly Config[], config: Config, defaults: 
 
 /** Adds the preset's config (at the preset's place among the presets) or removes every config equal to it. */
 export function togglePreset(configs: readonly Config[], preset: Preset, defaults: Map<string, Config>): Config[] {
-  const key = canonical(preset.config, defaults);
-  if (configs.some((c) => canonical(c, defaults) === key)) return configs.filter((c) => canonical(c, defaults) !== key);
+  return togglePresetIn(configs, preset, PRESETS, (c) => canonical(c, defaults));
+}
+
+/**
+ * togglePreset over any list of presets, with configurations compared by `key` (a canonical JSON): adds the
+ * preset's config at its place among the presets, or removes every config equal to it.
+ */
+export function togglePresetIn(
+  configs: readonly Config[],
+  preset: Preset,
+  presets: readonly Preset[],
+  key: (config: Config) => string,
+): Config[] {
+  const mine = key(preset.config);
+  if (configs.some((c) => key(c) === mine)) return configs.filter((c) => key(c) !== mine);
   const order = (c: Config) => {
-    const k = canonical(c, defaults);
-    const i = PRESETS.findIndex((p) => canonical(p.config, defaults) === k);
-    return i < 0 ? PRESETS.length : i;
+    const k = key(c);
+    const i = presets.findIndex((p) => key(p.config) === k);
+    return i < 0 ? presets.length : i;
   };
-  const mine = PRESETS.indexOf(preset);
-  const at = configs.findIndex((c) => order(c) > mine);
+  const place = presets.indexOf(preset);
+  const at = configs.findIndex((c) => order(c) > place);
   const copy = [...configs];
-  copy.splice(at < 0 ? copy.length : at, 0, { ...preset.config });
+  copy.splice(at < 0 ? copy.length : at, 0, structuredClone(preset.config));
   return copy;
 }
 
@@ -101,7 +114,11 @@ export const MAX_CONFIGS = 32;
  * The JSON editor's text as a list of configs, or why not. Checks the shape only (an array of 1 to 32
  * objects whose "type" the API knows); the API checks every field and answers 422 naming it.
  */
-export function parseConfigs(text: string, types: ReadonlySet<string>): Config[] | string {
+export function parseConfigs(
+  text: string,
+  types: ReadonlySet<string>,
+  { max = MAX_CONFIGS, allowEmpty = false }: { max?: number; allowEmpty?: boolean } = {},
+): Config[] | string {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -109,8 +126,8 @@ export function parseConfigs(text: string, types: ReadonlySet<string>): Config[]
     return `Not JSON: ${e instanceof Error ? e.message : String(e)}`;
   }
   if (!Array.isArray(value)) return "Configurations must be a JSON array of objects.";
-  if (value.length === 0) return "Choose at least one configuration.";
-  if (value.length > MAX_CONFIGS) return `At most ${MAX_CONFIGS.toString()} configurations.`;
+  if (value.length === 0 && !allowEmpty) return "Choose at least one configuration.";
+  if (value.length > max) return `At most ${max.toString()} configurations.`;
   for (const [i, item] of value.entries()) {
     if (!isObject(item)) return `Configuration ${(i + 1).toString()} is not an object.`;
     if (typeof item.type !== "string" || (types.size > 0 && !types.has(item.type)))

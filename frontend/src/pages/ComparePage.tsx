@@ -1,5 +1,6 @@
 // Every succeeded fidelity run of a project side by side (GET /projects/{id}/fidelity-runs), best values
-// of each column in bold; below, the sensitivity profiles of the project's scans overlaid.
+// of each column in bold; below, several sweeps on one Pareto frontier and the sensitivity profiles of the
+// project's scans overlaid.
 import { useState } from "react";
 import { useDatasets, useFidelityRuns, useModels, useProject } from "../api/queries";
 import type { FidelityRun } from "../api/types";
@@ -11,6 +12,7 @@ import { formatNumber, formatPercent, formatTime } from "../lib/format";
 import { DEFAULT_SAMPLE_QUERY, href, type CompareQuery } from "../lib/route";
 import { replaceRoute } from "../components/router";
 import { ProfilesCompare } from "../sensitivity/ProfilesCompare";
+import { SweepsCompare } from "../sweep/SweepsCompare";
 
 type Headline = FidelityRun["headline"];
 type NumericKey = {
@@ -206,6 +208,13 @@ export function ComparePage({ projectId, query }: { projectId: string; query: Co
           )
         }
       </QueryView>
+      <SweepsCompare
+        projectId={projectId}
+        query={query}
+        onChange={(next) => {
+          replaceRoute({ page: "compare", projectId, query: next });
+        }}
+      />
       <ProfilesCompare
         projectId={projectId}
         query={query}

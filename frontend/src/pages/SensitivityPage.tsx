@@ -11,7 +11,7 @@ import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatTime } from "../lib/format";
-import { DEFAULT_SAMPLE_QUERY, href, type SensitivityQuery } from "../lib/route";
+import { DEFAULT_COMPARE_QUERY, DEFAULT_SAMPLE_QUERY, href, type SensitivityQuery } from "../lib/route";
 import { metricOf } from "../lib/sensitivity";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
@@ -273,7 +273,10 @@ export function SensitivityPage({ jobId, query }: { jobId: string; query: Sensit
       title={title}
       actions={
         projectId && (
-          <a className="button" href={href({ page: "compare", projectId, query: { jobs: [jobId], config: null } })}>
+          <a
+            className="button"
+            href={href({ page: "compare", projectId, query: { ...DEFAULT_COMPARE_QUERY, jobs: [jobId] } })}
+          >
             Compare scans
           </a>
         )

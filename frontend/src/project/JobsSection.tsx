@@ -5,7 +5,8 @@ import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatTime } from "../lib/format";
-import { DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
+import { isObject } from "../lib/json";
+import { DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, DEFAULT_SWEEP_QUERY, href } from "../lib/route";
 import { useNames } from "./names";
 
 function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) {
@@ -31,6 +32,24 @@ function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) 
         )}
         {typeof job.chunks_total === "number" && job.chunks_total > 1 && (
           <span className="muted"> · {job.chunks_total} chunks</span>
+        )}
+      </>
+    );
+  }
+  if (job.kind === "sweep") {
+    const configs = Array.isArray(job.params.configs) ? job.params.configs.length : null;
+    const mixed = isObject(job.params.mixed_precision) ? job.params.mixed_precision : null;
+    const plans = mixed && Array.isArray(mixed.average_bits) ? mixed.average_bits.length : 0;
+    return (
+      <>
+        {name(job.params.model_id)} <span className="muted">on</span> {name(job.params.dataset_id)}
+        {configs !== null && (
+          <span className="muted">
+            {" "}
+            · {configs} configuration{configs === 1 ? "" : "s"}
+            {plans > 0 ? ` + ${plans.toString()} mixed-precision plan${plans === 1 ? "" : "s"}` : ""}
+            {job.params.latency === false ? "" : " · timed"}
+          </span>
         )}
       </>
     );
@@ -76,6 +95,14 @@ function JobRow({ job, name, projectId }: { job: Job; name: (id: unknown) => str
             Sensitivity
           </a>
         )}
+        {job.kind === "sweep" && (
+          <a
+            href={href({ page: "sweep", jobId: job.id, query: DEFAULT_SWEEP_QUERY })}
+            aria-label={`Sweep of ${name(job.params.model_id)}`}
+          >
+            Sweep
+          </a>
+        )}
         {active && (
           <button
             type="button"
@@ -109,7 +136,7 @@ export function JobsSection({ projectId }: { projectId: string }) {
         {(page) =>
           page.total === 0 ? (
             <Empty>
-              No jobs yet. Uploading a model starts its inspection; launch a fidelity or sensitivity job above.
+              No jobs yet. Uploading a model starts its inspection; launch a fidelity, sensitivity or sweep job above.
             </Empty>
           ) : (
             <>

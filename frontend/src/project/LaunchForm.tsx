@@ -1,5 +1,5 @@
-// The job launcher: a fidelity job (golden vs compressed) or a sensitivity scan (which layers of one model
-// tolerate which compression). Models and datasets come from the project; numeric parameters (defaults,
+// The job launcher: a fidelity job (golden vs compressed), a sensitivity scan (which layers of one model
+// tolerate which compression) or a sweep (whole-model configurations on a Pareto frontier). Models and datasets come from the project; numeric parameters (defaults,
 // bounds, help) and the compression configs' defaults from the kind's schema in GET /job-kinds.
 import { useState, type SubmitEvent } from "react";
 import { useCreateJob, useDatasets, useJobKinds, useModels } from "../api/queries";
@@ -8,14 +8,16 @@ import { isObject, type JsonObject } from "../lib/json";
 import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";
 import { DatasetSelect, ModelSelect, NumberField, Queued } from "./fields";
 import { SensitivityForm } from "./SensitivityForm";
+import { SweepForm } from "./SweepForm";
 
 /** The numeric parameters the fidelity form offers, with their labels; the rest keep the API's defaults. */
 const FIDELITY_NUMERIC = { top_k: "Top-k", threshold_kl: "KL threshold (nats)", batch_size: "Batch size" } as const;
 
-type Kind = "fidelity" | "sensitivity";
+type Kind = "fidelity" | "sensitivity" | "sweep";
 const KINDS: { kind: Kind; label: string }[] = [
   { kind: "fidelity", label: "Fidelity" },
   { kind: "sensitivity", label: "Sensitivity" },
+  { kind: "sweep", label: "Sweep" },
 ];
 
 function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonObject }) {
@@ -119,8 +121,10 @@ export function LaunchForm({ projectId }: { projectId: string }) {
         <ErrorMessage error={`The API offers no ${kind} job kind.`} />
       ) : kind === "fidelity" ? (
         <FidelityForm key="fidelity" projectId={projectId} schema={schema} />
-      ) : (
+      ) : kind === "sensitivity" ? (
         <SensitivityForm key="sensitivity" projectId={projectId} schema={schema} />
+      ) : (
+        <SweepForm key="sweep" projectId={projectId} schema={schema} />
       )}
     </section>
   );

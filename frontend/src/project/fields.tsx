@@ -2,7 +2,7 @@
 import type { Dataset, Model } from "../api/types";
 import { stringAt, type JsonObject } from "../lib/json";
 import type { NumericParam } from "../lib/paramSchema";
-import { DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
+import { DEFAULT_SENSITIVITY_QUERY, DEFAULT_SWEEP_QUERY, href } from "../lib/route";
 
 export function ModelSelect({
   label,
@@ -73,12 +73,14 @@ export function NumberField({
   value,
   onChange,
   required = true,
+  disabled = false,
 }: {
   param: NumericParam;
   label: string;
   value: string;
   onChange: (v: string) => void;
   required?: boolean;
+  disabled?: boolean;
 }) {
   return (
     <label>
@@ -94,6 +96,7 @@ export function NumberField({
           onChange(e.target.value);
         }}
         required={required}
+        disabled={disabled}
       />
       <span className="muted small-text">{param.description}</span>
     </label>
@@ -102,13 +105,19 @@ export function NumberField({
 
 /** "Job queued" with a link to the job's page when it has one. */
 export function Queued({ jobId, kind }: { jobId: string; kind: string }) {
+  const page =
+    kind === "sensitivity"
+      ? href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })
+      : kind === "sweep"
+        ? href({ page: "sweep", jobId, query: DEFAULT_SWEEP_QUERY })
+        : null;
   return (
     <span className="ok" role="status">
       Job queued; follow it in the jobs table
-      {kind === "sensitivity" && (
+      {page && (
         <>
           {" "}
-          or on <a href={href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })}>its page</a>
+          or on <a href={page}>its page</a>
         </>
       )}
       .

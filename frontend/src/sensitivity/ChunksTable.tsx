@@ -1,11 +1,11 @@
-// The chunks a fanned-out job was split into: which layers, which worker took each, how often it was tried,
-// and why it failed. Polled while the job runs.
+// The chunks a fanned-out job was split into: which layers (a sensitivity scan) or which point (a sweep), which
+// worker took each, how often it was tried, and why it failed. Polled while the job runs.
 import { POLL_MS, isActive, useJobChunks } from "../api/queries";
 import type { Job, JobChunk } from "../api/types";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { StatusBadge } from "../components/Status";
 import { formatDuration, formatTime } from "../lib/format";
-import { stringsAt } from "../lib/json";
+import { stringAt, stringsAt } from "../lib/json";
 
 const SHOWN_LAYERS = 4;
 
@@ -17,6 +17,8 @@ function seconds(chunk: JobChunk): number | null {
 }
 
 function Layers({ chunk }: { chunk: JobChunk }) {
+  const label = stringAt(chunk.spec, "label");
+  if (label !== null) return <code>{label}</code>;
   const layers = stringsAt(chunk.spec, "layers");
   if (layers.length === 0) return <span className="muted">—</span>;
   const rest = layers.length - SHOWN_LAYERS;
@@ -56,7 +58,7 @@ export function ChunksTable({ job }: { job: Job }) {
       ) : chunks.data.length === 0 ? (
         <Empty>
           {job.status === "queued"
-            ? "The scan has not been split into chunks yet."
+            ? "The job has not been split into chunks yet."
             : "This job ran in one piece (no chunks)."}
         </Empty>
       ) : (
@@ -65,7 +67,7 @@ export function ChunksTable({ job }: { job: Job }) {
             <thead>
               <tr>
                 <th className="num">Chunk</th>
-                <th>Layers</th>
+                <th>{job.kind === "sweep" ? "Point" : "Layers"}</th>
                 <th>Status</th>
                 <th>Worker</th>
                 <th className="num">Attempts</th>

@@ -193,7 +193,7 @@ export function ProfilesCompare({
                 comparison={profiles.data}
                 config={query.config}
                 onConfig={(config) => {
-                  onChange({ jobs: selected, config });
+                  onChange({ ...query, jobs: selected, config });
                 }}
               />
             </div>

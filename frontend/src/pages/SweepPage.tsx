@@ -1,0 +1,279 @@
+// A sweep job's page: every configuration of the model evaluated as a whole (one point each), on a Pareto
+// scatter of two objectives with the frontier for those objectives and the bounds, its knee, the points a
+// real runtime executes vs those only simulated, those slower than fp32; a point's details and its export;
+// every point in a sortable table; the chunks (one per point), live while the sweep runs. The objectives,
+// bounds, selected point and sort are in the URL (a permalink).
+import { useCallback, useMemo } from "react";
+import { isActive, useJob, useProject, useSweepFrontier, useSweepPoints } from "../api/queries";
+import type { Job } from "../api/types";
+import { Layout } from "../components/Layout";
+import { Empty, ErrorMessage, Loading } from "../components/QueryView";
+import { replaceRoute } from "../components/router";
+import { ProgressBar, StatusBadge } from "../components/Status";
+import { formatDuration, formatTime } from "../lib/format";
+import { isObject } from "../lib/json";
+import { DEFAULT_COMPARE_QUERY, DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
+import { runtimeSeries, toRow, type SweepRow } from "../lib/sweep";
+import { availableObjectives } from "../lib/sweepObjectives";
+import { resolveView, type SweepQuery } from "../lib/sweepQuery";
+import { useNames } from "../project/names";
+import { ChunksTable } from "../sensitivity/ChunksTable";
+import { AxisPickers, BoundsControls } from "../sweep/FrontierControls";
+import { FrontierList } from "../sweep/FrontierList";
+import { ParetoChart } from "../sweep/ParetoChart";
+import { PointDetails } from "../sweep/PointDetails";
+import { PointsTable } from "../sweep/PointsTable";
+
+function JobFacts({ job, points }: { job: Job; points: number | null }) {
+  const name = useNames(job.project_id);
+  const p = job.params;
+  const configs = Array.isArray(p.configs) ? p.configs.length : null;
+  const mixed = isObject(p.mixed_precision) ? p.mixed_precision : null;
+  const plans = mixed && Array.isArray(mixed.average_bits) ? mixed.average_bits.length : 0;
+  const batches = Array.isArray(p.latency_batch_sizes) ? p.latency_batch_sizes.join(", ") : "?";
+  return (
+    <dl className="facts">
+      <div>
+        <dt>Model</dt>
+        <dd>{name(p.model_id)}</dd>
+      </div>
+      <div>
+        <dt>Dataset</dt>
+        <dd>{name(p.dataset_id)}</dd>
+      </div>
+      <div>
+        <dt>Samples</dt>
+        <dd>{typeof p.max_samples === "number" ? `up to ${p.max_samples.toLocaleString("en-US")}` : "—"}</dd>
+      </div>
+      <div>
+        <dt>Points</dt>
+        <dd>
+          {points ?? (configs === null ? "—" : configs + plans + 1)}{" "}
+          <span className="muted small-text">
+            (fp32 + {configs ?? "?"} configurations{plans ? ` + ${plans.toString()} mixed-precision plans` : ""})
+          </span>
+        </dd>
+      </div>
+      {mixed && typeof mixed.sensitivity_job_id === "string" && (
+        <div>
+          <dt>Plans from</dt>
+          <dd>
+            <a href={href({ page: "sensitivity", jobId: mixed.sensitivity_job_id, query: DEFAULT_SENSITIVITY_QUERY })}>
+              sensitivity scan {mixed.sensitivity_job_id.slice(0, 6)}
+            </a>
+          </dd>
+        </div>
+      )}
+      <div>
+        <dt>Latency</dt>
+        <dd>
+          {p.latency === false
+            ? "not measured"
+            : `batch ${batches} · ${typeof p.latency_repeats === "number" ? p.latency_repeats.toString() : "?"} repeats · ${typeof p.threads === "number" ? p.threads.toString() : "1"} thread(s)`}
+        </dd>
+      </div>
+      <div>
+        <dt>Export</dt>
+        <dd>{p.export === false ? "off" : "ONNX per point"}</dd>
+      </div>
+      <div>
+        <dt>Status</dt>
+        <dd>
+          <StatusBadge status={job.status} />
+        </dd>
+      </div>
+      <div>
+        <dt>{isActive(job) ? "Started" : "Finished"}</dt>
+        <dd>
+          {isActive(job)
+            ? formatTime(job.started_at)
+            : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
+        </dd>
+      </div>
+    </dl>
+  );
+}
+
+function Results({
+  job,
+  rows,
+  query,
+  setQuery,
+}: {
+  job: Job;
+  rows: SweepRow[];
+  query: SweepQuery;
+  setQuery: (change: Partial<SweepQuery>) => void;
+}) {
+  const available = useMemo(() => availableObjectives(rows), [rows]);
+  const view = useMemo(() => resolveView(query, available), [query, available]);
+  const frontier = useSweepFrontier([job.id], view.objectiveParams, view.boundParams);
+  const series = useMemo(() => runtimeSeries(rows), [rows]);
+  const selectedId = query.point === null ? null : `${job.id}:${query.point.split(":").at(-1) ?? ""}`;
+  const selected = rows.find((r) => r.id === selectedId) ?? null;
+  const select = useCallback(
+    (id: string) => {
+      setQuery({ point: id.split(":").at(-1) ?? null });
+    },
+    [setQuery],
+  );
+  const onFrontier = new Set(frontier.data?.frontier.map((p) => p.id) ?? []);
+  if (available.length === 0) return <Empty>The points have no numbers to draw.</Empty>;
+  return (
+    <>
+      <section aria-labelledby="pareto-heading">
+        <h2 id="pareto-heading">Trade-offs</h2>
+        <div className="split pareto-split">
+          <ParetoChart
+            title="Pareto frontier"
+            filename="sweep-pareto"
+            rows={rows}
+            series={series}
+            available={available}
+            view={view}
+            query={query}
+            frontier={frontier}
+            selected={selected?.id ?? null}
+            onSelect={select}
+            legendNote="Filled circles run in a real runtime (ONNX Runtime: int8, fp16 or float); open diamonds are simulated only."
+            controls={<AxisPickers available={available} rows={rows} view={view} query={query} onChange={setQuery} />}
+          />
+          <aside className="panel pareto-side">
+            <BoundsControls rows={rows} available={available} view={view} onChange={setQuery} />
+            {frontier.data && (
+              <FrontierList frontier={frontier.data} view={view} selected={selected?.id ?? null} onSelect={select} />
+            )}
+          </aside>
+        </div>
+      </section>
+      <section aria-labelledby="selected-heading">
+        <h2 id="selected-heading">Selected point</h2>
+        {selected ? (
+          <PointDetails
+            row={selected}
+            onFrontier={onFrontier.has(selected.id)}
+            knee={frontier.data?.knee === selected.id}
+            slowBatch={view.batch}
+          />
+        ) : (
+          <Empty>
+            {query.point !== null
+              ? `This sweep has no point ${query.point}.`
+              : "Click a point of the chart, the frontier list or the table for its fidelity, cost, runtime, latency and export."}
+          </Empty>
+        )}
+      </section>
+      <PointsTable
+        rows={rows}
+        available={available}
+        frontier={frontier.data ?? null}
+        specs={view.specs}
+        batch={view.batch}
+        selected={selected?.id ?? null}
+        sort={query.sort}
+        order={query.order}
+        onSort={(sort, order) => {
+          setQuery({ sort, order });
+        }}
+        onSelect={select}
+        name={`sweep ${job.id.slice(0, 6)}`}
+      />
+    </>
+  );
+}
+
+function JobNotDone({ job }: { job: Job }) {
+  if (isActive(job)) {
+    return (
+      <div className="panel" role="status">
+        <p>This sweep is {job.status}; the Pareto chart appears when every point is evaluated.</p>
+        <ProgressBar value={job.progress} label="Job progress" /> <span className="muted">{job.progress_message}</span>
+      </div>
+    );
+  }
+  return (
+    <div className="panel">
+      <p>This sweep {job.status === "cancelled" ? "was cancelled" : "failed"}: there are no results.</p>
+      {job.error && (
+        <p className="error" role="alert">
+          {job.error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function SweepPage({ jobId, query }: { jobId: string; query: SweepQuery }) {
+  const job = useJob(jobId);
+  const succeeded = job.data?.status === "succeeded" && job.data.kind === "sweep";
+  const points = useSweepPoints(jobId, succeeded);
+  const rows = useMemo(() => points.data?.items.map(toRow) ?? [], [points.data]);
+  const projectId = job.data?.project_id ?? "";
+  const project = useProject(projectId);
+  const name = useNames(projectId);
+  const setQuery = useCallback(
+    (change: Partial<SweepQuery>) => {
+      replaceRoute({ page: "sweep", jobId, query: { ...query, ...change } });
+    },
+    [jobId, query],
+  );
+  const title = job.data ? `Sweep of ${name(job.data.params.model_id)}` : "Sweep";
+  return (
+    <Layout
+      crumbs={[
+        { label: "Projects", href: href({ page: "projects" }) },
+        { label: project.data?.name ?? "Project", href: projectId ? href({ page: "project", projectId }) : undefined },
+        { label: "Sweep" },
+      ]}
+      title={title}
+      actions={
+        projectId && (
+          <a
+            className="button"
+            href={href({
+              page: "compare",
+              projectId,
+              query: {
+                ...DEFAULT_COMPARE_QUERY,
+                sweeps: [jobId],
+                frontier: { ...query, point: null, sort: "index", order: "asc" },
+              },
+            })}
+          >
+            Compare sweeps
+          </a>
+        )
+      }
+    >
+      {job.isPending && <Loading what="the job" />}
+      {job.isError && <ErrorMessage error={job.error} />}
+      {job.data && (
+        <>
+          <JobFacts job={job.data} points={points.data?.total ?? null} />
+          {job.data.kind !== "sweep" ? (
+            <p className="error">
+              Job {jobId} is a {job.data.kind} job, not a sweep.{" "}
+              {job.data.kind === "fidelity" && (
+                <a href={href({ page: "report", jobId, query: DEFAULT_SAMPLE_QUERY })}>Its report</a>
+              )}
+              {job.data.kind === "sensitivity" && (
+                <a href={href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })}>Its page</a>
+              )}
+            </p>
+          ) : !succeeded ? (
+            <JobNotDone job={job.data} />
+          ) : points.isPending ? (
+            <Loading what="the sweep's points" />
+          ) : points.isError ? (
+            <ErrorMessage error={points.error} />
+          ) : rows.length === 0 ? (
+            <Empty>This sweep stored no points.</Empty>
+          ) : (
+            <Results job={job.data} rows={rows} query={query} setQuery={setQuery} />
+          )}
+          {job.data.kind === "sweep" && <ChunksTable job={job.data} />}
+        </>
+      )}
+    </Layout>
+  );
+}

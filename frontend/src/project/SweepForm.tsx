@@ -1,0 +1,337 @@
+// The sweep launcher: a golden model and a dataset, the whole-model configurations (presets with the API's
+// defaults ticked, or the raw JSON, kept in step), optionally the mixed-precision plans of a succeeded
+// sensitivity scan of the same model, latency timing (batch sizes, repeats) and the export of each point.
+// Defaults and bounds come from SweepJobParams' schema in GET /job-kinds.
+import { useId, useMemo, useState, type SubmitEvent } from "react";
+import { useCreateJob, useDatasets, useModels, useSensitivityJobs } from "../api/queries";
+import { ErrorMessage } from "../components/QueryView";
+import { formatTime } from "../lib/format";
+import { isObject, type JsonObject } from "../lib/json";
+import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";
+import { describeConfig } from "../lib/sensitivity";
+import { formatConfigs, parseBits, parseConfigs, togglePresetIn, type Config } from "../lib/sensitivityParams";
+import {
+  DEFAULT_SWEEP_PRESET_IDS,
+  MAX_SWEEP_CONFIGS,
+  SWEEP_PRESETS,
+  canonicalDeep,
+  configSchema,
+  parseBatchSizes,
+  sweepPresetConfigs,
+} from "../lib/sweepParams";
+import { DatasetSelect, ModelSelect, NumberField, Queued, describeParam } from "./fields";
+
+const NUMERIC = {
+  max_samples: "Evaluation samples",
+  batch_size: "Batch size",
+  latency_repeats: "Timing repeats",
+  threads: "Threads",
+} as const;
+const DEFAULT_BITS = "6, 5";
+const DEFAULT_BATCHES = "1, 32";
+
+/** The config "type"s the API accepts: the discriminator's mapping of `configs`. */
+function configTypes(schema: JsonObject): Set<string> {
+  const items = isObject(schema.properties) ? schema.properties.configs : null;
+  const mapping = isObject(items) && isObject(items.items) ? items.items.discriminator : null;
+  return new Set(isObject(mapping) && isObject(mapping.mapping) ? Object.keys(mapping.mapping) : []);
+}
+
+const boolDefault = (schema: JsonObject, name: string, fallback: boolean): boolean => {
+  const property = isObject(schema.properties) ? schema.properties[name] : null;
+  return isObject(property) && typeof property.default === "boolean" ? property.default : fallback;
+};
+
+export function SweepForm({ projectId, schema }: { projectId: string; schema: JsonObject }) {
+  const id = useId();
+  const models = useModels(projectId).data ?? [];
+  const datasets = useDatasets(projectId).data ?? [];
+  const scans = useSensitivityJobs(projectId);
+  const create = useCreateJob(projectId);
+  const shape = useMemo(() => configSchema(schema), [schema]);
+  const key = useMemo(() => (c: Config) => canonicalDeep(c, shape), [shape]);
+  const types = useMemo(() => configTypes(schema), [schema]);
+  const params = useMemo(
+    () =>
+      Object.keys(NUMERIC)
+        .map((name) => numericParam(schema, name))
+        .filter((p): p is NumericParam => p !== null),
+    [schema],
+  );
+  const [model, setModel] = useState("");
+  const [dataset, setDataset] = useState("");
+  const [configs, setConfigs] = useState<Config[]>(() => sweepPresetConfigs(DEFAULT_SWEEP_PRESET_IDS));
+  const [json, setJson] = useState<{ open: boolean; text: string; error: string | null }>(() => ({
+    open: false,
+    text: formatConfigs(sweepPresetConfigs(DEFAULT_SWEEP_PRESET_IDS)),
+    error: null,
+  }));
+  const [scan, setScan] = useState("");
+  const [bits, setBits] = useState(DEFAULT_BITS);
+  const [latency, setLatency] = useState(() => boolDefault(schema, "latency", true));
+  const [batches, setBatches] = useState(DEFAULT_BATCHES);
+  const [exported, setExported] = useState(() => boolDefault(schema, "export", true));
+  const [values, setValues] = useState<Record<string, string>>(() =>
+    Object.fromEntries(params.map((p) => [p.name, p.default === null ? "" : String(p.default)])),
+  );
+  const [problem, setProblem] = useState<string | null>(null);
+
+  // Mixed precision plans come from a succeeded scan of the same model.
+  const sameModel = (scans.data?.items ?? []).filter((j) => j.params.model_id === model);
+  const chosenScan = sameModel.some((j) => j.id === scan) ? scan : "";
+
+  const setFromPresets = (next: Config[]) => {
+    setConfigs(next);
+    setJson((old) => ({ ...old, text: formatConfigs(next), error: null }));
+  };
+  const editJson = (text: string) => {
+    const parsed = parseConfigs(text, types, { max: MAX_SWEEP_CONFIGS, allowEmpty: true });
+    if (typeof parsed === "string") setJson((old) => ({ ...old, text, error: parsed }));
+    else {
+      setJson((old) => ({ ...old, text, error: null }));
+      setConfigs(parsed);
+    }
+  };
+  const presetKeys = useMemo(() => new Set(SWEEP_PRESETS.map((p) => key(p.config))), [key]);
+  const chosen = new Set(configs.map(key));
+  const custom = configs.filter((c) => !presetKeys.has(key(c)));
+
+  const submit = (event: SubmitEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    if (json.error) {
+      setProblem(`The configurations' JSON: ${json.error}`);
+      return;
+    }
+    const body: Record<string, unknown> = { model_id: model, dataset_id: dataset, configs, latency, export: exported };
+    if (chosenScan) {
+      const averageBits = parseBits(bits, 16);
+      if (typeof averageBits === "string") {
+        setProblem(averageBits);
+        return;
+      }
+      if (averageBits.length === 0) {
+        setProblem("Give at least one average bit-width for the mixed-precision plans.");
+        return;
+      }
+      body.mixed_precision = { sensitivity_job_id: chosenScan, average_bits: averageBits };
+    }
+    if (configs.length === 0 && !chosenScan) {
+      setProblem("Choose at least one configuration, or a sensitivity scan to plan mixed precision from.");
+      return;
+    }
+    if (latency) {
+      const sizes = parseBatchSizes(batches);
+      if (typeof sizes === "string") {
+        setProblem(sizes);
+        return;
+      }
+      body.latency_batch_sizes = sizes;
+    }
+    for (const param of params) {
+      const parsed = parseParam(param, values[param.name] ?? "");
+      if (typeof parsed === "string") {
+        setProblem(parsed);
+        return;
+      }
+      if (parsed !== null) body[param.name] = parsed;
+    }
+    setProblem(null);
+    create.mutate({ kind: "sweep", params: body });
+  };
+
+  const numberField = (name: keyof typeof NUMERIC, disabled = false) => {
+    const param = params.find((p) => p.name === name);
+    return (
+      param && (
+        <NumberField
+          param={param}
+          label={NUMERIC[name]}
+          value={values[name] ?? ""}
+          required={!param.nullable && !disabled}
+          disabled={disabled}
+          onChange={(v) => {
+            setValues((old) => ({ ...old, [name]: v }));
+          }}
+        />
+      )
+    );
+  };
+
+  const plans = parseBits(bits, 16);
+  const points = configs.length + 1 + (chosenScan && typeof plans !== "string" ? plans.length : 0);
+  return (
+    <form onSubmit={submit} aria-labelledby="launch-heading" className="sensitivity-form sweep-form">
+      <div className="launch-grid">
+        <ModelSelect label="Model" models={models} value={model} onChange={setModel} />
+        <DatasetSelect datasets={datasets} value={dataset} onChange={setDataset} />
+        {numberField("max_samples")}
+      </div>
+
+      <fieldset className="fields presets">
+        <legend>
+          Configurations{" "}
+          <span className="muted small-text">
+            ({configs.length} chosen, each applied to the whole model; {points} points with fp32
+            {chosenScan ? " and the plans" : ""})
+          </span>
+        </legend>
+        <div className="chips">
+          {SWEEP_PRESETS.map((preset) => (
+            <label key={preset.id} className="chip" title={preset.title}>
+              <input
+                type="checkbox"
+                checked={chosen.has(key(preset.config))}
+                disabled={json.error !== null}
+                onChange={() => {
+                  setFromPresets(togglePresetIn(configs, preset, SWEEP_PRESETS, key));
+                }}
+              />
+              {preset.label}
+            </label>
+          ))}
+          <button
+            type="button"
+            className="small"
+            aria-expanded={json.open}
+            aria-controls={`${id}-json`}
+            onClick={() => {
+              setJson((old) => ({ ...old, open: !old.open }));
+            }}
+          >
+            {json.open ? "Hide JSON" : "Edit as JSON"}
+          </button>
+        </div>
+        <p className="muted small-text">
+          Ticked: the API&apos;s default sweep. W8A8, W8 and fp16 have real ONNX Runtime forms (int8 QDQ, int8 weights,
+          fp16); 4-bit and 16-bit activations are simulated only.
+        </p>
+        {custom.length > 0 && (
+          <p className="muted small-text">Not among the presets: {custom.map((c) => describeConfig(c)).join("; ")}.</p>
+        )}
+        {json.open && (
+          <label id={`${id}-json`} className="json-editor">
+            Configurations (JSON)
+            <textarea
+              rows={Math.min(14, Math.max(4, json.text.split("\n").length + 1))}
+              value={json.text}
+              spellCheck={false}
+              aria-invalid={json.error !== null}
+              aria-describedby={`${id}-json-help`}
+              onChange={(e) => {
+                editJson(e.target.value);
+              }}
+            />
+            <span id={`${id}-json-help`} className={json.error ? "error small-text" : "muted small-text"}>
+              {json.error ??
+                `A list of {"type": …} objects (at most ${MAX_SWEEP_CONFIGS.toString()}); types: ${[...types].join(", ")}. "quantize" takes "weights" and "activations". Unset fields take the API's defaults.`}
+            </span>
+          </label>
+        )}
+      </fieldset>
+
+      <div className="launch-grid">
+        <fieldset className="fields">
+          <legend>Mixed precision (optional)</legend>
+          <label>
+            Plans from a sensitivity scan
+            <select
+              value={chosenScan}
+              onChange={(e) => {
+                setScan(e.target.value);
+              }}
+              disabled={!model}
+            >
+              <option value="">
+                {!model
+                  ? "Choose the model first"
+                  : sameModel.length
+                    ? "None"
+                    : "None (no succeeded scan of this model)"}
+              </option>
+              {sameModel.map((j) => (
+                <option key={j.id} value={j.id}>
+                  scan {j.id.slice(0, 6)} · {Array.isArray(j.params.configs) ? j.params.configs.length : "?"} configs ·{" "}
+                  {formatTime(j.finished_at)}
+                </option>
+              ))}
+            </select>
+            <span className="muted small-text">{describeParam(schema, "mixed_precision")}</span>
+          </label>
+          <label>
+            Average bits
+            <input
+              type="text"
+              inputMode="decimal"
+              value={bits}
+              disabled={!chosenScan}
+              onChange={(e) => {
+                setBits(e.target.value);
+              }}
+            />
+            <span className="muted small-text">Comma-separated; one point per budget.</span>
+          </label>
+        </fieldset>
+        <fieldset className="fields">
+          <legend>Latency</legend>
+          <label className="inline">
+            <input
+              type="checkbox"
+              checked={latency}
+              onChange={(e) => {
+                setLatency(e.target.checked);
+              }}
+            />
+            Time each point&apos;s ONNX file
+          </label>
+          <label>
+            Batch sizes
+            <input
+              type="text"
+              inputMode="numeric"
+              value={batches}
+              disabled={!latency}
+              onChange={(e) => {
+                setBatches(e.target.value);
+              }}
+            />
+            <span className="muted small-text">Comma-separated, 1 to 4 of them.</span>
+          </label>
+          {numberField("latency_repeats", !latency)}
+        </fieldset>
+        <fieldset className="fields">
+          <legend>Export</legend>
+          <label className="inline">
+            <input
+              type="checkbox"
+              checked={exported}
+              onChange={(e) => {
+                setExported(e.target.checked);
+              }}
+            />
+            Store each point&apos;s model (ONNX)
+          </label>
+          <span className="muted small-text">
+            {describeParam(schema, "export")} Without it there is no latency either (nothing to time).
+          </span>
+        </fieldset>
+      </div>
+
+      <details className="more-settings">
+        <summary>More settings</summary>
+        <div className="launch-grid">
+          {numberField("batch_size")}
+          {numberField("threads")}
+        </div>
+      </details>
+
+      <div className="actions">
+        <button type="submit" disabled={create.isPending}>
+          Launch
+        </button>
+        {create.isSuccess && <Queued jobId={create.data.id} kind="sweep" />}
+      </div>
+      {problem && <p className="warning">{problem}</p>}
+      {create.isError && <ErrorMessage error={create.error} />}
+    </form>
+  );
+}

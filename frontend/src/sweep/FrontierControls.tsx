@@ -1,0 +1,335 @@
+// The controls of a Pareto chart, shared by the sweep page and the compare page: the objective of each axis
+// with its direction (lower or higher is better) and log scale, and the bounds (max KL, min top-1 agreement,
+// max size, max latency) as a slider with a number field each. Bounds reach the URL — and so the frontier
+// query — once the user stops moving them for a moment.
+import { useEffect, useId, useRef, useState } from "react";
+import { formatBytes } from "../lib/format";
+import { canLog, sliderScale, value, type Bounds, type SweepRow } from "../lib/sweep";
+import { axisLabel, latencyObjective, objectiveInfo, type Direction } from "../lib/sweepObjectives";
+import type { SweepQuery, SweepView } from "../lib/sweepQuery";
+
+/** Quiet time before a bound is applied. */
+export const BOUND_DEBOUNCE_MS = 400;
+
+function AxisPicker({
+  side,
+  available,
+  name,
+  direction,
+  log,
+  logPossible,
+  onChange,
+}: {
+  side: "x" | "y";
+  available: readonly string[];
+  name: string;
+  direction: Direction;
+  log: boolean;
+  logPossible: boolean;
+  onChange: (change: { name?: string; direction?: Direction; log?: boolean }) => void;
+}) {
+  const id = useId();
+  return (
+    <fieldset className="axis-picker">
+      <legend>{side === "x" ? "Horizontal axis (x)" : "Vertical axis (y)"}</legend>
+      <label className="visually-hidden" htmlFor={`${id}-objective`}>
+        {side} objective
+      </label>
+      <select
+        id={`${id}-objective`}
+        value={name}
+        onChange={(e) => {
+          onChange({ name: e.target.value });
+        }}
+      >
+        {available.map((n) => (
+          <option key={n} value={n}>
+            {axisLabel(n)}
+          </option>
+        ))}
+      </select>
+      <label className="visually-hidden" htmlFor={`${id}-direction`}>
+        {side} direction
+      </label>
+      <select
+        id={`${id}-direction`}
+        value={direction}
+        title="Which way is better on the frontier"
+        onChange={(e) => {
+          onChange({ direction: e.target.value === "max" ? "max" : "min" });
+        }}
+      >
+        <option value="min">lower is better</option>
+        <option value="max">higher is better</option>
+      </select>
+      <label className="inline" title={logPossible ? undefined : "Only for values that are never negative"}>
+        <input
+          type="checkbox"
+          checked={log && logPossible}
+          disabled={!logPossible}
+          onChange={(e) => {
+            onChange({ log: e.target.checked });
+          }}
+        />
+        {side} log
+      </label>
+    </fieldset>
+  );
+}
+
+/** The x and y pickers; a change of objective resets that axis' direction and scale to the objective's own. */
+export function AxisPickers({
+  available,
+  rows,
+  view,
+  query,
+  onChange,
+}: {
+  available: readonly string[];
+  rows: readonly SweepRow[];
+  view: SweepView;
+  query: SweepQuery;
+  onChange: (change: Partial<SweepQuery>) => void;
+}) {
+  const logOf = (name: string, wanted: boolean | null) => wanted ?? objectiveInfo(name).log;
+  const possible = (name: string) => canLog(rows.map((r) => value(r, name)));
+  return (
+    <div className="axis-pickers">
+      <AxisPicker
+        side="x"
+        available={available}
+        name={view.x}
+        direction={view.xDir}
+        log={logOf(view.x, query.xLog)}
+        logPossible={possible(view.x)}
+        onChange={(c) => {
+          if (c.name !== undefined) onChange({ x: c.name, xDir: null, xLog: null });
+          if (c.direction !== undefined)
+            onChange({ xDir: c.direction === objectiveInfo(view.x).direction ? null : c.direction });
+          if (c.log !== undefined) onChange({ xLog: c.log === objectiveInfo(view.x).log ? null : c.log });
+        }}
+      />
+      <AxisPicker
+        side="y"
+        available={available.filter((n) => n !== view.x)}
+        name={view.y}
+        direction={view.yDir}
+        log={logOf(view.y, query.yLog)}
+        logPossible={possible(view.y)}
+        onChange={(c) => {
+          if (c.name !== undefined) onChange({ y: c.name, yDir: null, yLog: null });
+          if (c.direction !== undefined)
+            onChange({ yDir: c.direction === objectiveInfo(view.y).direction ? null : c.direction });
+          if (c.log !== undefined) onChange({ yLog: c.log === objectiveInfo(view.y).log ? null : c.log });
+        }}
+      />
+    </div>
+  );
+}
+
+const parse = (text: string): number | null | undefined => {
+  if (text.trim() === "") return null;
+  const n = Number(text);
+  return Number.isFinite(n) ? n : undefined; // undefined: not a number (not applied)
+};
+
+/** One bound: a slider over the points' values and the exact number; empty = no bound. */
+function BoundControl({
+  label,
+  side,
+  value: bound,
+  values,
+  log,
+  describe,
+  onChange,
+}: {
+  label: string;
+  side: "max" | "min";
+  value: number | null;
+  values: readonly (number | null)[];
+  log: boolean;
+  /** The bound in words next to the field ("3.9 KiB"). */
+  describe?: (v: number) => string;
+  onChange: (v: number | null) => void;
+}) {
+  const id = useId();
+  const scale = sliderScale(values, log);
+  const [text, setText] = useState(bound === null ? "" : String(bound));
+  const [seen, setSeen] = useState(bound);
+  if (bound !== seen) {
+    // Changed from outside (the URL, "clear"): show it unless the field already says so.
+    setSeen(bound);
+    if (parse(text) !== bound) setText(bound === null ? "" : String(bound));
+  }
+  const commit = useRef(onChange);
+  useEffect(() => {
+    commit.current = onChange;
+  }, [onChange]);
+  useEffect(() => {
+    const parsed = parse(text);
+    if (parsed === undefined || parsed === bound) return;
+    const timer = setTimeout(() => {
+      commit.current(parsed);
+    }, BOUND_DEBOUNCE_MS);
+    return () => {
+      clearTimeout(timer);
+    };
+  }, [text, bound]);
+  const parsed = parse(text);
+  const position = scale
+    ? parsed === null || parsed === undefined
+      ? side === "max"
+        ? scale.max
+        : scale.min
+      : scale.toPosition(parsed)
+    : 0;
+  return (
+    <div className="bound">
+      <label htmlFor={`${id}-number`}>{label}</label>
+      <div className="bound-row">
+        <input
+          type="range"
+          aria-label={`Slider: ${side} ${label.replace(/^(Max|Min) /, "")}`}
+          min={scale?.min ?? 0}
+          max={scale?.max ?? 1}
+          step={scale?.step ?? 0.01}
+          value={position}
+          disabled={!scale}
+          onChange={(e) => {
+            if (scale) setText(String(scale.toValue(Number(e.target.value))));
+          }}
+        />
+        <input
+          id={`${id}-number`}
+          type="number"
+          step="any"
+          inputMode="decimal"
+          placeholder="no bound"
+          value={text}
+          aria-invalid={parsed === undefined}
+          onChange={(e) => {
+            setText(e.target.value);
+          }}
+        />
+        <button
+          type="button"
+          className="small"
+          aria-label={`Clear the ${label.toLowerCase()} bound`}
+          disabled={text === ""}
+          onClick={() => {
+            setText("");
+          }}
+        >
+          ×
+        </button>
+      </div>
+      {describe && parsed !== null && parsed !== undefined && (
+        <span className="muted small-text">{describe(parsed)}</span>
+      )}
+    </div>
+  );
+}
+
+/** The four bounds that apply to these points, and the latency batch size. */
+export function BoundsControls({
+  rows,
+  available,
+  view,
+  onChange,
+}: {
+  rows: readonly SweepRow[];
+  available: readonly string[];
+  view: SweepView;
+  onChange: (change: Partial<SweepQuery>) => void;
+}) {
+  const values = (name: string) => rows.map((r) => value(r, name));
+  const set = (key: keyof Bounds) => (v: number | null) => {
+    onChange({ bounds: { ...view.bounds, [key]: v } });
+  };
+  const latency = view.batch === null ? null : latencyObjective(view.batch);
+  const any = Object.values(view.bounds).some((v) => v !== null);
+  return (
+    <div className="bounds" role="group" aria-labelledby="bounds-heading">
+      <div className="chart-head">
+        <h3 id="bounds-heading">Constraints</h3>
+        <button
+          type="button"
+          className="small"
+          disabled={!any}
+          onClick={() => {
+            onChange({ bounds: { maxKl: null, minTop1: null, maxSize: null, maxLatency: null } });
+          }}
+        >
+          Clear all
+        </button>
+      </div>
+      <p className="muted small-text">
+        Only points within every bound compete for the frontier; the others are faded. Empty: no bound.
+      </p>
+      {available.includes("kl_mean") && (
+        <BoundControl
+          label="Max KL mean (nats)"
+          side="max"
+          value={view.bounds.maxKl}
+          values={values("kl_mean")}
+          log
+          onChange={set("maxKl")}
+        />
+      )}
+      {available.includes("top1_agreement") && (
+        <BoundControl
+          label="Min top-1 agreement (0–1)"
+          side="min"
+          value={view.bounds.minTop1}
+          values={[...values("top1_agreement"), 1]}
+          log={false}
+          describe={(v) => `${(v * 100).toFixed(2)} %`}
+          onChange={set("minTop1")}
+        />
+      )}
+      {available.includes("size_bytes") && (
+        <BoundControl
+          label="Max size (bytes)"
+          side="max"
+          value={view.bounds.maxSize}
+          values={values("size_bytes")}
+          log
+          describe={(v) => formatBytes(v)}
+          onChange={set("maxSize")}
+        />
+      )}
+      {latency !== null && (
+        <>
+          <BoundControl
+            label={`Max latency p50 @ batch ${String(view.batch)} (ms)`}
+            side="max"
+            value={view.bounds.maxLatency}
+            values={values(latency)}
+            log={false}
+            onChange={set("maxLatency")}
+          />
+          {view.batches.length > 1 && (
+            <label className="inline">
+              Latency batch size
+              <select
+                value={view.batch ?? ""}
+                onChange={(e) => {
+                  onChange({ batch: Number(e.target.value) });
+                }}
+              >
+                {view.batches.map((b) => (
+                  <option key={b} value={b}>
+                    {b}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+        </>
+      )}
+      {latency === null && (
+        <p className="muted small-text">No latency was measured (the sweep ran with latency off).</p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,143 @@
+// The Pareto scatter of a sweep's points (or several sweeps'): every point, the frontier for the chosen
+// objectives and bounds as a line, its knee as a star, points slower than fp32 ringed, the selected point
+// circled. A click on a point selects it. PNG from the modebar, CSV from the panel's button.
+import type { UseQueryResult } from "@tanstack/react-query";
+import type { PlotDatum } from "plotly.js";
+import { useCallback, useMemo, type ReactNode } from "react";
+import type { FrontierOut } from "../api/types";
+import { ChartPanel } from "../components/ChartPanel";
+import { Plot } from "../components/Plot";
+import { ErrorMessage } from "../components/QueryView";
+import { buildAxis, paretoFigure, pointsCsv, value, type Series, type SweepRow } from "../lib/sweep";
+import { objectiveInfo } from "../lib/sweepObjectives";
+import type { SweepQuery, SweepView } from "../lib/sweepQuery";
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
+
+export function ParetoChart({
+  title,
+  filename,
+  rows,
+  series,
+  available,
+  view,
+  query,
+  frontier,
+  selected,
+  onSelect,
+  sweepNames,
+  controls,
+  legendNote,
+}: {
+  title: string;
+  filename: string;
+  rows: readonly SweepRow[];
+  series: readonly Series[];
+  available: readonly string[];
+  view: SweepView;
+  query: SweepQuery;
+  frontier: UseQueryResult<FrontierOut>;
+  selected: string | null;
+  onSelect: (id: string) => void;
+  sweepNames?: ReadonlyMap<string, string>;
+  /** The axis pickers, above the chart. */
+  controls: ReactNode;
+  legendNote?: string;
+}) {
+  const x = useMemo(
+    () =>
+      buildAxis(
+        view.x,
+        view.xDir,
+        query.xLog,
+        rows.map((r) => value(r, view.x)),
+        "x",
+      ),
+    [view.x, view.xDir, query.xLog, rows],
+  );
+  const y = useMemo(
+    () =>
+      buildAxis(
+        view.y,
+        view.yDir,
+        query.yLog,
+        rows.map((r) => value(r, view.y)),
+        "y",
+      ),
+    [view.y, view.yDir, query.yLog, rows],
+  );
+  const data = frontier.data ?? null;
+  const figure = useMemo(
+    () =>
+      paretoFigure({
+        series,
+        x,
+        y,
+        frontier: data,
+        bounds: view.specs,
+        selected,
+        slowBatch: view.batch,
+        sweepNames,
+      }),
+    [series, x, y, data, view.specs, view.batch, selected, sweepNames],
+  );
+  const onClick = useCallback(
+    (point: PlotDatum) => {
+      if (typeof point.customdata === "string") onSelect(point.customdata);
+    },
+    [onSelect],
+  );
+  const knee = data?.knee ? rows.find((r) => r.id === data.knee) : undefined;
+  const zeroNote = (axis: typeof x) =>
+    axis.zeros > 0
+      ? `${objectiveInfo(axis.name).label} of exactly 0 (the golden model) sits at “0” on its log axis.`
+      : "";
+  const caption = [
+    `${plural(figure.drawn, "point")}${figure.undrawn.length ? ` (not drawn, no value for an axis: ${figure.undrawn.map((r) => r.label).join(", ")})` : ""}.`,
+    data && data.frontier.length > 0
+      ? `The red line joins the ${plural(data.frontier.length, "point")} no other point beats on both objectives${view.specs.length ? " within the bounds" : ""}${knee ? `; the star is the knee, the best trade-off (${data.knee_method.replaceAll("_", " ")}): ${knee.label}` : ""}.`
+      : "",
+    figure.outside > 0
+      ? `${plural(figure.outside, "point")} outside the bounds ${figure.outside === 1 ? "is" : "are"} faded.`
+      : "",
+    figure.slow.length > 0 ? `Orange rings: slower than fp32 at batch ${String(view.batch)} (latency ratio > 1).` : "",
+    legendNote ?? "",
+    zeroNote(x),
+    zeroNote(y),
+    "Hover for the configuration and its numbers; click a point for its details.",
+  ]
+    .filter(Boolean)
+    .join(" ");
+  const empty = data !== null && data.frontier.length === 0;
+  return (
+    <ChartPanel
+      title={title}
+      caption={caption}
+      csv={() =>
+        pointsCsv(rows, {
+          objectives: available,
+          frontier: data,
+          bounds: view.specs,
+          slowBatch: view.batch,
+          sweepNames,
+        })
+      }
+    >
+      {controls}
+      {frontier.isError && <ErrorMessage error={frontier.error} />}
+      {empty && (
+        <p className="warning" role="status">
+          No point meets every bound: there is no frontier. Loosen or clear the constraints.
+        </p>
+      )}
+      <div
+        className={frontier.isFetching ? "pareto updating" : "pareto"}
+        data-points={figure.drawn}
+        data-frontier={figure.line.x.length}
+        aria-busy={frontier.isFetching}
+      >
+        <Plot data={figure.data} layout={figure.layout} filename={filename} height={460} onClick={onClick} />
+      </div>
+    </ChartPanel>
+  );
+}

@@ -1,0 +1,262 @@
+// One point of a sweep: what it is, its fidelity and cost, whether a real runtime executes it (and how far
+// that differs from the simulation), its latency per batch size against fp32, the export's manifest, and the
+// download of the exported model (a zip of model.onnx + manifest.json).
+import { exportHref } from "../api/queries";
+import { ChartPanel } from "../components/ChartPanel";
+import { Empty } from "../components/QueryView";
+import { formatBytes, formatCount, formatNumber, formatPercent } from "../lib/format";
+import { at, isObject, numberAt, objectAt, stringAt, stringsAt, type JsonObject } from "../lib/json";
+import { latencyCsv, latencyRows, slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { formatKl } from "../lib/sensitivity";
+
+type Fact = [string, string];
+
+function Facts({ facts, label }: { facts: Fact[]; label: string }) {
+  return (
+    <table className="table compact facts-table" aria-label={label}>
+      <tbody>
+        {facts.map(([k, v]) => (
+          <tr key={k}>
+            <th scope="row">{k}</th>
+            <td className="num">{v}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+const pp = (v: number | null) => (v === null ? "—" : `${formatNumber(v, 3)} pp`);
+const golden = (a: string, b: string) => `${a} → ${b}`;
+
+function fidelityFacts(f: JsonObject | null): Fact[] {
+  const n = (path: string) => numberAt(f, path);
+  const sqnr = n("sqnr_db");
+  return [
+    ["KL mean", formatKl(n("kl_mean"))],
+    ["KL max", formatKl(n("kl_max"))],
+    ["Reverse KL mean", formatKl(n("kl_reverse_mean"))],
+    ["JS mean", formatKl(n("js_mean"))],
+    ["Top-1 agreement", formatPercent(n("top1_agreement"))],
+    ["Label flips", formatNumber(n("label_flips"))],
+    [
+      "SQNR",
+      sqnr !== null
+        ? `${formatNumber(sqnr)} dB`
+        : at(f, "sqnr_db_infinite") === true || n("kl_mean") === 0
+          ? "∞ dB"
+          : "—",
+    ],
+    ["Cosine mean", formatNumber(n("cosine_mean"), 6)],
+    ["MSE", formatNumber(n("mse"))],
+    ["Accuracy (golden → this)", golden(formatPercent(n("accuracy_golden")), formatPercent(n("accuracy_compressed")))],
+    ["Accuracy drop", pp(n("accuracy_drop_pp"))],
+    ["ECE (golden → this)", golden(formatNumber(n("ece_golden")), formatNumber(n("ece_compressed")))],
+    ["Flagged samples", `${formatNumber(n("n_flagged"))} of ${formatNumber(n("n_samples"))}`],
+  ];
+}
+
+function costFacts(c: JsonObject | null): Fact[] {
+  const n = (path: string) => numberAt(c, path);
+  return [
+    ["Size", `${formatBytes(n("size_bytes"))} (fp32 ${formatBytes(n("size_bytes_fp32"))})`],
+    ["Compression ratio", `${formatNumber(n("compression_ratio"), 3)} ×`],
+    ["Size if sparse", formatBytes(n("size_bytes_sparse"))],
+    ["Parameters kept", `${formatCount(n("params_kept"))} of ${formatCount(n("params_total"))}`],
+    ["Non-zero parameters", formatCount(n("params_nonzero"))],
+    ["MACs (effective)", `${formatCount(n("macs_effective"))} (dense ${formatCount(n("macs"))})`],
+    ["BOPs (effective)", `${formatCount(n("bops_effective"))} (fp32 ${formatCount(n("bops_fp32"))})`],
+  ];
+}
+
+function RuntimeFacts({ row }: { row: SweepRow }) {
+  const r = objectAt(row.point, "runtime");
+  const matches = at(r, "matches_simulation");
+  return (
+    <>
+      <p>
+        {row.runtime === "real" ? (
+          <span className="badge badge-good">runs in a real runtime</span>
+        ) : row.runtime === "simulated" ? (
+          <span className="badge badge-busy">simulated only</span>
+        ) : (
+          <span className="badge badge-muted">runtime unknown</span>
+        )}{" "}
+        {stringAt(r, "runtime") && <span className="muted small-text">{stringAt(r, "runtime")}</span>}
+      </p>
+      <Facts
+        label="Runtime"
+        facts={[
+          ["Deployable form", row.realExport ?? "none"],
+          ["Other real forms", stringsAt(r, "real_kinds").slice(1).join(", ") || "—"],
+          [
+            "Same numbers as the simulation",
+            matches === true ? "yes" : matches === false ? "no (the runtime's own kernels)" : "—",
+          ],
+        ]}
+      />
+      {row.runtimeNote && <p className="note small-text runtime-note">{row.runtimeNote}</p>}
+    </>
+  );
+}
+
+function LatencyTable({ row }: { row: SweepRow }) {
+  const rows = latencyRows(row);
+  const settings = objectAt(row.point, "latency.settings");
+  const env = objectAt(row.point, "latency.environment");
+  if (rows.length === 0)
+    return <Empty>Not timed: the sweep ran with latency off, or the point has no runnable export.</Empty>;
+  return (
+    <ChartPanel
+      title={`Latency of ${row.label}`}
+      csv={() => latencyCsv(row)}
+      caption={[
+        `${stringAt(row.point, "latency.file") ?? "the export"} in ${stringAt(env, "runtime") ?? "ONNX Runtime"} ${stringAt(env, "onnxruntime_version") ?? ""}, ${String(numberAt(env, "intra_op_threads") ?? "?")} thread(s),`,
+        `${String(numberAt(settings, "repeats") ?? "?")} repeats after ${String(numberAt(settings, "warmup") ?? "?")} warm-up runs (min and max in the CSV); per sample: p50 / batch size.`,
+        row.runtime === "simulated"
+          ? "Simulated only: this times the simulation's float graph, not a deployable model."
+          : "",
+      ]
+        .filter(Boolean)
+        .join(" ")}
+    >
+      <table className="table compact latency" aria-label="Latency per batch size">
+        <thead>
+          <tr>
+            <th className="num">Batch</th>
+            <th className="num">p50</th>
+            <th className="num">p90</th>
+            <th className="num">Mean</th>
+            <th className="num">Per sample</th>
+            <th className="num">vs fp32</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((l) => (
+            <tr key={l.batch}>
+              <td className="num">{l.batch}</td>
+              <td className="num">{formatNumber(l.p50)} ms</td>
+              <td className="num">{formatNumber(l.p90)} ms</td>
+              <td className="num">{formatNumber(l.mean)} ms</td>
+              <td className="num">{formatNumber(l.perSample)} ms</td>
+              <td className={`num${l.ratio !== null && l.ratio > 1 && row.label !== "fp32" ? " flip" : ""}`}>
+                {l.ratio === null ? "—" : `${formatNumber(l.ratio, 3)} ×`}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </ChartPanel>
+  );
+}
+
+function Manifest({ row }: { row: SweepRow }) {
+  const m = row.manifest;
+  if (!m) return <Empty>No export: the sweep ran with export off.</Empty>;
+  const sha = (v: string | null) => (v ? `${v.slice(0, 16)}…` : "—");
+  const matches = at(m, "matches_simulation");
+  return (
+    <>
+      <Facts
+        label="Export manifest"
+        facts={[
+          ["Kind", stringAt(m, "kind") ?? "—"],
+          ["File", stringAt(m, "file") ?? "—"],
+          ["File size", formatBytes(numberAt(m, "file_size_bytes"))],
+          ["File SHA-256", sha(stringAt(m, "file_sha256"))],
+          ["Source model SHA-256", sha(stringAt(m, "source_model_sha256") ?? stringAt(m, "source_sha256"))],
+          ["Reproduces the simulation", matches === true ? "yes" : matches === false ? "no" : "—"],
+          ["ONNX opset", formatNumber(numberAt(m, "opset"))],
+          ["ONNX Runtime", stringAt(m, "onnxruntime_version") ?? "—"],
+        ]}
+      />
+      {stringsAt(m, "notes").map((n) => (
+        <p key={n} className="muted small-text">
+          {n}
+        </p>
+      ))}
+      <details className="more-settings">
+        <summary>Whole manifest (JSON)</summary>
+        <pre className="json">{JSON.stringify(m, null, 2)}</pre>
+      </details>
+    </>
+  );
+}
+
+export function PointDetails({
+  row,
+  onFrontier,
+  knee,
+  slowBatch,
+}: {
+  row: SweepRow;
+  onFrontier: boolean;
+  knee: boolean;
+  slowBatch: number | null;
+}) {
+  const fidelity = objectAt(row.point, "fidelity");
+  const cost = objectAt(row.point, "cost");
+  const notes = [...stringsAt(row.point, "notes"), ...stringsAt(cost, "notes")];
+  const warnings = stringsAt(fidelity, "warnings");
+  return (
+    <section className="panel point-details" aria-labelledby="point-heading" data-point={row.index}>
+      <div className="chart-head">
+        <div>
+          <h3 id="point-heading">
+            Point {row.index}: <code>{row.label}</code>
+          </h3>
+          <p className="muted point-description">
+            {row.description} {knee && <span className="badge badge-knee">★ knee</span>}{" "}
+            {onFrontier ? (
+              <span className="badge badge-good">on the frontier</span>
+            ) : (
+              <span className="badge badge-muted">not on the frontier</span>
+            )}{" "}
+            {slowerThanGolden(row, slowBatch) && (
+              <span className="badge badge-bad">slower than fp32 at batch {slowBatch}</span>
+            )}
+          </p>
+        </div>
+        {row.exportAvailable ? (
+          <a
+            className="button"
+            href={exportHref(row.jobId, row.index)}
+            download
+            aria-label={`Export ${row.label}: download model.onnx and its manifest as a zip`}
+          >
+            Export (ONNX zip)
+          </a>
+        ) : (
+          <span className="muted small-text">No export (the sweep ran with export off)</span>
+        )}
+      </div>
+      {[...notes, ...warnings].map((n) => (
+        <p key={n} className="note small-text">
+          {n}
+        </p>
+      ))}
+      <div className="two-col">
+        <div>
+          <h4>Fidelity against the golden model</h4>
+          <Facts label="Fidelity" facts={fidelityFacts(fidelity)} />
+          <h4>Cost</h4>
+          <Facts label="Cost" facts={costFacts(cost)} />
+        </div>
+        <div>
+          <h4>Runtime</h4>
+          <RuntimeFacts row={row} />
+          <h4>Latency</h4>
+          <LatencyTable row={row} />
+          <h4>Export</h4>
+          <Manifest row={row} />
+        </div>
+      </div>
+      {isObject(row.config) && row.config.type !== "none" && (
+        <details className="more-settings">
+          <summary>Configuration (JSON)</summary>
+          <pre className="json">{JSON.stringify(row.config, null, 2)}</pre>
+        </details>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,247 @@
+// The compare page's sweep section: several sweeps of the project on one Pareto chart (points coloured per
+// sweep) with one frontier over all their points, for the same objectives and bounds as a sweep's page. The
+// sweeps, objectives, bounds and the selected point are in the URL.
+import { useCallback, useMemo } from "react";
+import { useManySweepPoints, useSweepFrontier, useSweepJobs } from "../api/queries";
+import type { Job } from "../api/types";
+import { Empty, ErrorMessage, Loading } from "../components/QueryView";
+import { formatTime } from "../lib/format";
+import { DEFAULT_SWEEP_QUERY, href, type CompareQuery } from "../lib/route";
+import { sweepSeries, toRow, type SweepRow } from "../lib/sweep";
+import { availableObjectives, objectiveInfo } from "../lib/sweepObjectives";
+import { resolveView, type SweepQuery } from "../lib/sweepQuery";
+import { useNames } from "../project/names";
+import { AxisPickers, BoundsControls } from "./FrontierControls";
+import { FrontierList } from "./FrontierList";
+import { ParetoChart } from "./ParetoChart";
+
+/** Sweeps drawn when the URL names none. */
+const DEFAULT_SWEEPS = 3;
+/** The frontier endpoint takes at most this many. */
+const MAX_SWEEPS = 50;
+
+export function sweepName(job: Pick<Job, "id" | "params">, name: (id: unknown) => string): string {
+  return `${name(job.params.model_id)} · ${job.id.slice(0, 6)}`;
+}
+
+function SweepPicker({
+  jobs,
+  selected,
+  onChange,
+  name,
+  colors,
+}: {
+  jobs: Job[];
+  selected: string[];
+  onChange: (jobs: string[]) => void;
+  name: (id: unknown) => string;
+  colors: ReadonlyMap<string, string>;
+}) {
+  return (
+    <fieldset className="fields scan-picker">
+      <legend>Sweeps on the chart</legend>
+      <ul className="plain">
+        {jobs.map((job) => {
+          const checked = selected.includes(job.id);
+          const configs = Array.isArray(job.params.configs) ? job.params.configs.length : 0;
+          return (
+            <li key={job.id}>
+              <label className="inline">
+                <input
+                  type="checkbox"
+                  checked={checked}
+                  disabled={!checked && selected.length >= MAX_SWEEPS}
+                  onChange={() => {
+                    onChange(checked ? selected.filter((id) => id !== job.id) : [...selected, job.id]);
+                  }}
+                />
+                {checked && <span className="swatch" style={{ background: colors.get(job.id) }} aria-hidden />}
+                <span>
+                  <strong>{name(job.params.model_id)}</strong>{" "}
+                  <span className="muted small-text">
+                    on {name(job.params.dataset_id)} · {configs} configurations · {formatTime(job.finished_at)} ·{" "}
+                    <code>{job.id.slice(0, 6)}</code>
+                  </span>
+                </span>
+              </label>{" "}
+              <a
+                className="small-text"
+                href={href({ page: "sweep", jobId: job.id, query: DEFAULT_SWEEP_QUERY })}
+                aria-label={`Open the sweep ${job.id.slice(0, 6)}`}
+              >
+                open
+              </a>
+            </li>
+          );
+        })}
+      </ul>
+    </fieldset>
+  );
+}
+
+function SelectedPoint({ row, query, sweep }: { row: SweepRow; query: SweepQuery; sweep: string }) {
+  const names = ["kl_mean", "top1_agreement", "sqnr_db", "size_bytes", "compression_ratio", "latency_p50_ms_b1"];
+  return (
+    <div className="panel compare-point" role="region" aria-label="Selected point">
+      <strong>
+        <code>{row.label}</code>
+      </strong>{" "}
+      <span className="muted">
+        of {sweep} — {row.description}
+      </span>
+      <div className="small-text">
+        {names
+          .filter((n) => n in row.objectives)
+          .map((n) => `${objectiveInfo(n).label}: ${objectiveInfo(n).format(row.objectives[n])}`)
+          .join(" · ")}
+      </div>
+      <a
+        href={href({
+          page: "sweep",
+          jobId: row.jobId,
+          query: { ...query, point: row.index.toString(), sort: "index", order: "asc" },
+        })}
+      >
+        Open it in its sweep (details, latency, export) →
+      </a>
+    </div>
+  );
+}
+
+export function SweepsCompare({
+  projectId,
+  query,
+  onChange,
+}: {
+  projectId: string;
+  query: CompareQuery;
+  onChange: (query: CompareQuery) => void;
+}) {
+  const jobs = useSweepJobs(projectId);
+  const name = useNames(projectId);
+  const items = useMemo(() => jobs.data?.items ?? [], [jobs.data]);
+  const selected = useMemo(
+    () => (query.sweeps.length > 0 ? query.sweeps : items.slice(0, DEFAULT_SWEEPS).map((j) => j.id)),
+    [query.sweeps, items],
+  );
+  const { pending, error: failed, pages } = useManySweepPoints(selected);
+  const rows = useMemo(() => pages.flatMap((d) => d?.items.map(toRow) ?? []), [pages]);
+  const sweepNames = useMemo(() => {
+    const names = new Map<string, string>();
+    for (const id of selected) {
+      const job = items.find((j) => j.id === id);
+      names.set(id, job ? sweepName(job, name) : `sweep ${id.slice(0, 6)}`);
+    }
+    return names;
+  }, [selected, items, name]);
+  const series = useMemo(
+    () =>
+      sweepSeries(
+        rows,
+        selected.map((id) => ({ id, name: sweepNames.get(id) ?? id })),
+      ),
+    [rows, selected, sweepNames],
+  );
+  const colors = useMemo(() => new Map(series.map((s) => [s.key, s.color])), [series]);
+  const available = useMemo(() => availableObjectives(rows), [rows]);
+  const frontierQuery = query.frontier;
+  const view = useMemo(() => resolveView(frontierQuery, available), [frontierQuery, available]);
+  const frontier = useSweepFrontier(pending || failed !== null ? [] : selected, view.objectiveParams, view.boundParams);
+  const setFrontier = useCallback(
+    (change: Partial<SweepQuery>) => {
+      onChange({ ...query, sweeps: selected, frontier: { ...query.frontier, ...change } });
+    },
+    [onChange, query, selected],
+  );
+  const select = useCallback(
+    (id: string) => {
+      setFrontier({ point: id });
+    },
+    [setFrontier],
+  );
+  const chosen = rows.find((r) => r.id === query.frontier.point) ?? null;
+  return (
+    <section className="panel sweeps-compare" aria-labelledby="sweeps-heading">
+      <h2 id="sweeps-heading">Sweeps on one frontier</h2>
+      <p className="muted small-text">
+        The points of several sweeps (e.g. two models, or one model on two datasets) and the Pareto frontier over all of
+        them, for the same objectives and bounds.
+      </p>
+      {jobs.isPending ? (
+        <Loading what="sweeps" />
+      ) : jobs.isError ? (
+        <ErrorMessage error={jobs.error} />
+      ) : items.length === 0 && selected.length === 0 ? (
+        <Empty>No succeeded sweeps yet: launch one from the project page.</Empty>
+      ) : (
+        <>
+          <SweepPicker
+            jobs={items}
+            selected={selected}
+            name={name}
+            colors={colors}
+            onChange={(ids) => {
+              onChange({ ...query, sweeps: ids, frontier: { ...query.frontier, point: null } });
+            }}
+          />
+          {selected.length === 0 ? (
+            <Empty>Tick at least one sweep.</Empty>
+          ) : pending ? (
+            <Loading what="the sweeps' points" />
+          ) : failed !== null ? (
+            <ErrorMessage error={failed} />
+          ) : available.length === 0 ? (
+            <Empty>These sweeps have no numbers to draw.</Empty>
+          ) : (
+            <>
+              <div className="split pareto-split">
+                <ParetoChart
+                  title="Sweeps' Pareto frontier"
+                  filename="sweeps-pareto"
+                  rows={rows}
+                  series={series}
+                  available={available}
+                  view={view}
+                  query={query.frontier}
+                  frontier={frontier}
+                  selected={chosen?.id ?? null}
+                  onSelect={select}
+                  sweepNames={sweepNames}
+                  legendNote="Colours: sweeps. The frontier runs over the points of every sweep shown."
+                  controls={
+                    <AxisPickers
+                      available={available}
+                      rows={rows}
+                      view={view}
+                      query={query.frontier}
+                      onChange={setFrontier}
+                    />
+                  }
+                />
+                <aside className="panel pareto-side">
+                  <BoundsControls rows={rows} available={available} view={view} onChange={setFrontier} />
+                  {frontier.data && (
+                    <FrontierList
+                      frontier={frontier.data}
+                      view={view}
+                      selected={chosen?.id ?? null}
+                      onSelect={select}
+                      sweepNames={selected.length > 1 ? sweepNames : undefined}
+                    />
+                  )}
+                </aside>
+              </div>
+              {chosen && (
+                <SelectedPoint
+                  row={chosen}
+                  query={query.frontier}
+                  sweep={sweepNames.get(chosen.jobId) ?? chosen.jobId}
+                />
+              )}
+            </>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
