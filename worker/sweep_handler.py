@@ -71,6 +71,12 @@ class SweepHandler:
         from worker.engine.sweep import GoldenReference
 
         params = SweepJobParams.model_validate(ctx.params)
+        if params.threads is not None:
+            # Compression runs torch ops (quantizers, SVD) even on ONNX models: pin torch's pool too, or two
+            # workers on one machine oversubscribe its cores (measured: a 12-point sweep 0.62x with 2 workers).
+            import torch
+
+            torch.set_num_threads(params.threads)
         model = detached_row(ctx, Model, params.model_id)
         if model.status == ModelStatus.invalid.value:
             raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
