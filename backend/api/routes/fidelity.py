@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
-from backend.api.routes.lookup import get_or_404
+from backend.api.routes.lookup import get_or_404, job_result, succeeded_job
 from backend.api.schemas import (
     FidelityHeadline,
     FidelityReportOut,
@@ -36,13 +36,7 @@ SORTABLE = {
 
 
 def _fidelity_job(session: SessionDep, job_id: uuid.UUID) -> Job:
-    job = get_or_404(session, Job, job_id)
-    if job.kind != JobKind.fidelity.value:
-        raise InvalidRequest(f"job {job_id} is a {job.kind} job, not a fidelity job")
-    if job.status != JobStatus.succeeded.value:
-        detail = f": {job.error}" if job.error else ""
-        raise Conflict(f"job {job_id} is {job.status}{detail}; results exist once it has succeeded")
-    return job
+    return succeeded_job(session, job_id, JobKind.fidelity)
 
 
 @router.get("/jobs/{job_id}/fidelity", operation_id="getFidelityReport", responses=RESULT_ERRORS)
@@ -64,11 +58,8 @@ def get_fidelity_report(job_id: uuid.UUID, session: SessionDep) -> FidelityRepor
 def get_fidelity_layer_profile(job_id: uuid.UUID, session: SessionDep) -> LayerProfileOut:
     """Accumulated and local cosine and SQNR of every layer matched between the two models."""
     _fidelity_job(session, job_id)
-    payload = session.execute(
-        select(JobResult.payload).where(JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_LAYERS)
-    ).scalar_one_or_none()
-    if payload is None:
-        raise NotFound(f"job {job_id} ran without a layer profile (its parameter layer_profile was false)")
+    missing = f"job {job_id} ran without a layer profile (its parameter layer_profile was false)"
+    payload = job_result(session, job_id, RESULT_FIDELITY_LAYERS, missing)
     return LayerProfileOut.model_validate({"job_id": job_id, **payload})
 
 
