@@ -1,0 +1,538 @@
+"""A look at a few samples of a stored dataset: per-array statistics, labels and small PNG thumbnails.
+
+Plain functions over the stored file, no HTTP or SQL; they run in the API process (numpy and Pillow only,
+never torch). A preview reads only the samples it shows:
+
+- an ``.npz`` member stored without compression (what ``np.savez`` writes) is memory-mapped from the archive
+  at its data offset and only the requested rows are copied out;
+- a compressed member (``np.savez_compressed``) is streamed: the rows are read at their offsets, decompressing
+  forward in bounded chunks, so memory stays flat even for a multi-GB array;
+- an image zip decodes only the requested members (sample order = sorted member names, as in
+  ``backend.image_datasets``), refusing images over Pillow's ``MAX_IMAGE_PIXELS``.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import struct
+import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from backend.dataset_formats import LABELS
+from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.image_datasets import describe_image_zip
+from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error
+
+THUMBNAIL_MAX_SIDE = 128
+MIN_IMAGE_SIDE = 4
+MAX_SAMPLE_BYTES = 256 * 1024**2
+"""One sample of one array larger than this is not read for a preview (refused with a clear message)."""
+IMAGE_ARRAY = "image"
+"""Name of the decoded picture in the preview of an image-zip sample."""
+
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+_STREAM_CHUNK = 4 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ArrayStats:
+    """One array of one sample: its shape without the sample axis, and statistics of its finite values."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    min: float | None
+    max: float | None
+    mean: float | None
+    nonfinite: int
+    image: bool
+
+
+@dataclass(frozen=True)
+class SamplePreview:
+    index: int
+    label: int | None
+    arrays: dict[str, ArrayStats]
+    image: bool
+    name: str | None = None  # the member of an image zip
+    image_array: str | None = None  # the npz array a thumbnail shows
+
+
+@dataclass(frozen=True)
+class SamplePage:
+    total: int
+    items: list[SamplePreview] = field(default_factory=list)
+
+
+# --- statistics and image-likeness -------------------------------------------------------------------
+
+
+def _numeric(dtype: np.dtype[Any]) -> bool:
+    return dtype.kind in "biuf"
+
+
+def array_stats(sample: np.ndarray) -> ArrayStats:
+    """min / max / mean of the finite values (float64), and how many values are NaN or infinite."""
+    shape = tuple(int(s) for s in sample.shape)
+    dtype = sample.dtype
+    image = image_layout(shape, dtype) is not None
+    if not _numeric(dtype) or sample.size == 0:
+        return ArrayStats(shape, dtype.name, None, None, None, 0, image)
+    values = np.asarray(sample, dtype=np.float64).ravel()
+    finite = np.isfinite(values)
+    nonfinite = int(values.size - np.count_nonzero(finite))
+    if nonfinite:
+        values = values[finite]
+    if values.size == 0:
+        return ArrayStats(shape, dtype.name, None, None, None, nonfinite, image)
+    mean = float(values.mean())
+    return ArrayStats(
+        shape,
+        dtype.name,
+        float(values.min()),
+        float(values.max()),
+        mean if math.isfinite(mean) else None,  # a sum of huge finite values can overflow
+        nonfinite,
+        image,
+    )
+
+
+def image_layout(shape: Sequence[int], dtype: np.dtype[Any] | None = None) -> str | None:
+    """'HW', 'CHW' or 'HWC' when one sample of this shape can be drawn as a picture, else None.
+
+    (H, W), (1|3, H, W) and (H, W, 1|3), with H and W at least MIN_IMAGE_SIDE; channel-first is tried first.
+    """
+    if dtype is not None and not _numeric(dtype):
+        return None
+    big = MIN_IMAGE_SIDE
+    if len(shape) == 2 and shape[0] >= big and shape[1] >= big:
+        return "HW"
+    if len(shape) == 3:
+        if shape[0] in (1, 3) and shape[1] >= big and shape[2] >= big:
+            return "CHW"
+        if shape[2] in (1, 3) and shape[0] >= big and shape[1] >= big:
+            return "HWC"
+    return None
+
+
+def _not_image_message(name: str, shape: Sequence[int]) -> str:
+    return (
+        f"array {name!r} has per-sample shape {tuple(shape)}, which is not an image; thumbnails are drawn "
+        f"for (H, W), (1 or 3, H, W) and (H, W, 1 or 3) with H and W at least {MIN_IMAGE_SIDE}"
+    )
+
+
+# --- rendering ----------------------------------------------------------------------------------------
+
+
+def _png(image: Any) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=False)
+    return buf.getvalue()
+
+
+def _fit(image: Any, max_side: int) -> Any:
+    """Shrink to max_side (keeping the aspect ratio), or enlarge a tiny image by a whole factor with
+    nearest-neighbour so that its pixels stay sharp (an 8x8 digit becomes 128x128)."""
+    from PIL import Image
+
+    side = max(image.width, image.height)
+    if side > max_side:
+        image = image.copy() if image.readonly else image
+        image.thumbnail((max_side, max_side), Image.Resampling.BILINEAR)
+        return image
+    factor = max_side // side
+    if factor > 1:
+        return image.resize((image.width * factor, image.height * factor), Image.Resampling.NEAREST)
+    return image
+
+
+def array_thumbnail(sample: np.ndarray, max_side: int = THUMBNAIL_MAX_SIDE) -> bytes:
+    """One image-like sample as a PNG, its finite values min-max scaled to 0..255 (NaN/inf drawn black,
+    a constant sample black)."""
+    from PIL import Image
+
+    layout = image_layout(sample.shape, sample.dtype)
+    if layout is None:
+        raise Conflict(_not_image_message("sample", sample.shape))
+    pixels = np.asarray(sample, dtype=np.float64)
+    if layout == "CHW":
+        pixels = pixels.transpose(1, 2, 0)
+    if pixels.ndim == 3 and pixels.shape[2] == 1:
+        pixels = pixels[:, :, 0]
+    finite = np.isfinite(pixels)
+    scaled = np.zeros(pixels.shape, dtype=np.uint8)
+    if finite.any():
+        lo, hi = float(pixels[finite].min()), float(pixels[finite].max())
+        if hi > lo:
+            scaled[finite] = np.round((pixels[finite] - lo) / (hi - lo) * 255.0).astype(np.uint8)
+    image = Image.fromarray(np.ascontiguousarray(scaled), mode="RGB" if scaled.ndim == 3 else "L")
+    return _png(_fit(image, max_side))
+
+
+# --- .npz members, read a few rows at a time ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str
+    info: zipfile.ZipInfo
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    fortran: bool
+    data_offset: int  # where the array's data starts: in the archive (stored) or in the member (compressed)
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return self.shape[1:]
+
+    @property
+    def row_items(self) -> int:
+        return math.prod(self.sample_shape)
+
+    @property
+    def row_bytes(self) -> int:
+        return self.row_items * self.dtype.itemsize
+
+
+def _read_npy_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    version = npy_format.read_magic(f)
+    if version == (1, 0):
+        shape, fortran, dtype = npy_format.read_array_header_1_0(f)
+    elif version == (2, 0):
+        shape, fortran, dtype = npy_format.read_array_header_2_0(f)
+    else:
+        raise Conflict(f"array {name!r} uses an unsupported .npy format version {version}")
+    if dtype.hasobject:
+        raise Conflict(f"array {name!r} has dtype object, which is never unpickled")
+    return tuple(int(s) for s in shape), bool(fortran), np.dtype(dtype)
+
+
+def _stored_data_start(raw: IO[bytes], info: zipfile.ZipInfo) -> int:
+    """Where a stored member's bytes begin in the archive (after its local header)."""
+    raw.seek(info.header_offset)
+    fields = _LOCAL_HEADER.unpack(raw.read(_LOCAL_HEADER.size))
+    if fields[0] != b"PK\x03\x04":
+        raise Conflict(f"{info.filename}: damaged zip local header")
+    return info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]
+
+
+def _members(path: Path, zf: zipfile.ZipFile) -> dict[str, _Member]:
+    members: dict[str, _Member] = {}
+    with path.open("rb") as raw:
+        for info in zf.infolist():
+            if info.is_dir() or not info.filename.endswith(".npy"):
+                continue
+            name = info.filename[: -len(".npy")]
+            if info.compress_type == zipfile.ZIP_STORED:
+                raw.seek(_stored_data_start(raw, info))
+                shape, fortran, dtype = _read_npy_header(raw, name)
+                offset = raw.tell()
+            else:
+                with zf.open(info) as f:
+                    shape, fortran, dtype = _read_npy_header(f, name)
+                    offset = f.tell()
+            if not shape:
+                raise Conflict(f"array {name!r} is a scalar; it has no samples")
+            members[name] = _Member(name, info, shape, dtype, fortran, offset)
+    return members
+
+
+def _rows_stored(path: Path, member: _Member, indices: Sequence[int]) -> list[np.ndarray]:
+    if member.row_items == 0 or not indices:
+        return [np.zeros(member.sample_shape, member.dtype) for _ in indices]
+    mapped = np.memmap(
+        path,
+        dtype=member.dtype,
+        mode="r",
+        offset=member.data_offset,
+        shape=member.shape,
+        order="F" if member.fortran else "C",
+    )
+    try:
+        return [np.array(mapped[i]) for i in indices]
+    finally:
+        del mapped
+
+
+def _rows_compressed(zf: zipfile.ZipFile, member: _Member, indices: Sequence[int]) -> list[np.ndarray]:
+    """Rows of a compressed member, decompressing forward only, in bounded chunks."""
+    if member.row_items == 0 or not indices:
+        return [np.zeros(member.sample_shape, member.dtype) for _ in indices]
+    order = sorted(range(len(indices)), key=lambda k: indices[k])
+    out: list[np.ndarray | None] = [None] * len(indices)
+    with zf.open(member.info) as f:
+        if not member.fortran:
+            for k in order:
+                _advance(f, member.data_offset + indices[k] * member.row_bytes)
+                data = f.read(member.row_bytes)
+                if len(data) != member.row_bytes:
+                    raise Conflict(f"array {member.name!r} ends before sample {indices[k]}")
+                out[k] = np.frombuffer(data, dtype=member.dtype).reshape(member.sample_shape).copy()
+        else:
+            out = _gather_fortran(f, member, indices)
+    return [row for row in out if row is not None]
+
+
+def _advance(f: IO[bytes], target: int) -> None:
+    """Move a member's read position to `target` by decompressing forward in small chunks (zipfile's own
+    seek reads up to 16 MiB at a time); a position behind restarts from the beginning."""
+    position = f.tell()
+    if target < position:
+        f.seek(0)
+        position = 0
+    while position < target:
+        skipped = f.read(min(_SKIP_CHUNK, target - position))
+        if not skipped:
+            raise Conflict("an array of the .npz ends early")
+        position += len(skipped)
+
+
+def _gather_fortran(f: IO[bytes], member: _Member, indices: Sequence[int]) -> list[np.ndarray | None]:
+    """Rows of a Fortran-ordered member: element t of sample i lies at flat position i + n * t, so one
+    forward pass in chunks picks them out (time proportional to the member, memory to the rows)."""
+    n, itemsize = member.shape[0], member.dtype.itemsize
+    wanted = np.asarray(indices, dtype=np.int64)[:, None] + n * np.arange(member.row_items, dtype=np.int64)
+    flat = wanted.ravel()
+    order = np.argsort(flat, kind="stable")
+    positions = flat[order]
+    values = np.empty(flat.size, dtype=member.dtype)
+    _advance(f, member.data_offset)
+    start, done = 0, 0
+    chunk_items = max(1, _STREAM_CHUNK // itemsize)
+    while done < positions.size:
+        data = f.read(chunk_items * itemsize)
+        if not data:
+            raise Conflict(f"array {member.name!r} ends early")
+        items = np.frombuffer(data[: len(data) - len(data) % itemsize], dtype=member.dtype)
+        end = start + items.size
+        stop = int(np.searchsorted(positions, end, side="left"))
+        values[order[done:stop]] = items[positions[done:stop] - start]
+        done, start = stop, end
+    rows = values.reshape(len(indices), member.row_items)
+    return [rows[k].reshape(member.sample_shape, order="F").copy() for k in range(len(indices))]
+
+
+def _check_row_size(member: _Member) -> None:
+    if member.row_bytes > MAX_SAMPLE_BYTES:
+        raise InvalidRequest(
+            f"one sample of array {member.name!r} is {member.row_bytes} bytes (shape {member.sample_shape}); "
+            f"previews read samples up to {MAX_SAMPLE_BYTES} bytes"
+        )
+
+
+def _check_indices(indices: Sequence[int], total: int) -> None:
+    for i in indices:
+        if not 0 <= i < total:
+            raise NotFound(f"no sample {i}: the dataset has {total} samples (0 to {total - 1})")
+
+
+@contextmanager
+def _readable(what: str) -> Iterator[None]:
+    try:
+        yield
+    except UNREADABLE_ZIP_ERRORS as exc:
+        raise Conflict(f"the stored {what} cannot be read ({describe_zip_error(exc)})") from exc
+
+
+def _rows(
+    path: Path, zf: zipfile.ZipFile, members: dict[str, _Member], indices: Sequence[int]
+) -> dict[str, list[np.ndarray]]:
+    rows: dict[str, list[np.ndarray]] = {}
+    for name, member in members.items():
+        _check_row_size(member)
+        if member.info.compress_type == zipfile.ZIP_STORED:
+            rows[name] = _rows_stored(path, member, indices)
+        else:
+            rows[name] = _rows_compressed(zf, member, indices)
+    return rows
+
+
+def _total(members: dict[str, _Member]) -> int:
+    if not members:
+        raise Conflict("the stored .npz holds no arrays")
+    return next(iter(members.values())).shape[0]
+
+
+def read_npz_rows(path: Path, indices: Sequence[int]) -> tuple[int, dict[str, list[np.ndarray]]]:
+    """The number of samples and, for every array of the .npz, the rows at `indices` (in that order).
+    Reads the array headers and those rows only."""
+    with _readable(".npz dataset"), zipfile.ZipFile(path) as zf:
+        members = _members(path, zf)
+        total = _total(members)
+        _check_indices(indices, total)
+        return total, _rows(path, zf, members, indices)
+
+
+def _npz_label(rows: dict[str, list[np.ndarray]], k: int) -> int | None:
+    labels = rows.get(LABELS)
+    if labels is None or labels[k].ndim != 0 or labels[k].dtype.kind not in "iu":
+        return None
+    return int(labels[k])
+
+
+def preview_npz(path: Path, offset: int, limit: int) -> SamplePage:
+    with _readable(".npz dataset"), zipfile.ZipFile(path) as zf:
+        members = _members(path, zf)
+        total = _total(members)
+        indices = list(range(offset, min(offset + limit, total)))
+        rows = _rows(path, zf, members, indices)
+    items = []
+    for k, index in enumerate(indices):
+        arrays = {name: array_stats(values[k]) for name, values in rows.items() if name != LABELS}
+        image_array = next((name for name, stats in arrays.items() if stats.image), None)
+        items.append(
+            SamplePreview(
+                index=index,
+                label=_npz_label(rows, k),
+                arrays=arrays,
+                image=image_array is not None,
+                image_array=image_array,
+            )
+        )
+    return SamplePage(total=total, items=items)
+
+
+def npz_thumbnail(
+    path: Path, index: int, array: str | None = None, max_side: int = THUMBNAIL_MAX_SIDE
+) -> bytes:
+    """A PNG of sample `index` of `array` (default: the first image-like array)."""
+    _, rows = read_npz_rows(path, [index])
+    candidates = {name: values[0] for name, values in rows.items() if name != LABELS}
+    if array is not None:
+        if array not in candidates:
+            raise InvalidRequest(f"the dataset has no array {array!r}; it has {sorted(candidates)}")
+        sample = candidates[array]
+        if image_layout(sample.shape, sample.dtype) is None:
+            raise Conflict(_not_image_message(array, sample.shape))
+        return array_thumbnail(sample, max_side)
+    for sample in candidates.values():
+        if image_layout(sample.shape, sample.dtype) is not None:
+            return array_thumbnail(sample, max_side)
+    described = "; ".join(_not_image_message(n, s.shape) for n, s in candidates.items())
+    raise Conflict(f"sample {index} has no image to draw: {described}")
+
+
+# --- image zips ---------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _open_member_image(zf: zipfile.ZipFile, member: str) -> Iterator[Any]:
+    """The member as a Pillow image (header read, pixels not yet decoded), refused over MAX_IMAGE_PIXELS."""
+    from PIL import Image
+
+    limit = Image.MAX_IMAGE_PIXELS
+    with zf.open(member) as raw:
+        data = io.BytesIO(raw.read())
+    try:
+        image = Image.open(data)
+    except Image.DecompressionBombError as exc:
+        raise Conflict(f"image {member!r} is too large to decode safely ({exc})") from exc
+    except Exception as exc:  # Pillow reports a damaged file in many ways
+        raise Conflict(f"image {member!r} is not a readable image: {exc}") from exc
+    with image:
+        if limit is not None and image.width * image.height > limit:
+            raise Conflict(
+                f"image {member!r} is {image.width}x{image.height} pixels, over the {limit} pixels decoded "
+                "safely; resize it first"
+            )
+        yield image
+
+
+def _displayable(image: Any) -> Any:
+    """A decoded copy in a mode PNG and numpy both understand (L, LA, RGB or RGBA)."""
+    if image.mode in ("1", "L", "LA", "RGB", "RGBA"):
+        return image.convert("L") if image.mode == "1" else image.copy()
+    if image.mode == "P":
+        return image.convert("RGBA" if "transparency" in image.info else "RGB")
+    if image.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+        pixels = np.asarray(image, dtype=np.float64)
+        lo, hi = float(pixels.min()), float(pixels.max())
+        scaled = np.zeros(pixels.shape, np.uint8) if hi <= lo else (pixels - lo) / (hi - lo) * 255.0
+        from PIL import Image
+
+        return Image.fromarray(np.round(scaled).astype(np.uint8), mode="L")
+    return image.convert("RGB")
+
+
+def _decode(zf: zipfile.ZipFile, member: str) -> np.ndarray:
+    with _open_member_image(zf, member) as image:
+        try:
+            image.load()
+            if image.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+                return np.asarray(image)
+            return np.asarray(_displayable(image))
+        except Exception as exc:
+            raise Conflict(f"image {member!r} could not be decoded: {exc}") from exc
+
+
+def _image_zip_listing(path: Path) -> tuple[list[str], list[int] | None]:
+    with _readable("zip of images"):
+        description = describe_image_zip(str(path), path.stat().st_size, verify_images=False)
+    return description.images, description.labels
+
+
+def preview_image_zip(path: Path, offset: int, limit: int) -> SamplePage:
+    images, labels = _image_zip_listing(path)
+    indices = list(range(offset, min(offset + limit, len(images))))
+    items = []
+    with _readable("zip of images"), zipfile.ZipFile(path) as zf:
+        for index in indices:
+            stats = replace(array_stats(_decode(zf, images[index])), image=True)  # RGBA too
+            items.append(
+                SamplePreview(
+                    index=index,
+                    label=None if labels is None else labels[index],
+                    arrays={IMAGE_ARRAY: stats},
+                    image=True,
+                    name=images[index],
+                )
+            )
+    return SamplePage(total=len(images), items=items)
+
+
+def image_zip_thumbnail(path: Path, index: int, max_side: int = THUMBNAIL_MAX_SIDE) -> bytes:
+    images, _ = _image_zip_listing(path)
+    _check_indices([index], len(images))
+    member = images[index]
+    with _readable("zip of images"), zipfile.ZipFile(path) as zf, _open_member_image(zf, member) as image:
+        try:
+            image.draft("RGB", (max_side, max_side))  # JPEG: decode at a reduced scale
+            return _png(_fit(_displayable(image), max_side))
+        except Conflict:
+            raise
+        except Exception as exc:
+            raise Conflict(f"image {member!r} could not be decoded: {exc}") from exc
+
+
+# --- by dataset kind ----------------------------------------------------------------------------------
+
+
+def preview_samples(path: Path, kind: str, offset: int, limit: int) -> SamplePage:
+    """Samples offset .. offset+limit-1 (fewer at the end) of a stored dataset of this kind."""
+    if kind == "npz":
+        return preview_npz(path, offset, limit)
+    if kind == "image_zip":
+        return preview_image_zip(path, offset, limit)
+    raise Conflict(f"datasets of kind {kind!r} have no preview")
+
+
+def sample_thumbnail(
+    path: Path, kind: str, index: int, array: str | None = None, max_side: int = THUMBNAIL_MAX_SIDE
+) -> bytes:
+    """A PNG (longest side at most max_side) of one sample; Conflict when it is not an image."""
+    if kind == "npz":
+        return npz_thumbnail(path, index, array, max_side)
+    if kind == "image_zip":
+        if array is not None and array != IMAGE_ARRAY:
+            raise InvalidRequest(f"a zip of images has one array per sample, {IMAGE_ARRAY!r}, not {array!r}")
+        return image_zip_thumbnail(path, index, max_side)
+    raise Conflict(f"datasets of kind {kind!r} have no thumbnails")
