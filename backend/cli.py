@@ -1,4 +1,4 @@
-"""`kneeboard` command line: up (the whole embedded stack), api, worker, migrate."""
+"""`kneeboard` command line: up (the whole embedded stack), api, worker, migrate, user, token."""
 
 from __future__ import annotations
 
@@ -12,9 +12,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 
+from sqlalchemy import select
+
+from backend import accounts
 from backend.contracts import DEVICE_NAME_PATTERN, device_queue
 from backend.db.migrations import upgrade_to_head
+from backend.db.models import Team, TeamMembership, User
+from backend.db.session import session_factory
+from backend.errors import KneeboardError
 from backend.settings import Settings, get_settings
 
 log = logging.getLogger("kneeboard")
@@ -56,9 +63,49 @@ def cmd_migrate(settings: Settings) -> None:
     print(f"database at head: {settings.resolved_database_url}")
 
 
+def ensure_first_admin(settings: Settings) -> None:
+    """On an instance with no accounts, create the site admin and say how to sign in."""
+    with session_factory(settings.resolved_database_url)() as session:
+        admin = accounts.ensure_first_admin(
+            session, settings.first_admin, settings.first_admin_password or None, settings.first_team
+        )
+    url = f"http://{settings.host}:{settings.port}"
+    password_file = settings.first_admin_password_file
+    if admin.password is not None:
+        if not settings.first_admin_password:
+            password_file.write_text(admin.password + "\n")
+            password_file.chmod(0o600)
+        shown = "(KNEEBOARD_FIRST_ADMIN_PASSWORD)" if settings.first_admin_password else admin.password
+        print(
+            f"Kneeboard: created the first account. Sign in at {url} as {admin.username!r} with password "
+            f"{shown}, then change it on the account page.",
+            flush=True,
+        )
+    elif password_file.exists():
+        print(
+            f"Kneeboard: sign in as {settings.first_admin!r}; the first password is in {password_file}",
+            flush=True,
+        )
+
+
+def _seeder_token(settings: Settings) -> str:
+    """A short-lived sign-in for the demo seeder, as the first admin (who owns the demo project)."""
+    with session_factory(settings.resolved_database_url)() as session:
+        user = session.scalar(select(User).where(User.username == settings.first_admin))
+        if user is None:
+            raise SystemExit(f"no account named {settings.first_admin!r} to seed the demo project with")
+        _, secret = accounts.issue_token(
+            session, user.id, accounts.TokenKind.session, "demo seeder", timedelta(hours=1)
+        )
+        session.commit()
+    return secret
+
+
 def cmd_up(settings: Settings) -> None:
-    """Migrate, start one worker process and the demo seeder, then serve the API and dashboard."""
+    """Migrate, create the first admin, start one worker process and the demo seeder, then serve the API
+    and dashboard."""
     cmd_migrate(settings)
+    ensure_first_admin(settings)
     # Each child in its own process group, so that stopping `up` can stop a child and everything it started
     # (Celery's pool processes) even when the child itself is gone.
     children: list[subprocess.Popen[bytes]] = [
@@ -67,7 +114,8 @@ def cmd_up(settings: Settings) -> None:
     if settings.seed_demo:
         api_url = f"http://{settings.host}:{settings.port}"
         seeder = [sys.executable, "-m", "worker.demo_seed", "--api", api_url]
-        children.append(subprocess.Popen(seeder, start_new_session=True))
+        env = os.environ | {"KNEEBOARD_API_TOKEN": _seeder_token(settings)}
+        children.append(subprocess.Popen(seeder, start_new_session=True, env=env))
     print(f"Kneeboard: dashboard at http://{settings.host}:{settings.port}  (API docs at /docs)", flush=True)
     # uvicorn shuts down on SIGTERM, then raises the signal again for the previous handler: make that
     # handler an exit, so that the children are stopped below instead of the process dying outright.
@@ -112,6 +160,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         help='serve only this device\'s queue (e.g. rpi5): sweeps with "device": "rpi5" run their points here',
     )
     sub.add_parser("migrate", help="upgrade the database to the latest Alembic revision")
+    user = sub.add_parser("user", help="manage accounts").add_subparsers(dest="action", required=True)
+    create = user.add_parser("create", help="create an account (the password is read from stdin, if given)")
+    create.add_argument("username")
+    create.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    create.add_argument("--site-admin", action="store_true", help="may create accounts")
+    create.add_argument("--team", help="add to this team (created if missing, with this user as admin)")
+    create.add_argument("--role", choices=[r.name for r in accounts.Role], default="member")
+    token = sub.add_parser("token", help="personal API tokens").add_subparsers(dest="action", required=True)
+    token_create = token.add_parser("create", help="print a new API token of a user (for scripts and CI)")
+    token_create.add_argument("--user", required=True)
+    token_create.add_argument("--name", default="command line")
+    token_create.add_argument("--expires-in-days", type=int)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = get_settings()
@@ -124,6 +184,48 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.execv(sys.executable, worker_command(settings, hostname=hostname, device=args.device))
     elif args.command == "migrate":
         cmd_migrate(settings)
+    elif args.command == "user":
+        password = sys.stdin.readline().rstrip("\n") if args.password_stdin else None
+        cmd_user_create(settings, args.username, password, args.site_admin, args.team, args.role)
+    elif args.command == "token":
+        print(cmd_token_create(settings, args.user, args.name, args.expires_in_days))
+
+
+def cmd_user_create(
+    settings: Settings, username: str, password: str | None, site_admin: bool, team: str | None, role: str
+) -> None:
+    cmd_migrate_quietly(settings)
+    with session_factory(settings.resolved_database_url)() as session:
+        try:
+            user = accounts.create_user(session, username, password, site_admin=site_admin)
+            session.flush()
+            if team:
+                existing = session.scalar(select(Team).where(Team.name == team))
+                if existing is None:
+                    accounts.create_team(session, team, user)
+                else:
+                    session.add(TeamMembership(team_id=existing.id, user_id=user.id, role=role))
+            session.commit()
+        except KneeboardError as exc:
+            raise SystemExit(f"kneeboard user create: {exc.message}") from exc
+    print(f"created user {user.username!r}" + (f" in team {team!r}" if team else ""))
+
+
+def cmd_token_create(settings: Settings, username: str, name: str, expires_in_days: int | None) -> str:
+    cmd_migrate_quietly(settings)
+    with session_factory(settings.resolved_database_url)() as session:
+        user = session.scalar(select(User).where(User.username == username.strip().lower()))
+        if user is None:
+            raise SystemExit(f"kneeboard token create: no user named {username!r}")
+        lifetime = timedelta(days=expires_in_days) if expires_in_days else None
+        _, secret = accounts.issue_token(session, user.id, accounts.TokenKind.api, name, lifetime)
+        session.commit()
+    return secret
+
+
+def cmd_migrate_quietly(settings: Settings) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade_to_head(settings.resolved_database_url)
 
 
 if __name__ == "__main__":

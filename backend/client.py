@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,12 @@ class ApiError(Exception):
 
 
 class KneeboardClient:
-    def __init__(self, base_url: str, timeout: float = 120.0) -> None:
-        self.http = httpx.Client(base_url=base_url.rstrip("/") + "/api/v1", timeout=timeout)
+    """Signed in with a personal API token: `token`, else $KNEEBOARD_API_TOKEN."""
+
+    def __init__(self, base_url: str, timeout: float = 120.0, token: str | None = None) -> None:
+        token = token or os.environ.get("KNEEBOARD_API_TOKEN")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=base_url.rstrip("/") + "/api/v1", timeout=timeout, headers=headers)
 
     def _json(self, response: httpx.Response) -> Any:
         if response.status_code >= 400:

@@ -11,6 +11,7 @@ class KneeboardError(Exception):
 
     status_code = 400
     code = "bad_request"
+    headers: dict[str, str] | None = None
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -52,3 +53,18 @@ class StorageError(KneeboardError):
 class QueueUnavailable(KneeboardError):
     status_code = 503
     code = "queue_unavailable"
+
+
+class Unauthenticated(KneeboardError):
+    """No credentials, or ones that are unknown, expired or revoked."""
+
+    status_code = 401
+    code = "unauthenticated"
+    headers = {"WWW-Authenticate": "Bearer"}  # noqa: RUF012 (read-only)
+
+
+class Forbidden(KneeboardError):
+    """The caller can see the resource but their role does not allow this change."""
+
+    status_code = 403
+    code = "forbidden"

@@ -6,6 +6,7 @@ The defaults are the embedded mode: SQLite, a filesystem broker and a local arti
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -73,9 +74,52 @@ class Settings(BaseSettings):
         ge=1,
         description="Pool processes of a worker started by `kneeboard up` or `kneeboard worker`.",
     )
+    # Hostile input: archives and runaway models ----------------------------------------------------
+    archive_max_members: int = Field(
+        default=200_000,
+        gt=0,
+        description="Most members an uploaded zip archive (or .npz, .pt2, .pt) may hold.",
+    )
+    archive_max_uncompressed_bytes: int | None = Field(
+        default=None,
+        gt=0,
+        description="Most bytes an uploaded archive may expand to, all members together. "
+        "Empty: four times KNEEBOARD_MAX_UPLOAD_BYTES.",
+    )
+    archive_max_expansion: float = Field(
+        default=200.0,
+        gt=1,
+        description="An archive, or a member of it, that expands more than this many times its compressed "
+        "size is refused as a zip bomb (only when it expands to more than 64 MiB).",
+    )
+    worker_memory_limit_mb: int | None = Field(
+        default=None,
+        ge=0,
+        description="Address-space limit (RLIMIT_AS) of each worker pool process, in MiB: a model that "
+        "allocates more fails its job instead of the machine. 0: no limit. Empty: three quarters of the "
+        "machine's memory.",
+    )
     host: str = Field(default="127.0.0.1", description="Address the API binds to.")
     port: int = Field(default=8000, description="Port the API binds to.")
     seed_demo: bool = Field(default=True, description="`kneeboard up` seeds the demo project on first start.")
+    # Accounts ---------------------------------------------------------------------------------------
+    first_admin: str = Field(
+        default="admin", description="Username of the site admin that the first start creates."
+    )
+    first_admin_password: str = Field(
+        default="",
+        description="Their password; empty: a random one, printed once by `kneeboard up` and kept in "
+        "data_dir/first-admin-password.txt until changed.",
+    )
+    first_team: str = Field(
+        default="default", description="The first admin's team, owner of the demo project."
+    )
+    session_ttl_h: float = Field(
+        default=12.0, gt=0, description="How long a dashboard sign-in lasts, in hours."
+    )
+    cookie_secure: bool = Field(
+        default=False, description="Send the session cookie over HTTPS only (set it when serving over HTTPS)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
@@ -101,6 +145,31 @@ class Settings(BaseSettings):
     @property
     def broker_folder(self) -> Path:
         return (self.data_dir / "broker").resolve()
+
+    @property
+    def resolved_archive_max_uncompressed_bytes(self) -> int:
+        return self.archive_max_uncompressed_bytes or 4 * self.max_upload_bytes
+
+    @property
+    def task_soft_time_limit_s(self) -> float:
+        """Python code in a task gets SoftTimeLimitExceeded this long before the hard kill, to stop cleanly."""
+        return self.task_time_limit_s - min(60.0, self.task_time_limit_s / 10)
+
+    @property
+    def resolved_worker_memory_limit_mb(self) -> int:
+        """The pool processes' address-space limit in MiB; 0 for none."""
+        if self.worker_memory_limit_mb is not None:
+            return self.worker_memory_limit_mb
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # not a POSIX system that reports its memory
+            return 0
+        return max(0, total * 3 // 4 >> 20)
+
+    @property
+    def first_admin_password_file(self) -> Path:
+        """Where `kneeboard up` keeps a generated first password until it is changed."""
+        return self.data_dir / "first-admin-password.txt"
 
     @property
     def resolved_artifact_uri(self) -> str:

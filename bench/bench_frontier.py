@@ -23,6 +23,7 @@ def main() -> None:
     from backend.db.models import Job, Project, SweepPoint
     from backend.db.session import session_factory
     from backend.settings import Settings
+    from tests.support.accounts import account_in
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp) / "data", seed_demo=False)
@@ -31,8 +32,9 @@ def main() -> None:
         sessions = session_factory(settings.resolved_database_url)
         rng = np.random.default_rng(0)
         values = rng.random((N_POINTS, 4))
+        account = account_in(settings.resolved_database_url, username="bench", team="bench")
         with sessions() as session:
-            project = Project(name="bench")
+            project = Project(name="bench", team_id=account.team_id)
             session.add(project)
             session.flush()
             job = Job(project_id=project.id, kind="sweep", params={}, status="succeeded", attempts=1)
@@ -64,7 +66,7 @@ def main() -> None:
                 )
                 assert len(rows.all()) == N_POINTS
 
-        with TestClient(create_app(settings, run_reaper=False)) as client:
+        with TestClient(create_app(settings, run_reaper=False), headers=account.headers) as client:
             query = {
                 "job_ids": [str(job_id)],
                 "objective": ["kl_mean:min", "size_bytes:min", "top1_agreement:max"],

@@ -60,18 +60,20 @@ def _through_the_queue_job(
     from backend.client import KneeboardClient
     from backend.db.migrations import upgrade_to_head
     from backend.settings import Settings
+    from tests.support.accounts import account_in
     from tests.support.services import start_api, start_worker
 
     settings = Settings(data_dir=root / f"data-{kind}-{workers}", seed_demo=False)
     settings.data_dir.mkdir()
     upgrade_to_head(settings.resolved_database_url)
+    account = account_in(settings.resolved_database_url, username="bench", team="bench")
     api, base = start_api(settings, root / f"api-{kind}-{workers}.log")
     procs = [
         start_worker(settings, root / f"worker-{kind}-{workers}-{i}.log", name=f"w{i}")
         for i in range(workers)
     ]
     try:
-        c = KneeboardClient(base)
+        c = KneeboardClient(base, token=account.token)
         project = c.create_project("bench")
         m = c.upload_model(project["id"], model)
         d = c.upload_dataset(project["id"], data)

@@ -19,6 +19,7 @@ def main(size_mb: int = 64) -> None:
 
     from backend.db.migrations import upgrade_to_head
     from backend.settings import Settings
+    from tests.support.accounts import account_in
     from tests.support.services import start_api
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -41,7 +42,8 @@ def main(size_mb: int = 64) -> None:
                     dst.write(chunk)
 
         api, base = start_api(settings, root / "api.log")  # a real uvicorn process on loopback
-        with httpx.Client(base_url=base, timeout=120) as client:
+        account = account_in(settings.resolved_database_url, username="bench", team="bench")
+        with httpx.Client(base_url=base, timeout=120, headers=account.headers) as client:
             project = client.post("/api/v1/projects", json={"name": "bench"}).json()
             counter = iter(range(1_000_000))
 

@@ -15,6 +15,7 @@ from backend.db.migrations import upgrade_to_head
 from backend.db.models import Base
 from backend.db.session import engine_for
 from backend.settings import Settings
+from tests.support.accounts import TestAccount, account_in
 from tests.support.services import REDIS_URL, private_postgres_database
 
 
@@ -46,12 +47,18 @@ def truncate_all(url: str) -> None:
 
 
 @pytest.fixture
-def client(settings: Settings) -> Iterator[TestClient]:
-    """The API in-process over the real Postgres database; every test starts from empty tables."""
+def account(settings: Settings) -> Iterator[TestAccount]:
+    """A user who is admin of their team, with an API token; every test starts from empty tables."""
     truncate_all(settings.resolved_database_url)
-    with TestClient(create_app(settings, run_reaper=False)) as c:
+    yield account_in(settings.resolved_database_url, username="tester", team="testers")
+    truncate_all(settings.resolved_database_url)
+
+
+@pytest.fixture
+def client(settings: Settings, account: TestAccount) -> Iterator[TestClient]:
+    """The API in-process over the real Postgres database, signed in as `account`."""
+    with TestClient(create_app(settings, run_reaper=False), headers=account.headers) as c:
         yield c
-    truncate_all(settings.resolved_database_url)
 
 
 @pytest.fixture

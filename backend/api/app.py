@@ -11,14 +11,24 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
+from backend.api.auth import authenticated_caller
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses, install_error_handlers
-from backend.api.routes import datasets, fidelity, jobs, models, projects, sensitivity, sweep
+from backend.api.routes import (
+    auth,
+    dataset_preview,
+    datasets,
+    fidelity,
+    jobs,
+    models,
+    projects,
+    sensitivity,
+    sweep,
+    teams,
+)
 from backend.api.upload_limit import UploadLimitMiddleware
 from backend.api.validation import refuse_unstorable_input
-from backend.errors import (
-    InvalidRequest,
-)
+from backend.errors import InvalidRequest, Unauthenticated
 from backend.reaper import running_reaper
 from backend.settings import Settings, get_settings
 from backend.storage import store_from_uri
@@ -36,6 +46,23 @@ health_router = APIRouter(tags=["health"])
 def health(session: SessionDep) -> dict[str, str]:
     session.execute(text("SELECT 1"))
     return {"status": "ok", "database": "ok"}
+
+
+PUBLIC_ROUTERS = (health_router, auth.public_router)
+"""The only routes that answer without signing in."""
+
+SIGNED_IN_ROUTERS = (
+    auth.router,
+    teams.router,
+    projects.router,
+    models.router,
+    datasets.router,
+    dataset_preview.router,
+    jobs.router,
+    fidelity.router,
+    sensitivity.router,
+    sweep.router,
+)
 
 
 def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> FastAPI:
@@ -69,17 +96,15 @@ def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> 
         # refuse_unstorable_input can refuse any operation's input, so every operation documents a 422.
         responses=error_responses(InvalidRequest),
     )
-    for router in (
-        health_router,
-        projects.router,
-        models.router,
-        datasets.router,
-        jobs.router,
-        fidelity.router,
-        sensitivity.router,
-        sweep.router,
-    ):
+    for router in PUBLIC_ROUTERS:
         api.include_router(router)
+    # Everything else needs a signed-in caller: one dependency here, so that no route can forget it.
+    signed_in = APIRouter(
+        dependencies=[Depends(authenticated_caller)], responses=error_responses(Unauthenticated)
+    )
+    for router in SIGNED_IN_ROUTERS:
+        signed_in.include_router(router)
+    api.include_router(signed_in)
     app.include_router(api)
 
     # The built single-page app: index.html at /, its hashed bundles under /assets (vite's assetsDir).

@@ -108,7 +108,11 @@ def _allowed_methods(request: Request) -> set[str]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(KneeboardError)
     async def _kneeboard_error(_request: Request, exc: KneeboardError) -> JSONResponse:
-        return JSONResponse(status_code=exc.status_code, content={"error": exc.code, "detail": exc.message})
+        return JSONResponse(
+            status_code=exc.status_code,
+            content={"error": exc.code, "detail": exc.message},
+            headers=exc.headers,
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:

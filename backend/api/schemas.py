@@ -24,10 +24,16 @@ class ORMModel(BaseModel):
 class ProjectCreate(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
+    team_id: uuid.UUID | None = Field(
+        default=None,
+        description="The team that will own the project (you must be a member or admin of it). May be left "
+        "out when you are a member or admin of exactly one team.",
+    )
 
 
 class ProjectOut(ORMModel):
     id: uuid.UUID
+    team_id: uuid.UUID
     name: str
     description: str
     created_at: UTCDateTime

@@ -64,11 +64,88 @@ class ModelStatus(enum.StrEnum):
 TZDateTime = DateTime(timezone=True)
 
 
-class Project(Base):
-    __tablename__ = "projects"
+class User(Base):
+    """Someone who signs in. ``password_hash`` is an Argon2 hash, or "" for an account that can only use
+    API tokens (e.g. created by `kneeboard token create` for CI)."""
+
+    __tablename__ = "users"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255), default="")
+    # Site admins create accounts; they see no team's data unless they are a member of the team.
+    is_site_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Team(Base):
+    """Owns projects; its members' roles decide who may read and change them."""
+
+    __tablename__ = "teams"
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class TeamMembership(Base):
+    __tablename__ = "team_memberships"
+
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class ApiToken(Base):
+    """A bearer credential: a personal API token (kind "api") or a dashboard sign-in (kind "session").
+
+    Only the SHA-256 of the secret is stored (the secret is 256 random bits, so a slow hash adds nothing);
+    every request looks the row up, so a revoked token stops working at once.
+    """
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(200), default="")
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    expires_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    revoked_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+
+
+class AuditEvent(Base):
+    """Who uploaded, launched, cancelled, deleted or changed what, in which team. Written in the same
+    transaction as the change it records."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index("ix_audit_events_team_created", "team_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    actor_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    actor_name: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(64))
+    resource_type: Mapped[str] = mapped_column(String(32))
+    resource_id: Mapped[str] = mapped_column(String(64))
+    project_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Project(Base):
+    __tablename__ = "projects"
+    __table_args__ = (UniqueConstraint("team_id", "name"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
@@ -99,6 +176,10 @@ class Model(Base):
     inspection: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     # The job that inspects the upload; while the model is "inspecting", that job's fate is the model's.
     inspect_job_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, default=None)
+    # Who uploaded or launched it (None when that account was deleted).
+    created_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
@@ -116,6 +197,10 @@ class Dataset(Base):
     arrays: Mapped[dict[str, Any]] = mapped_column(JSON)
     has_labels: Mapped[bool] = mapped_column(Boolean, default=False)
     preprocessing: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # Who uploaded or launched it (None when that account was deleted).
+    created_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
@@ -136,6 +221,10 @@ class Job(Base):
     worker_id: Mapped[str | None] = mapped_column(String(255), default=None)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     attempt_token: Mapped[str | None] = mapped_column(String(36), default=None)
+    # Who uploaded or launched it (None when that account was deleted).
+    created_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)

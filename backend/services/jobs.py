@@ -18,10 +18,13 @@ from backend.settings import Settings
 log = logging.getLogger(__name__)
 
 
-def new_job(project_id: uuid.UUID, kind: JobKind, params: dict[str, Any]) -> Job:
+def new_job(
+    project_id: uuid.UUID, kind: JobKind, params: dict[str, Any], created_by: uuid.UUID | None
+) -> Job:
     return Job(
         id=uuid.uuid4(),
         project_id=project_id,
+        created_by=created_by,
         kind=kind.value,
         params=params,
         status=JobStatus.queued.value,

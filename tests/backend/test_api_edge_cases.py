@@ -89,11 +89,15 @@ def test_every_operation_documents_its_errors_in_the_error_shape(client: TestCli
     for path, methods in spec["paths"].items():
         if not path.startswith("/api/v1/"):
             continue
+        public = path in ("/api/v1/health", "/api/v1/auth/login")
         for method, operation in methods.items():
             error = operation["responses"]["422"]["content"]["application/json"]["schema"]
             assert error == {"$ref": "#/components/schemas/ErrorOut"}, f"{method} {path}"
+            # Every signed-in route documents the 401 and names its security schemes.
+            assert public or "401" in operation["responses"], f"{method} {path}"
+            assert public or {"token", "session"} <= {k for s in operation["security"] for k in s}
     responses = spec["paths"]["/api/v1/projects/{project_id}"]["get"]["responses"]
-    assert set(responses) == {"200", "404", "422"}
+    assert set(responses) == {"200", "401", "404", "422"}
     upload = spec["paths"]["/api/v1/projects/{project_id}/models"]["post"]["responses"]
     assert {"404", "413", "422", "503"} <= set(upload)
 

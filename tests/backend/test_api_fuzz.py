@@ -5,7 +5,8 @@ Every operation in the spec is called with generated requests, valid and invalid
 coverage and fuzzing phases), and every response is checked: never a 5xx (not_a_server_error), a documented
 status code (status_code_conformance), the documented content type and headers, a body that conforms to the
 documented schema (response_schema_conformance), invalid input refused (negative_data_rejection), and a 405
-that lists the allowed methods. Only positive_data_acceptance is off (see CONFIG).
+that lists the allowed methods. Only positive_data_acceptance and ignored_auth are off (see CONFIG).
+Requests are signed in as the admin of the seeded rows' team (a site admin too).
 
 So that requests get past "no such id", rows are seeded first (a project, an ONNX model and a zipped one, an
 npz and an image-zip dataset, a queued and a succeeded fidelity job with its results, a fanned-out job with
@@ -42,13 +43,15 @@ from hypothesis import strategies as st
 from schemathesis import Case, HookContext
 from schemathesis.transport.serialization import Binary
 
+from backend.accounts import Role
 from backend.api.app import create_app
 from backend.contracts import RESULT_FIDELITY_LAYERS, RESULT_FIDELITY_SUMMARY
-from backend.db.models import Job, JobChunk, JobResult, SampleDivergence
+from backend.db.models import Job, JobChunk, JobResult, SampleDivergence, User
 from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.conftest import truncate_all
 from tests.support import files
+from tests.support.accounts import TestAccount, add_account
 from tests.support.images import png_bytes
 from tests.support.services import REDIS_URL
 
@@ -71,7 +74,12 @@ CONFIG = schemathesis.Config.from_dict(
         # The hooks below deliberately put values the spec cannot rule out into schema-valid requests (NUL
         # characters, ids of rows of another kind, files with bad contents, unknown job kinds), so "every
         # schema-valid request is accepted" cannot hold here; every other check does.
-        "checks": {"positive_data_acceptance": {"enabled": False}},
+        "checks": {
+            "positive_data_acceptance": {"enabled": False},
+            # Its probe without credentials cannot be sent through the in-process app transport; that every
+            # operation refuses a request without credentials is tested route by route in test_access.py.
+            "ignored_auth": {"enabled": False},
+        },
         # Where hostile input reaches the most code: more examples.
         "operations": [
             {
@@ -215,6 +223,7 @@ class Seeded:
         self.by_param: dict[str, list[str]] = {}
         # Rows only DELETE operations get, so that deleting them does not starve the other operations.
         self.expendable: dict[str, list[str]] = {}
+        self.headers: dict[str, str] = {}  # the signed-in fuzzer's
 
     def ids(self, name: str, method: str) -> list[str]:
         return (self.expendable if method == "DELETE" else self.by_param).get(name, [])
@@ -226,8 +235,13 @@ def _upload(client: TestClient, pid: str, what: str, filename: str, data: bytes,
     return str(response.json()["id"])
 
 
-def _seed(client: TestClient, settings: Settings) -> Seeded:
+def _seed(client: TestClient, settings: Settings, account: TestAccount) -> Seeded:
     seeded = Seeded()
+    with session_factory(settings.resolved_database_url)() as session:
+        # Other members of the fuzzer's team: one whose role may change, one who may be removed.
+        colleague = add_account(session, "colleague", account.team_name, Role.viewer)
+        leaver = add_account(session, "leaver", account.team_name, Role.member)
+    revocable = client.post("/api/v1/auth/tokens", json={"name": "revocable"}).json()["id"]
     project = client.post("/api/v1/projects", json={"name": "fuzz", "description": "seeded"}).json()
     pid = project["id"]
     onnx = files.minimal_onnx_bytes()
@@ -307,6 +321,8 @@ def _seed(client: TestClient, settings: Settings) -> Seeded:
 
     jobs = [queued.json()["id"], str(succeeded), str(fanned_out)]
     seeded.by_param = {
+        "team_id": [str(account.team_id)],
+        "user_id": [str(colleague.user_id)],
         "project_id": [pid],
         "model_id": [golden, compressed],
         "golden_model_id": [golden],
@@ -315,6 +331,8 @@ def _seed(client: TestClient, settings: Settings) -> Seeded:
         "job_id": jobs,
     }
     seeded.expendable = {
+        "user_id": [str(leaver.user_id)],
+        "token_id": [revocable],
         "model_id": [victim_model],
         "dataset_id": [victim_dataset],
         "job_id": [victim_job.json()["id"]],
@@ -576,9 +594,14 @@ def fuzz_app(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     )
     truncate_all(pg_url)
     app = create_app(app_settings, run_reaper=False)
-    with TestClient(app) as client:
-        seeded = _seed(client, app_settings)
+    with session_factory(pg_url)() as session:
+        account = add_account(session, "fuzzer", "fuzzers")
+        session.get_one(User, account.user_id).is_site_admin = True  # so that POST /users can succeed too
+        session.commit()
+    with TestClient(app, headers=account.headers) as client:
+        seeded = _seed(client, app_settings, account)
     SEEDED.by_param, SEEDED.expendable = seeded.by_param, seeded.expendable
+    SEEDED.headers = account.headers
     yield app
     truncate_all(pg_url)
     _drop_queue(app_settings)
@@ -610,4 +633,4 @@ def _send_kwargs(case: Case) -> dict[str, Any]:
 @schema.parametrize()
 @hypothesis_settings(derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_spec_under_fuzzing(case: Case, fuzz_app: Any) -> None:
-    case.call_and_validate(app=fuzz_app, **_send_kwargs(case))
+    case.call_and_validate(app=fuzz_app, headers=SEEDED.headers, **_send_kwargs(case))

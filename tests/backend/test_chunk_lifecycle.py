@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from backend import chunk_lifecycle as cl
 from backend import job_lifecycle as jl
-from backend.db.models import Job, JobChunk, JobStatus, Project, utcnow
+from backend.db.models import Job, JobChunk, JobStatus, Project, Team, utcnow
 from backend.db.session import session_factory
 from tests.conftest import truncate_all
 
@@ -28,7 +28,10 @@ def session(pg_url: str) -> Iterator[Session]:
 
 
 def _fanned_out(session: Session, n: int = 3) -> tuple[Job, jl.Claim]:
-    project = Project(name=f"p-{uuid.uuid4().hex[:6]}")
+    team = Team(name=f"t-{uuid.uuid4().hex[:6]}")
+    session.add(team)
+    session.flush()
+    project = Project(name=f"p-{uuid.uuid4().hex[:6]}", team_id=team.id)
     session.add(project)
     session.flush()
     job = Job(project_id=project.id, kind="sensitivity", params={}, status=JobStatus.queued.value, attempts=0)

@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from backend import job_lifecycle as lc
-from backend.db.models import Job, JobStatus, Project, utcnow
+from backend.db.models import Job, JobStatus, Project, Team, utcnow
 from backend.db.session import session_factory
 from tests.conftest import truncate_all
 
@@ -24,7 +24,10 @@ def session(pg_url: str) -> Session:
 
 
 def _job(session: Session) -> Job:
-    project = Project(name=f"p-{uuid.uuid4().hex[:6]}")
+    team = Team(name=f"t-{uuid.uuid4().hex[:6]}")
+    session.add(team)
+    session.flush()
+    project = Project(name=f"p-{uuid.uuid4().hex[:6]}", team_id=team.id)
     session.add(project)
     session.flush()
     job = Job(project_id=project.id, kind="fidelity", params={}, status=JobStatus.queued.value, attempts=0)

@@ -17,6 +17,7 @@ from backend.settings import Settings
 from backend.storage import S3ArtifactStore, copy_file_to_staging, store_from_uri
 from tests.conftest import truncate_all
 from tests.support import files
+from tests.support.accounts import account_in
 from tests.support.services import free_port
 
 
@@ -73,7 +74,8 @@ def test_api_uploads_to_s3(s3_endpoint: str, pg_url: str, tmp_path: Path) -> Non
         seed_demo=False,
     )
     truncate_all(pg_url)
-    with TestClient(create_app(settings, run_reaper=False)) as client:
+    account = account_in(pg_url)
+    with TestClient(create_app(settings, run_reaper=False), headers=account.headers) as client:
         project: dict[str, Any] = client.post("/api/v1/projects", json={"name": "s3"}).json()
         response = client.post(
             f"/api/v1/projects/{project['id']}/models", files={"file": ("m.onnx", files.minimal_onnx_bytes())}

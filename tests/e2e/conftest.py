@@ -13,6 +13,7 @@ import pytest
 from backend.client import KneeboardClient
 from backend.db.migrations import upgrade_to_head
 from backend.settings import Settings
+from tests.support.accounts import TestAccount, account_in
 from tests.support.services import REDIS_URL, Process, private_postgres_database, start_api, start_worker
 
 pytestmark = pytest.mark.e2e
@@ -24,11 +25,13 @@ class Stack:
     base_url: str
     logs: Path
     api: Process
+    account: TestAccount
     workers: list[Process] = field(default_factory=list)
 
     @property
     def client(self) -> KneeboardClient:
-        return KneeboardClient(self.base_url)
+        """Signed in as the stack's account (admin of its team)."""
+        return KneeboardClient(self.base_url, token=self.account.token)
 
     def add_worker(self, name: str, device: str | None = None) -> Process:
         proc = start_worker(self.settings, self.logs / f"worker-{name}.log", name=name, device=device)
@@ -67,9 +70,10 @@ def _stack_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
         url = db.__enter__()
         dbs.append(db)
         upgrade_to_head(url)
+        account = account_in(url, username="e2e", team="e2e")
         settings = fast_reaping_settings(tmp, url, **overrides)
         api, base = start_api(settings, tmp / "api.log")
-        stack = Stack(settings=settings, base_url=base, logs=tmp, api=api)
+        stack = Stack(settings=settings, base_url=base, logs=tmp, api=api, account=account)
         stacks.append(stack)
         return stack
 

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Process]]:
+    """`kneeboard up` in a fresh data dir (the first start: it creates the first admin)."""
     tmp = tmp_path_factory.mktemp("embedded")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
@@ -42,6 +43,45 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
         assert not left, f"processes left running after `up` stopped: {left}"
 
 
+def _token(data_dir: Path) -> str:
+    """A personal API token of the first admin, made the way the README says."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "backend.cli", "token", "create", "--user", "admin", "--name", "test"],
+        env=env | {"KNEEBOARD_DATA_DIR": str(data_dir)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_first_start_creates_an_admin_who_can_sign_in(embedded: tuple[str, Path, Process]) -> None:
+    base, data_dir, proc = embedded
+    printed = re.search(r"Sign in at (\S+) as 'admin' with password (\S+),", proc.log())
+    assert printed, proc.log()[-3000:]
+    password = printed.group(2)
+    assert (data_dir / "first-admin-password.txt").read_text().strip() == password
+    assert httpx.get(base + "/api/v1/projects").status_code == 401  # nothing is open without signing in
+    with httpx.Client(base_url=base) as browser:
+        assert (
+            browser.post("/api/v1/auth/login", json={"username": "admin", "password": "wrong"}).status_code
+            == 401
+        )
+        me = browser.post("/api/v1/auth/login", json={"username": "admin", "password": password})
+        assert me.status_code == 200, me.text
+        assert me.json()["is_site_admin"] and [t["name"] for t in me.json()["teams"]] == ["default"]
+        assert (
+            "httponly" in me.headers["set-cookie"].lower()
+            and "samesite=strict" in me.headers["set-cookie"].lower()
+        )
+        assert browser.get("/api/v1/auth/me").json()["auth"] == "session"
+        assert browser.post("/api/v1/auth/logout").status_code == 204
+        assert browser.get("/api/v1/auth/me").status_code == 401
+    # The API listens on loopback only by default.
+    assert "Uvicorn running on http://127.0.0.1:" in proc.log()
+
+
 def _wait_for_demo(client: KneeboardClient, timeout: float = 300) -> dict[str, object]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -58,7 +98,7 @@ def _wait_for_demo(client: KneeboardClient, timeout: float = 300) -> dict[str, o
 
 def test_embedded_start_seeds_a_demo_with_real_numbers(embedded: tuple[str, Path, Process]) -> None:
     base, data_dir, proc = embedded
-    client = KneeboardClient(base)
+    client = KneeboardClient(base, token=_token(data_dir))
     job = _wait_for_demo(client)
     assert job["status"] == "succeeded", f"{job}\n{proc.log()[-3000:]}"
     summary = client.fidelity(str(job["id"]))["summary"]
@@ -93,14 +133,14 @@ def _readme_api_blocks() -> str:
 
 
 def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path: Path) -> None:
-    base, _data_dir, _proc = embedded
+    base, data_dir, _proc = embedded
     script = _readme_api_blocks()
     assert "curl" in script and "/fidelity" in script
     (tmp_path / ".venv").symlink_to(REPO_ROOT / ".venv")
     result = subprocess.run(
         ["bash", "-c", "set -euo pipefail\n" + script],
         cwd=tmp_path,
-        env={**os.environ, "KB": base, "PYTHONPATH": str(REPO_ROOT)},
+        env={**os.environ, "KB": base, "PYTHONPATH": str(REPO_ROOT), "KNEEBOARD_DATA_DIR": str(data_dir)},
         capture_output=True,
         text=True,
         timeout=600,

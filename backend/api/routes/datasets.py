@@ -6,16 +6,20 @@ from pathlib import Path
 from fastapi import APIRouter, Request, status
 from pydantic import ValidationError
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from backend.accounts import Role
+from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
-from backend.api.routes.lookup import get_or_404
+from backend.api.routes.lookup import get_or_404, require_owner_or_admin, team_of
 from backend.api.schemas import DatasetOut
+from backend.audit import AuditAction, record
 from backend.contracts import ImagePreprocessing
 from backend.dataset_formats import describe_npz
 from backend.db.models import Dataset, Project
-from backend.errors import InvalidRequest, InvalidUpload, NotFound, StorageError, UploadTooLarge
+from backend.errors import Forbidden, InvalidRequest, InvalidUpload, NotFound, StorageError, UploadTooLarge
 from backend.image_datasets import describe_image_zip
 from backend.services.artifacts import persist, release
 from backend.storage import staging_file
@@ -27,7 +31,9 @@ router = APIRouter(tags=["datasets"])
     "/projects/{project_id}/datasets",
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadDataset",
-    responses=error_responses(NotFound, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError),
+    responses=error_responses(
+        NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError
+    ),
     summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of "
     "images with an optional labels.csv (filename,label) and a preprocessing recipe",
     openapi_extra=multipart_openapi(
@@ -40,9 +46,14 @@ router = APIRouter(tags=["datasets"])
     ),
 )
 async def upload_dataset(
-    project_id: uuid.UUID, request: Request, session: SessionDep, store: StoreDep, settings: SettingsDep
+    project_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    store: StoreDep,
+    settings: SettingsDep,
+    caller: CallerDep,
 ) -> DatasetOut:
-    get_or_404(session, Project, project_id)
+    project = get_or_404(session, Project, project_id, caller, Role.member, "uploading a dataset")
     with staging_file(store) as path:
         staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
         suffix = Path(filename).suffix.lower()
@@ -58,13 +69,22 @@ async def upload_dataset(
             filename=filename,
             artifact_sha256=staged.sha256,
             size_bytes=staged.size_bytes,
+            created_by=caller.user_id,
         )
         if suffix == ".npz":
             _describe_npz_into(dataset, staged.path)
         else:
             recipe = _parse_recipe(fields)
             _describe_images_into(dataset, staged.path, staged.size_bytes, recipe)
-        persist(session, store, staged, lambda s: s.add(dataset))
+
+        def add_rows(s: Session) -> None:
+            s.add(dataset)
+            record(
+                s, caller, project.team_id, AuditAction.dataset_uploaded, "dataset", dataset.id, project_id,
+                name=dataset.name, filename=filename, size_bytes=staged.size_bytes, sha256=staged.sha256,
+            )  # fmt: skip
+
+        persist(session, store, staged, add_rows)
     return DatasetOut.model_validate(dataset)
 
 
@@ -109,8 +129,8 @@ def _describe_images_into(dataset: Dataset, path: Path, size: int, recipe: Image
     operation_id="listDatasets",
     responses=error_responses(NotFound, InvalidRequest),
 )
-def list_datasets(project_id: uuid.UUID, session: SessionDep) -> list[DatasetOut]:
-    get_or_404(session, Project, project_id)
+def list_datasets(project_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> list[DatasetOut]:
+    get_or_404(session, Project, project_id, caller)
     rows = session.execute(
         select(Dataset).where(Dataset.project_id == project_id).order_by(Dataset.created_at)
     ).scalars()
@@ -120,19 +140,25 @@ def list_datasets(project_id: uuid.UUID, session: SessionDep) -> list[DatasetOut
 @router.get(
     "/datasets/{dataset_id}", operation_id="getDataset", responses=error_responses(NotFound, InvalidRequest)
 )
-def get_dataset(dataset_id: uuid.UUID, session: SessionDep) -> DatasetOut:
-    return DatasetOut.model_validate(get_or_404(session, Dataset, dataset_id))
+def get_dataset(dataset_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> DatasetOut:
+    return DatasetOut.model_validate(get_or_404(session, Dataset, dataset_id, caller))
 
 
 @router.delete(
     "/datasets/{dataset_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     operation_id="deleteDataset",
-    responses=error_responses(NotFound, InvalidRequest),
+    responses=error_responses(NotFound, Forbidden, InvalidRequest),
 )
-def delete_dataset(dataset_id: uuid.UUID, session: SessionDep, store: StoreDep) -> None:
-    dataset = get_or_404(session, Dataset, dataset_id)
+def delete_dataset(dataset_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: CallerDep) -> None:
+    """Members may delete the datasets they uploaded; team admins any dataset of the team."""
+    dataset = get_or_404(session, Dataset, dataset_id, caller)
+    require_owner_or_admin(session, caller, dataset, "deleting a dataset")
     sha = dataset.artifact_sha256
+    record(
+        session, caller, team_of(session, dataset), AuditAction.dataset_deleted, "dataset", dataset.id,
+        dataset.project_id, name=dataset.name,
+    )  # fmt: skip
     session.delete(dataset)
     session.commit()
     release(session, store, sha)

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from sqlalchemy import func, select
 
+from backend.accounts import Caller
+from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_or_404, job_result, succeeded_job
@@ -35,13 +37,13 @@ SORTABLE = {
 }
 
 
-def _fidelity_job(session: SessionDep, job_id: uuid.UUID) -> Job:
-    return succeeded_job(session, job_id, JobKind.fidelity)
+def _fidelity_job(session: SessionDep, job_id: uuid.UUID, caller: Caller) -> Job:
+    return succeeded_job(session, job_id, JobKind.fidelity, caller)
 
 
 @router.get("/jobs/{job_id}/fidelity", operation_id="getFidelityReport", responses=RESULT_ERRORS)
-def get_fidelity_report(job_id: uuid.UUID, session: SessionDep) -> FidelityReportOut:
-    job = _fidelity_job(session, job_id)
+def get_fidelity_report(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> FidelityReportOut:
+    job = _fidelity_job(session, job_id, caller)
     summary = session.execute(
         select(JobResult.payload).where(JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_SUMMARY)
     ).scalar_one()
@@ -55,9 +57,9 @@ def get_fidelity_report(job_id: uuid.UUID, session: SessionDep) -> FidelityRepor
 
 
 @router.get("/jobs/{job_id}/fidelity/layers", operation_id="getFidelityLayerProfile", responses=RESULT_ERRORS)
-def get_fidelity_layer_profile(job_id: uuid.UUID, session: SessionDep) -> LayerProfileOut:
+def get_fidelity_layer_profile(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> LayerProfileOut:
     """Accumulated and local cosine and SQNR of every layer matched between the two models."""
-    _fidelity_job(session, job_id)
+    _fidelity_job(session, job_id, caller)
     missing = f"job {job_id} ran without a layer profile (its parameter layer_profile was false)"
     payload = job_result(session, job_id, RESULT_FIDELITY_LAYERS, missing)
     return LayerProfileOut.model_validate({"job_id": job_id, **payload})
@@ -67,6 +69,7 @@ def get_fidelity_layer_profile(job_id: uuid.UUID, session: SessionDep) -> LayerP
 def list_fidelity_samples(
     job_id: uuid.UUID,
     session: SessionDep,
+    caller: CallerDep,
     output: str | None = Query(default=None, description="Output name; default: the first output."),
     sort: Literal["kl", "cosine", "mse", "sample_index"] = "kl",
     order: Literal["asc", "desc"] = "desc",
@@ -77,7 +80,7 @@ def list_fidelity_samples(
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Page[SampleDivergenceOut]:
-    _fidelity_job(session, job_id)
+    _fidelity_job(session, job_id, caller)
     if output is None:
         output = session.execute(
             select(SampleDivergence.output_name).where(SampleDivergence.job_id == job_id).limit(1)
@@ -132,13 +135,14 @@ def headline(summary: dict[str, Any]) -> FidelityHeadline:
 def list_fidelity_runs(
     project_id: uuid.UUID,
     session: SessionDep,
+    caller: CallerDep,
     golden_model_id: uuid.UUID | None = None,
     dataset_id: uuid.UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Page[FidelityRunOut]:
     """Every succeeded fidelity job of a project with its headline numbers, newest first: compare runs."""
-    get_or_404(session, Project, project_id)
+    get_or_404(session, Project, project_id, caller)
     conditions = [
         Job.project_id == project_id,
         Job.kind == JobKind.fidelity.value,

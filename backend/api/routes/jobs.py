@@ -5,13 +5,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 
 from backend import job_lifecycle
+from backend.accounts import Caller, Role
+from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep
 from backend.api.errors import error_responses
-from backend.api.routes.lookup import get_in_project_or_404, get_or_404
+from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
 from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Page
+from backend.audit import AuditAction, record
 from backend.contracts import (
     PARAMS_BY_KIND,
     USER_JOB_KINDS,
@@ -23,6 +26,7 @@ from backend.contracts import (
 from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project
 from backend.errors import (
     Conflict,
+    Forbidden,
     InvalidRequest,
     KneeboardError,
     NotFound,
@@ -76,17 +80,17 @@ def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     return [], []
 
 
-def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseModel) -> None:
+def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseModel, caller: Caller) -> None:
     model_ids, dataset_ids = _references(params)
     for model_id in model_ids:
-        model = get_in_project_or_404(session, Model, model_id, project_id)
+        model = get_in_project_or_404(session, Model, model_id, project_id, caller)
         if model.status == ModelStatus.invalid.value:
             raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
     for dataset_id in dataset_ids:
-        get_in_project_or_404(session, Dataset, dataset_id, project_id)
+        get_in_project_or_404(session, Dataset, dataset_id, project_id, caller)
     if isinstance(params, SweepJobParams) and params.mixed_precision is not None:
         source_id = params.mixed_precision.sensitivity_job_id
-        source = get_in_project_or_404(session, Job, source_id, project_id)
+        source = get_in_project_or_404(session, Job, source_id, project_id, caller)
         if source.kind != JobKind.sensitivity.value:
             raise InvalidRequest(
                 f"params.mixed_precision.sensitivity_job_id: job {source_id} is a {source.kind} job"
@@ -106,14 +110,19 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
     "/jobs",
     status_code=status.HTTP_201_CREATED,
     operation_id="createJob",
-    responses=error_responses(KneeboardError, NotFound, Conflict, UploadTooLarge, QueueUnavailable),
+    responses=error_responses(
+        KneeboardError, NotFound, Forbidden, Conflict, UploadTooLarge, QueueUnavailable
+    ),
 )
-def create_job(body: JobCreate, session: SessionDep, settings: SettingsDep) -> JobOut:
-    get_or_404(session, Project, body.project_id)
+def create_job(body: JobCreate, session: SessionDep, settings: SettingsDep, caller: CallerDep) -> JobOut:
+    project = get_or_404(session, Project, body.project_id, caller, Role.member, "launching a job")
     kind, params = _validate_params(body.kind, body.params)
-    _check_references(session, body.project_id, params)
-    job = new_job(body.project_id, kind, params.model_dump(mode="json"))
+    _check_references(session, body.project_id, params, caller)
+    job = new_job(body.project_id, kind, params.model_dump(mode="json"), caller.user_id)
     session.add(job)
+    record(
+        session, caller, project.team_id, AuditAction.job_launched, "job", job.id, project.id, kind=kind.value
+    )
     session.commit()
     dispatch(session, settings, job)
     return job_out(job)
@@ -122,13 +131,17 @@ def create_job(body: JobCreate, session: SessionDep, settings: SettingsDep) -> J
 @router.get("/jobs", operation_id="listJobs")
 def list_jobs(
     session: SessionDep,
+    caller: CallerDep,
     project_id: uuid.UUID | None = None,
     kind: JobKind | None = None,
     status_: Annotated[JobStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Page[JobOut]:
-    conditions = []
+    """Jobs of your teams' projects, newest first."""
+    conditions: list[ColumnElement[bool]] = [
+        Job.project_id.in_(select(Project.id).where(Project.team_id.in_(list(caller.roles))))
+    ]
     if project_id is not None:
         conditions.append(Job.project_id == project_id)
     if kind is not None:
@@ -143,24 +156,33 @@ def list_jobs(
 
 
 @router.get("/jobs/{job_id}", operation_id="getJob", responses=error_responses(NotFound))
-def get_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
-    return job_out(get_or_404(session, Job, job_id))
+def get_job(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> JobOut:
+    return job_out(get_or_404(session, Job, job_id, caller))
 
 
 @router.get("/jobs/{job_id}/chunks", operation_id="listJobChunks", responses=error_responses(NotFound))
-def list_job_chunks(job_id: uuid.UUID, session: SessionDep) -> list[JobChunkOut]:
+def list_job_chunks(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> list[JobChunkOut]:
     """The chunks of a job that fanned out over the worker pool, in order (empty for a one-piece job)."""
-    get_or_404(session, Job, job_id)
+    get_or_404(session, Job, job_id, caller)
     rows = session.scalars(select(JobChunk).where(JobChunk.job_id == job_id).order_by(JobChunk.index))
     return [JobChunkOut.model_validate(row) for row in rows]
 
 
-@router.post("/jobs/{job_id}/cancel", operation_id="cancelJob", responses=error_responses(NotFound, Conflict))
-def cancel_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
-    job = get_or_404(session, Job, job_id)
+@router.post(
+    "/jobs/{job_id}/cancel",
+    operation_id="cancelJob",
+    responses=error_responses(NotFound, Forbidden, Conflict),
+)
+def cancel_job(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> JobOut:
+    """Members may cancel the jobs they launched; team admins any job of the team."""
+    job = get_or_404(session, Job, job_id, caller)
+    require_owner_or_admin(session, caller, job, "cancelling a job")
+    team_id = team_of(session, job)
     if not job_lifecycle.cancel(session, job_id):
         session.refresh(job)
         raise Conflict(f"job {job_id} is already {job.status}; only queued or running jobs can be cancelled")
+    record(session, caller, team_id, AuditAction.job_cancelled, "job", job_id, job.project_id, kind=job.kind)
+    session.commit()
     session.refresh(job)
     return job_out(job)
 
@@ -169,12 +191,18 @@ def cancel_job(job_id: uuid.UUID, session: SessionDep) -> JobOut:
     "/jobs/{job_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     operation_id="deleteJob",
-    responses=error_responses(NotFound),
+    responses=error_responses(NotFound, Forbidden),
 )
-def delete_job(job_id: uuid.UUID, session: SessionDep) -> None:
-    """Delete a job and its results; a queued or running job is cancelled first so its worker stops."""
-    get_or_404(session, Job, job_id)
+def delete_job(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> None:
+    """Delete a job and its results; a queued or running job is cancelled first so its worker stops.
+    Members may delete the jobs they launched; team admins any job of the team."""
+    job = get_or_404(session, Job, job_id, caller)
+    require_owner_or_admin(session, caller, job, "deleting a job")
     job_lifecycle.cancel(session, job_id)
-    job = get_or_404(session, Job, job_id)
+    job = get_or_404(session, Job, job_id, caller)
+    record(
+        session, caller, team_of(session, job), AuditAction.job_deleted, "job", job_id, job.project_id,
+        kind=job.kind,
+    )  # fmt: skip
     session.delete(job)
     session.commit()

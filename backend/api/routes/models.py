@@ -6,15 +6,20 @@ from typing import Annotated
 from fastapi import APIRouter, Request, status
 from pydantic import Field, TypeAdapter, ValidationError
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from backend.accounts import Role
+from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
-from backend.api.routes.lookup import get_or_404
+from backend.api.routes.lookup import get_or_404, require_owner_or_admin, team_of
 from backend.api.schemas import ModelOut
+from backend.audit import AuditAction, record
 from backend.contracts import JobKind
 from backend.db.models import Job, JobStatus, Model, ModelStatus, Project
 from backend.errors import (
+    Forbidden,
     InvalidRequest,
     InvalidUpload,
     NotFound,
@@ -67,7 +72,7 @@ def model_out(session: SessionDep, model: Model) -> ModelOut:
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadModel",
     responses=error_responses(
-        NotFound, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError, QueueUnavailable
+        NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError, QueueUnavailable
     ),
     summary="Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt)",
     openapi_extra=multipart_openapi(
@@ -79,9 +84,14 @@ def model_out(session: SessionDep, model: Model) -> ModelOut:
     ),
 )
 async def upload_model(
-    project_id: uuid.UUID, request: Request, session: SessionDep, store: StoreDep, settings: SettingsDep
+    project_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    store: StoreDep,
+    settings: SettingsDep,
+    caller: CallerDep,
 ) -> ModelOut:
-    get_or_404(session, Project, project_id)
+    project = get_or_404(session, Project, project_id, caller, Role.member, "uploading a model")
     with staging_file(store) as path:
         staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
         shapes = _parse_input_shapes(fields)
@@ -96,10 +106,19 @@ async def upload_model(
             size_bytes=staged.size_bytes,
             status=ModelStatus.inspecting.value,
             declared_input_shapes=shapes,
+            created_by=caller.user_id,
         )
-        job = new_job(project_id, JobKind.inspect, {"model_id": str(model.id)})
+        job = new_job(project_id, JobKind.inspect, {"model_id": str(model.id)}, caller.user_id)
         model.inspect_job_id = job.id
-        persist(session, store, staged, lambda s: s.add_all([model, job]))
+
+        def add_rows(s: Session) -> None:
+            s.add_all([model, job])
+            record(
+                s, caller, project.team_id, AuditAction.model_uploaded, "model", model.id, project_id,
+                name=model.name, filename=filename, size_bytes=staged.size_bytes, sha256=staged.sha256,
+            )  # fmt: skip
+
+        persist(session, store, staged, add_rows)
     dispatch(session, settings, job)
     return model_out(session, model)
 
@@ -109,8 +128,8 @@ async def upload_model(
     operation_id="listModels",
     responses=error_responses(NotFound, InvalidRequest),
 )
-def list_models(project_id: uuid.UUID, session: SessionDep) -> list[ModelOut]:
-    get_or_404(session, Project, project_id)
+def list_models(project_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> list[ModelOut]:
+    get_or_404(session, Project, project_id, caller)
     rows = session.execute(
         select(Model).where(Model.project_id == project_id).order_by(Model.created_at)
     ).scalars()
@@ -120,19 +139,25 @@ def list_models(project_id: uuid.UUID, session: SessionDep) -> list[ModelOut]:
 @router.get(
     "/models/{model_id}", operation_id="getModel", responses=error_responses(NotFound, InvalidRequest)
 )
-def get_model(model_id: uuid.UUID, session: SessionDep) -> ModelOut:
-    return model_out(session, get_or_404(session, Model, model_id))
+def get_model(model_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> ModelOut:
+    return model_out(session, get_or_404(session, Model, model_id, caller))
 
 
 @router.delete(
     "/models/{model_id}",
     status_code=status.HTTP_204_NO_CONTENT,
     operation_id="deleteModel",
-    responses=error_responses(NotFound, InvalidRequest),
+    responses=error_responses(NotFound, Forbidden, InvalidRequest),
 )
-def delete_model(model_id: uuid.UUID, session: SessionDep, store: StoreDep) -> None:
-    model = get_or_404(session, Model, model_id)
+def delete_model(model_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: CallerDep) -> None:
+    """Members may delete the models they uploaded; team admins any model of the team."""
+    model = get_or_404(session, Model, model_id, caller)
+    require_owner_or_admin(session, caller, model, "deleting a model")
     sha = model.artifact_sha256
+    record(
+        session, caller, team_of(session, model), AuditAction.model_deleted, "model", model.id,
+        model.project_id, name=model.name,
+    )  # fmt: skip
     session.delete(model)
     session.commit()
     release(session, store, sha)

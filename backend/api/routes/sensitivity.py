@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
+from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import job_result, succeeded_job
@@ -48,13 +49,14 @@ def _report(session: SessionDep, job: Job, key: str, missing: str, cells: bool) 
 def get_sensitivity_report(
     job_id: uuid.UUID,
     session: SessionDep,
+    caller: CallerDep,
     cells: bool = Query(
         default=False, description="Include every cell's full record (large for big models)."
     ),
 ) -> SensitivityReportOut:
     """Each layer compressed alone with each configuration: the matrix behind the heatmap, the ranking,
     layer metadata, and each configuration applied to the whole model."""
-    job = succeeded_job(session, job_id, JobKind.sensitivity)
+    job = succeeded_job(session, job_id, JobKind.sensitivity, caller)
     return _report(session, job, RESULT_SENSITIVITY, f"job {job_id} has no sensitivity result", cells)
 
 
@@ -62,10 +64,10 @@ def get_sensitivity_report(
     "/jobs/{job_id}/sensitivity/all-but", operation_id="getSensitivityAllBut", responses=RESULT_ERRORS
 )
 def get_sensitivity_all_but(
-    job_id: uuid.UUID, session: SessionDep, cells: bool = Query(default=False)
+    job_id: uuid.UUID, session: SessionDep, caller: CallerDep, cells: bool = Query(default=False)
 ) -> SensitivityReportOut:
     """The complementary view: every layer compressed except the one named by the row, left in float."""
-    job = succeeded_job(session, job_id, JobKind.sensitivity)
+    job = succeeded_job(session, job_id, JobKind.sensitivity, caller)
     missing = f"job {job_id} ran without the complementary view (its parameter all_but was false)"
     return _report(session, job, RESULT_SENSITIVITY_ALL_BUT, missing, cells)
 
@@ -73,10 +75,12 @@ def get_sensitivity_all_but(
 @router.get(
     "/jobs/{job_id}/sensitivity/plans", operation_id="getMixedPrecisionPlans", responses=RESULT_ERRORS
 )
-def get_mixed_precision_plans(job_id: uuid.UUID, session: SessionDep) -> MixedPrecisionPlansOut:
+def get_mixed_precision_plans(
+    job_id: uuid.UUID, session: SessionDep, caller: CallerDep
+) -> MixedPrecisionPlansOut:
     """Bit-width per layer minimising the predicted KL under each size budget, and the KL measured with
     the whole plan applied."""
-    succeeded_job(session, job_id, JobKind.sensitivity)
+    succeeded_job(session, job_id, JobKind.sensitivity, caller)
     doc = job_result(session, job_id, RESULT_SENSITIVITY_PLANS, f"job {job_id} has no mixed-precision plans")
     return MixedPrecisionPlansOut.model_validate({"job_id": job_id, **doc})
 
@@ -87,6 +91,7 @@ def get_mixed_precision_plans(job_id: uuid.UUID, session: SessionDep) -> MixedPr
 def get_channel_importance(
     job_id: uuid.UUID,
     session: SessionDep,
+    caller: CallerDep,
     layer: Annotated[str, Query(min_length=1, max_length=1000)],
     method: Literal["l1", "l2", "taylor", "reconstruction"] = "l1",
     limit: Annotated[
@@ -94,7 +99,7 @@ def get_channel_importance(
     ] = None,
 ) -> ChannelImportanceOut:
     """Channel importance of one layer, most important channel first."""
-    succeeded_job(session, job_id, JobKind.sensitivity)
+    succeeded_job(session, job_id, JobKind.sensitivity, caller)
     doc = job_result(
         session, job_id, RESULT_SENSITIVITY_IMPORTANCE, f"job {job_id} has no channel importance"
     )
@@ -157,12 +162,15 @@ def _profile(session: SessionDep, job: Job) -> SensitivityProfileOut:
 @router.get("/sensitivity-profiles", operation_id="compareSensitivityProfiles", responses=RESULT_ERRORS)
 def compare_sensitivity_profiles(
     session: SessionDep,
+    caller: CallerDep,
     job_ids: Annotated[list[uuid.UUID], Query(min_length=1, max_length=20, description="Sensitivity jobs.")],
 ) -> SensitivityComparisonOut:
     """Sensitivity of several models (e.g. a CNN, a transformer encoder, an LSTM) on a normalised depth
     axis and aggregated by layer type, with the configurations they have in common."""
     if len(set(job_ids)) != len(job_ids):
         raise InvalidRequest("job_ids must not repeat a job")
-    profiles = [_profile(session, succeeded_job(session, job_id, JobKind.sensitivity)) for job_id in job_ids]
+    profiles = [
+        _profile(session, succeeded_job(session, job_id, JobKind.sensitivity, caller)) for job_id in job_ids
+    ]
     common = [c for c in profiles[0].configs if all(c in p.configs for p in profiles[1:])]
     return SensitivityComparisonOut(profiles=profiles, common_configs=common)

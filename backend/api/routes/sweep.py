@@ -15,6 +15,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
+from backend.accounts import Caller
+from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import succeeded_job
@@ -72,11 +74,12 @@ def _out(row: SweepPoint, details: bool) -> SweepPointOut:
 def list_sweep_points(
     job_id: uuid.UUID,
     session: SessionDep,
+    caller: CallerDep,
     details: bool = Query(default=False, description="Include each point's full document and manifest."),
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Page[SweepPointOut]:
-    succeeded_job(session, job_id, JobKind.sweep)
+    succeeded_job(session, job_id, JobKind.sweep, caller)
     total = session.execute(select(func.count()).where(SweepPoint.job_id == job_id)).scalar_one()
     rows = session.scalars(
         select(SweepPoint)
@@ -92,13 +95,13 @@ def list_sweep_points(
 
 @router.get("/jobs/{job_id}/sweep/points/{index}", operation_id="getSweepPoint", responses=RESULT_ERRORS)
 def get_sweep_point(
-    job_id: uuid.UUID, index: Annotated[int, Path(ge=0)], session: SessionDep
+    job_id: uuid.UUID, index: Annotated[int, Path(ge=0)], session: SessionDep, caller: CallerDep
 ) -> SweepPointOut:
-    return _out(_point(session, job_id, index), details=True)
+    return _out(_point(session, job_id, index, caller), details=True)
 
 
-def _point(session: SessionDep, job_id: uuid.UUID, index: int) -> SweepPoint:
-    succeeded_job(session, job_id, JobKind.sweep)
+def _point(session: SessionDep, job_id: uuid.UUID, index: int, caller: Caller) -> SweepPoint:
+    succeeded_job(session, job_id, JobKind.sweep, caller)
     row = session.scalars(
         select(SweepPoint).where(SweepPoint.job_id == job_id, SweepPoint.index == index)
     ).first()
@@ -166,6 +169,7 @@ class FrontierOut(BaseModel):
 @router.get("/sweep-frontier", operation_id="getSweepFrontier", responses=RESULT_ERRORS)
 def get_sweep_frontier(
     session: SessionDep,
+    caller: CallerDep,
     job_ids: Annotated[list[uuid.UUID], Query(min_length=1, max_length=50, description="Sweep jobs.")],
     objective: Annotated[
         list[str],
@@ -181,7 +185,7 @@ def get_sweep_frontier(
     """The Pareto frontier of the points of one or several sweeps over 1 to 3 objectives, after the bounds."""
     objectives, bounds = _objectives(objective), _bounds(bound or [])
     for job_id in dict.fromkeys(job_ids):
-        succeeded_job(session, job_id, JobKind.sweep)
+        succeeded_job(session, job_id, JobKind.sweep, caller)
     rows = session.execute(
         select(SweepPoint.job_id, SweepPoint.index, SweepPoint.label, SweepPoint.objectives).where(
             SweepPoint.job_id.in_(job_ids)
@@ -229,11 +233,15 @@ def get_sweep_frontier(
     response_class=StreamingResponse,
 )
 def export_sweep_point(
-    job_id: uuid.UUID, index: Annotated[int, Path(ge=0)], session: SessionDep, request: Request
+    job_id: uuid.UUID,
+    index: Annotated[int, Path(ge=0)],
+    session: SessionDep,
+    caller: CallerDep,
+    request: Request,
 ) -> StreamingResponse:
     """A zip of the point's runnable ONNX model and its manifest (configuration, metrics, source model hash,
     what is real and what is simulated, file size on disk next to the computed size)."""
-    row = _point(session, job_id, index)
+    row = _point(session, job_id, index, caller)
     if row.export_sha256 is None:
         raise NotFound(f"point {index} of job {job_id} has no exported model (the job ran with export=false)")
     job = session.get_one(Job, job_id)

@@ -1,0 +1,239 @@
+"""Teams, their members and roles, their audit trail; accounts (site admins)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+from sqlalchemy import func, select
+
+from backend.accounts import Caller, Role, create_team, create_user, normalized_username
+from backend.api.account_schemas import (
+    AuditEventOut,
+    MemberAdd,
+    MemberOut,
+    MemberUpdate,
+    TeamCreate,
+    TeamOut,
+    UserCreate,
+    UserOut,
+    role_name,
+)
+from backend.api.auth import CallerDep
+from backend.api.deps import SessionDep
+from backend.api.errors import error_responses
+from backend.api.routes.lookup import require_role
+from backend.api.schemas import Page
+from backend.audit import AuditAction, record
+from backend.db.models import AuditEvent, Team, TeamMembership, User
+from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound
+
+router = APIRouter(tags=["teams"])
+
+
+def _team(
+    session: SessionDep, caller: Caller, team_id: uuid.UUID, need: Role = Role.viewer, action: str = ""
+) -> Team:
+    """The team, if the caller is in it (else 404, like a team that does not exist) with at least `need`."""
+    team = session.get(Team, team_id)
+    if team is None or caller.role_in(team_id) is None:
+        raise NotFound(f"no team with id {team_id}; list yours with GET /api/v1/teams")
+    require_role(session, caller, team_id, need, action)
+    return team
+
+
+def _membership(session: SessionDep, team_id: uuid.UUID, user_id: uuid.UUID) -> TeamMembership:
+    row = session.get(TeamMembership, (team_id, user_id))
+    if row is None:
+        raise NotFound(f"user {user_id} is not a member of team {team_id}")
+    return row
+
+
+def _member_out(session: SessionDep, row: TeamMembership) -> MemberOut:
+    user = session.get_one(User, row.user_id)
+    return MemberOut(
+        user_id=user.id, username=user.username, role=role_name(row.role), added_at=row.created_at
+    )
+
+
+def _keep_an_admin(session: SessionDep, team_id: uuid.UUID, leaving: uuid.UUID) -> None:
+    admins = session.scalars(
+        select(TeamMembership.user_id).where(
+            TeamMembership.team_id == team_id, TeamMembership.role == Role.admin.name
+        )
+    ).all()
+    if admins == [leaving]:
+        raise Conflict("a team needs at least one admin: make someone else admin first")
+
+
+@router.get("/teams", operation_id="listTeams")
+def list_teams(session: SessionDep, caller: CallerDep) -> list[TeamOut]:
+    """Your teams, with your role in each."""
+    teams = session.scalars(select(Team).where(Team.id.in_(list(caller.roles))).order_by(Team.name))
+    return [
+        TeamOut(id=t.id, name=t.name, role=role_name(caller.roles[t.id]), created_at=t.created_at)
+        for t in teams
+    ]
+
+
+@router.post(
+    "/teams",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="createTeam",
+    responses=error_responses(KneeboardError, Conflict, InvalidRequest),
+)
+def create_new_team(body: TeamCreate, session: SessionDep, caller: CallerDep) -> TeamOut:
+    """A new team, with you as its admin."""
+    team = create_team(session, body.name, caller.user_id)
+    record(session, caller, team.id, AuditAction.team_created, "team", team.id, name=team.name)
+    session.commit()
+    return TeamOut(id=team.id, name=team.name, role=role_name(Role.admin), created_at=team.created_at)
+
+
+@router.get("/teams/{team_id}", operation_id="getTeam", responses=error_responses(NotFound))
+def get_team(team_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> TeamOut:
+    team = _team(session, caller, team_id)
+    return TeamOut(
+        id=team.id, name=team.name, role=role_name(caller.roles[team.id]), created_at=team.created_at
+    )
+
+
+@router.get("/teams/{team_id}/members", operation_id="listTeamMembers", responses=error_responses(NotFound))
+def list_members(team_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> list[MemberOut]:
+    _team(session, caller, team_id)
+    rows = session.scalars(select(TeamMembership).where(TeamMembership.team_id == team_id))
+    return sorted((_member_out(session, r) for r in rows), key=lambda m: m.username)
+
+
+@router.post(
+    "/teams/{team_id}/members",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="addTeamMember",
+    responses=error_responses(KneeboardError, NotFound, Forbidden, Conflict, InvalidRequest),
+)
+def add_member(team_id: uuid.UUID, body: MemberAdd, session: SessionDep, caller: CallerDep) -> MemberOut:
+    """Add an existing account to the team (team admins)."""
+    _team(session, caller, team_id, Role.admin, "adding members")
+    user = session.scalar(select(User).where(User.username == normalized_username(body.username)))
+    if user is None:
+        raise NotFound(f"no user named {body.username!r}; a site admin creates accounts (POST /api/v1/users)")
+    if session.get(TeamMembership, (team_id, user.id)) is not None:
+        raise Conflict(f"{user.username!r} is already in this team; change their role instead")
+    row = TeamMembership(team_id=team_id, user_id=user.id, role=body.role)
+    session.add(row)
+    record(
+        session,
+        caller,
+        team_id,
+        AuditAction.member_added,
+        "user",
+        user.id,
+        username=user.username,
+        role=body.role,
+    )
+    session.commit()
+    return _member_out(session, row)
+
+
+@router.patch(
+    "/teams/{team_id}/members/{user_id}",
+    operation_id="updateTeamMember",
+    responses=error_responses(KneeboardError, NotFound, Forbidden, Conflict, InvalidRequest),
+)
+def update_member(
+    team_id: uuid.UUID, user_id: uuid.UUID, body: MemberUpdate, session: SessionDep, caller: CallerDep
+) -> MemberOut:
+    """Change a member's role (team admins); the last admin cannot step down."""
+    _team(session, caller, team_id, Role.admin, "changing roles")
+    row = _membership(session, team_id, user_id)
+    if body.role != Role.admin.name:
+        _keep_an_admin(session, team_id, user_id)
+    before, row.role = row.role, body.role
+    record(
+        session, caller, team_id, AuditAction.member_role_changed, "user", user_id,
+        username=session.get_one(User, user_id).username, before=before, after=body.role,
+    )  # fmt: skip
+    session.commit()
+    return _member_out(session, row)
+
+
+@router.delete(
+    "/teams/{team_id}/members/{user_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    operation_id="removeTeamMember",
+    responses=error_responses(NotFound, Forbidden, Conflict),
+)
+def remove_member(team_id: uuid.UUID, user_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> None:
+    """Remove a member (team admins), or leave the team yourself; the last admin cannot leave."""
+    if user_id == caller.user_id:
+        _team(session, caller, team_id)
+    else:
+        _team(session, caller, team_id, Role.admin, "removing members")
+    row = _membership(session, team_id, user_id)
+    _keep_an_admin(session, team_id, user_id)
+    record(
+        session, caller, team_id, AuditAction.member_removed, "user", user_id,
+        username=session.get_one(User, user_id).username, role=role_name(row.role),
+    )  # fmt: skip
+    session.delete(row)
+    session.commit()
+
+
+@router.get(
+    "/teams/{team_id}/audit",
+    operation_id="listAuditEvents",
+    responses=error_responses(NotFound, Forbidden, InvalidRequest),
+)
+def list_audit_events(
+    team_id: uuid.UUID,
+    session: SessionDep,
+    caller: CallerDep,
+    action: Annotated[
+        str | None, Query(max_length=64, description="Only this action, e.g. job.launched.")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Page[AuditEventOut]:
+    """Who uploaded, launched, cancelled, deleted and changed what in the team, newest first (team admins)."""
+    _team(session, caller, team_id, Role.admin, "reading the audit trail")
+    conditions = [AuditEvent.team_id == team_id]
+    if action is not None:
+        conditions.append(AuditEvent.action == action)
+    total = session.execute(select(func.count()).select_from(AuditEvent).where(*conditions)).scalar_one()
+    rows = session.scalars(
+        select(AuditEvent)
+        .where(*conditions)
+        .order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    return Page[AuditEventOut](
+        items=[AuditEventOut.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
+    )
+
+
+def _site_admin(caller: Caller) -> None:
+    if not caller.is_site_admin:
+        raise Forbidden("only site admins manage accounts")
+
+
+@router.get("/users", operation_id="listUsers", responses=error_responses(Forbidden))
+def list_users(session: SessionDep, caller: CallerDep) -> list[UserOut]:
+    """Every account (site admins)."""
+    _site_admin(caller)
+    return [UserOut.model_validate(u) for u in session.scalars(select(User).order_by(User.username))]
+
+
+@router.post(
+    "/users",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="createUser",
+    responses=error_responses(KneeboardError, Forbidden, Conflict, InvalidRequest),
+)
+def create_account(body: UserCreate, session: SessionDep, caller: CallerDep) -> UserOut:
+    """Create an account (site admins); a team admin then adds it to their team."""
+    _site_admin(caller)
+    user = create_user(session, body.username, body.password, site_admin=body.is_site_admin)
+    session.commit()
+    return UserOut.model_validate(user)
