@@ -152,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="kneeboard", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="migrate, start a worker and the API + dashboard, seed the demo project")
-    sub.add_parser("api", help="serve the API and dashboard only (run `migrate` first)")
+    sub.add_parser(
+        "api", help="serve the API and dashboard only (run `migrate` first); creates the first admin if none"
+    )
     worker = sub.add_parser("worker", help="run a Celery worker for these settings")
     worker.add_argument(
         "--device",
@@ -178,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.command == "up":
         cmd_up(settings)
     elif args.command == "api":
+        ensure_first_admin(settings)
         _serve(settings)
     elif args.command == "worker":
         hostname = "kneeboard@%h" if args.device is None else f"kneeboard-{args.device}@%h"
