@@ -125,3 +125,46 @@ def test_job_kinds_publish_their_parameter_schema(client: TestClient) -> None:
     assert {"golden_model_id", "compressed_model_id", "dataset_id", "top_k"} <= set(
         fidelity["params_schema"]["properties"]
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "expected"),
+    [
+        (
+            "sensitivity",
+            {"configs": [{"type": "weight_quant", "bits": 99}]},
+            "params.configs.0.weight_quant.bits: Input should be less than or equal to 16",
+        ),
+        (
+            "sensitivity",
+            {"configs": [{"type": "weight_quant", "bits": 1}]},
+            "params.configs.0.weight_quant.bits: Input should be greater than or equal to 2",
+        ),
+        (
+            "sweep",
+            {"configs": [{"type": "magnitude_prune", "sparsity": 1.5}]},
+            "params.configs.0.magnitude_prune.sparsity: Input should be less than or equal to 1",
+        ),
+        ("fidelity", {"top_k": 0}, "params.top_k: Input should be greater than or equal to 1"),
+        ("fidelity", {"threshold_kl": -1}, "params.threshold_kl: Input should be greater than or equal to 0"),
+        (
+            "sweep",
+            {"latency_repeats": 2},
+            "params.latency_repeats: Input should be greater than or equal to 3",
+        ),
+    ],
+)
+def test_out_of_range_job_parameters_name_the_field_and_the_range(
+    client: TestClient, project: dict[str, Any], kind: str, params: dict[str, Any], expected: str
+) -> None:
+    ids = {"model_id": str(uuid.uuid4()), "dataset_id": str(uuid.uuid4())}
+    if kind == "fidelity":
+        ids = {
+            "golden_model_id": ids["model_id"],
+            "compressed_model_id": ids["model_id"],
+            "dataset_id": ids["dataset_id"],
+        }
+    body = {"project_id": project["id"], "kind": kind, "params": ids | params}
+    response = client.post("/api/v1/jobs", json=body)
+    assert response.status_code == 422, response.text
+    assert expected in response.json()["detail"]
