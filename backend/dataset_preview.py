@@ -64,6 +64,7 @@ class SamplePreview:
     image: bool
     name: str | None = None  # the member of an image zip
     image_array: str | None = None  # the npz array a thumbnail shows
+    error: str | None = None  # why this sample could not be read (the others still are)
 
 
 @dataclass(frozen=True)
@@ -486,16 +487,15 @@ def preview_image_zip(path: Path, offset: int, limit: int) -> SamplePage:
     items = []
     with _readable("zip of images"), zipfile.ZipFile(path) as zf:
         for index in indices:
-            stats = replace(array_stats(_decode(zf, images[index])), image=True)  # RGBA too
-            items.append(
-                SamplePreview(
-                    index=index,
-                    label=None if labels is None else labels[index],
-                    arrays={IMAGE_ARRAY: stats},
-                    image=True,
-                    name=images[index],
+            label = None if labels is None else labels[index]
+            try:
+                stats = replace(array_stats(_decode(zf, images[index])), image=True)  # RGBA too
+            except Conflict as exc:  # one bad image (too large, undecodable) does not hide the others
+                items.append(
+                    SamplePreview(index, label, {}, image=False, name=images[index], error=exc.message)
                 )
-            )
+                continue
+            items.append(SamplePreview(index, label, {IMAGE_ARRAY: stats}, image=True, name=images[index]))
     return SamplePage(total=len(images), items=items)
 
 

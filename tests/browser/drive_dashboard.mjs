@@ -1,7 +1,7 @@
 // Drives the built dashboard in headless Chromium through a user's path, for tests/browser/test_dashboard.py:
-// open the demo project, upload a model, wait for it to be inspected, launch a fidelity job from the form,
-// wait for it in the jobs table, open its report, check the rendered Plotly charts (the per-layer profile's
-// too: sort its table, download its CSV), click a table row, filter,
+// open the demo project, preview its dataset's samples (thumbnails), upload a model, wait for it to be
+// inspected, launch a fidelity job from the form, wait for it in the jobs table, open its report, check the
+// rendered Plotly charts (the per-layer profile's too: sort its table, download its CSV), click a table row, filter,
 // download a chart's CSV and open the compare page; then launch a sensitivity scan of the golden model from the
 // form, follow it live on its page (chunks), check the heatmap (one row per layer), click a cell to select a
 // layer and see its channel-importance bars, switch to the all-but view, and overlay the scan on the compare
@@ -76,6 +76,22 @@ try {
   step("project page: the demo's models are ready");
   await page.getByRole("table", { name: "Models" }).getByText("ready").first().waitFor();
   observations.projectUrl = page.url();
+
+  step("preview the demo dataset's samples: thumbnails actually load");
+  const datasetsTable = page.getByRole("table", { name: "Datasets" });
+  const previewButton = datasetsTable.getByRole("button", { name: /^Preview / }).first();
+  await previewButton.click();
+  const firstThumb = datasetsTable.getByRole("img", { name: /^sample 0(, label \d+)?$/ });
+  await firstThumb.scrollIntoViewIfNeeded();
+  await firstThumb.evaluate((img) => img.decode());
+  observations.datasetPreview = {
+    expanded: await previewButton.getAttribute("aria-expanded"),
+    naturalWidth: await firstThumb.evaluate((img) => img.naturalWidth),
+    thumbnails: await datasetsTable.locator("img.thumb").count(),
+    arrays: await datasetsTable.locator(".sample-arrays li").count(),
+  };
+  await shot(page, "1b-dataset-preview");
+  await previewButton.click();
 
   step("upload a model through the form");
   const upload = page.getByRole("form", { name: "Upload a model" });
@@ -173,6 +189,7 @@ try {
     const figure = [...document.querySelectorAll("figure.chart")].find((f) => f.querySelector("h3")?.textContent === title);
     return (figure?.querySelectorAll(".shapelayer path").length ?? 0) >= n;
   }, [histogram, observations.histogram.shapes + 1]);
+  observations.reportThumbnails = await samples.locator("img.thumb-small").count();
   observations.selection = {
     sampleIndex,
     url: page.url(),

@@ -139,6 +139,11 @@ def test_upload_launch_and_read_a_report_in_the_browser(
         f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
     )
 
+    # The demo dataset's preview: 8 digit thumbnails that the browser decoded, and each sample's array facts.
+    preview = seen["datasetPreview"]
+    assert preview["expanded"] == "true" and preview["naturalWidth"] > 0, preview
+    assert preview["thumbnails"] == 8 and preview["arrays"] == 8, preview
+    assert seen["reportThumbnails"] > 0  # the per-sample table shows the digits too
     assert seen["uploadedModelReady"] and seen["defaultTopK"] == "5"  # default from /job-kinds' schema
     assert seen["headlineCards"] >= 6 and seen["verdict"].startswith("Damage is")
     # Plotly drew the histogram (bars and the threshold line) and both reliability diagrams.

@@ -397,3 +397,25 @@ const EXPORT_PATH = "/api/v1/jobs/{job_id}/sweep/points/{index}/export" satisfie
 /** The path of a point's export (a zip of model.onnx + manifest.json) for a plain download link. */
 export const exportHref = (jobId: string, index: number): string =>
   EXPORT_PATH.replace("{job_id}", encodeURIComponent(jobId)).replace("{index}", index.toString());
+
+/** A preview of a dataset's samples (statistics per array, labels, whether a thumbnail can be drawn). */
+export function useDatasetSamples(datasetId: string, offset: number, limit: number, enabled = true) {
+  return useQuery({
+    queryKey: ["dataset-samples", datasetId, offset, limit] as const,
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/datasets/{dataset_id}/samples", {
+          params: { path: { dataset_id: datasetId }, query: { offset, limit } },
+        }),
+      ),
+    enabled: enabled && datasetId !== "",
+    // A stored dataset never changes.
+    staleTime: Infinity,
+  });
+}
+
+const THUMBNAIL_PATH = "/api/v1/datasets/{dataset_id}/samples/{index}/thumbnail.png" satisfies keyof paths;
+
+/** The path of one sample's PNG thumbnail (longest side 128 px), for an <img> or a link. */
+export const thumbnailHref = (datasetId: string, index: number): string =>
+  THUMBNAIL_PATH.replace("{dataset_id}", encodeURIComponent(datasetId)).replace("{index}", index.toString());

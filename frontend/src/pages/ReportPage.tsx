@@ -132,7 +132,13 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
         )}
       </section>
       <LayerProfileSection jobId={job.id} />
-      <SamplesTable jobId={job.id} output={summary.perSampleOutput} query={query} onChange={setQuery} />
+      <SamplesTable
+        jobId={job.id}
+        output={summary.perSampleOutput}
+        query={query}
+        onChange={setQuery}
+        datasetId={typeof job.params.dataset_id === "string" ? job.params.dataset_id : undefined}
+      />
     </>
   );
 }

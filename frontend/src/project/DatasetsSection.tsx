@@ -6,29 +6,57 @@ import { uploadDataset } from "../api/upload";
 import { Empty, QueryView } from "../components/QueryView";
 import { UploadForm } from "../components/UploadForm";
 import { formatBytes, formatShape, formatTime } from "../lib/format";
+import { DatasetPreview } from "./DatasetPreview";
 
 const RECIPE_EXAMPLE =
   '{"size": [224, 224], "mode": "RGB", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225], "input_name": "input"}';
 
+const COLUMNS = 8;
+
 function DatasetRow({ dataset }: { dataset: Dataset }) {
+  const [open, setOpen] = useState(false);
+  const previewId = `dataset-preview-${dataset.id}`;
   return (
-    <tr>
-      <td>{dataset.name}</td>
-      <td>{dataset.kind === "image_zip" ? "images (.zip)" : dataset.kind}</td>
-      <td className="num">{dataset.n_samples.toLocaleString("en-US")}</td>
-      <td>
-        <ul className="plain">
-          {Object.entries(dataset.arrays).map(([name, array]) => (
-            <li key={name}>
-              <code>{name}</code> {formatShape(array.shape)} <span className="muted">{array.dtype}</span>
-            </li>
-          ))}
-        </ul>
-      </td>
-      <td>{dataset.has_labels ? "yes" : "no"}</td>
-      <td className="num">{formatBytes(dataset.size_bytes)}</td>
-      <td>{formatTime(dataset.created_at)}</td>
-    </tr>
+    <>
+      <tr>
+        <td>{dataset.name}</td>
+        <td>{dataset.kind === "image_zip" ? "images (.zip)" : dataset.kind}</td>
+        <td className="num">{dataset.n_samples.toLocaleString("en-US")}</td>
+        <td>
+          <ul className="plain">
+            {Object.entries(dataset.arrays).map(([name, array]) => (
+              <li key={name}>
+                <code>{name}</code> {formatShape(array.shape)} <span className="muted">{array.dtype}</span>
+              </li>
+            ))}
+          </ul>
+        </td>
+        <td>{dataset.has_labels ? "yes" : "no"}</td>
+        <td className="num">{formatBytes(dataset.size_bytes)}</td>
+        <td>{formatTime(dataset.created_at)}</td>
+        <td>
+          <button
+            type="button"
+            className="small"
+            aria-expanded={open}
+            aria-controls={open ? previewId : undefined}
+            aria-label={`Preview ${dataset.name}`}
+            onClick={() => {
+              setOpen(!open);
+            }}
+          >
+            {open ? "Hide preview" : "Preview"}
+          </button>
+        </td>
+      </tr>
+      {open && (
+        <tr className="preview-row">
+          <td colSpan={COLUMNS}>
+            <DatasetPreview datasetId={dataset.id} id={previewId} />
+          </td>
+        </tr>
+      )}
+    </>
   );
 }
 
@@ -108,6 +136,9 @@ export function DatasetsSection({ projectId }: { projectId: string }) {
                     <th>Labels</th>
                     <th className="num">Size</th>
                     <th>Uploaded</th>
+                    <th>
+                      <span className="visually-hidden">Preview</span>
+                    </th>
                   </tr>
                 </thead>
                 <tbody>

@@ -1,10 +1,11 @@
 // The per-sample table: sorted, filtered and paged by the server; its state lives in the page's URL.
-import { useSamples } from "../api/queries";
+import { thumbnailHref, useDatasetSamples, useSamples } from "../api/queries";
 import type { Sample } from "../api/types";
 import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber } from "../lib/format";
 import { PAGE_SIZES, type SampleQuery, type SampleSort, type Tristate } from "../lib/route";
+import { sampleAlt } from "../project/DatasetPreview";
 
 const COLUMNS: { label: string; sort?: SampleSort; numeric?: boolean }[] = [
   { label: "Sample", sort: "sample_index", numeric: true },
@@ -73,7 +74,43 @@ function TristateSelect({
   );
 }
 
-function Row({ sample, selected, onSelect }: { sample: Sample; selected: boolean; onSelect: () => void }) {
+/** A small lazy-loaded picture of the sample, linking to its larger thumbnail. */
+function SampleThumbnail({ datasetId, sample }: { datasetId: string; sample: Sample }) {
+  const src = thumbnailHref(datasetId, sample.sample_index);
+  return (
+    <a
+      href={src}
+      target="_blank"
+      rel="noreferrer"
+      className="thumb-link"
+      title="Open the larger thumbnail"
+      onClick={(e) => {
+        e.stopPropagation(); // open the picture, not select the row
+      }}
+    >
+      <img
+        className="thumb-small"
+        src={src}
+        alt={sampleAlt(sample.sample_index, sample.label)}
+        loading="lazy"
+        width={32}
+        height={32}
+      />
+    </a>
+  );
+}
+
+function Row({
+  sample,
+  selected,
+  onSelect,
+  imagesOf,
+}: {
+  sample: Sample;
+  selected: boolean;
+  onSelect: () => void;
+  imagesOf: string | null;
+}) {
   const flip = sample.top1_match === false;
   return (
     <tr
@@ -82,6 +119,11 @@ function Row({ sample, selected, onSelect }: { sample: Sample; selected: boolean
       onClick={onSelect}
       data-sample={sample.sample_index}
     >
+      {imagesOf !== null && (
+        <td>
+          <SampleThumbnail datasetId={imagesOf} sample={sample} />
+        </td>
+      )}
       <td className="num">
         <button type="button" className="link" aria-pressed={selected}>
           #{sample.sample_index}
@@ -102,18 +144,28 @@ function Row({ sample, selected, onSelect }: { sample: Sample; selected: boolean
   );
 }
 
+/** The dataset's id when its samples can be drawn (its first sample is an image), else null. */
+function useImageDataset(datasetId: string | undefined): string | null {
+  const first = useDatasetSamples(datasetId ?? "", 0, 1, datasetId !== undefined);
+  return datasetId !== undefined && first.data?.items[0]?.image === true ? datasetId : null;
+}
+
 export function SamplesTable({
   jobId,
   output,
   query,
   onChange,
+  datasetId,
 }: {
   jobId: string;
   output: string;
   query: SampleQuery;
   onChange: (q: Partial<SampleQuery>) => void;
+  /** The job's dataset: a thumbnail column appears when its samples are images. */
+  datasetId?: string;
 }) {
   const samples = useSamples(jobId, output, query);
+  const imagesOf = useImageDataset(datasetId);
   return (
     <section className="panel" aria-labelledby="samples-heading">
       <div className="chart-head">
@@ -163,6 +215,11 @@ export function SamplesTable({
             >
               <thead>
                 <tr>
+                  {imagesOf !== null && (
+                    <th>
+                      <span className="visually-hidden">Thumbnail</span>
+                    </th>
+                  )}
                   {COLUMNS.map((c) => (
                     <SortHeader key={c.label} column={c} query={query} onChange={onChange} />
                   ))}
@@ -174,6 +231,7 @@ export function SamplesTable({
                     key={s.sample_index}
                     sample={s}
                     selected={s.sample_index === query.sample}
+                    imagesOf={imagesOf}
                     onSelect={() => {
                       onChange({ sample: s.sample_index === query.sample ? null : s.sample_index });
                     }}
