@@ -13,7 +13,7 @@ from collections.abc import Callable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from backend.db.models import Artifact, Dataset, Model
+from backend.db.models import Artifact, Dataset, Model, SweepPoint
 from backend.storage import ArtifactStore, StagedFile
 
 
@@ -39,7 +39,8 @@ def persist(
 def _is_referenced(session: Session, sha256: str) -> bool:
     models = session.execute(select(func.count()).where(Model.artifact_sha256 == sha256)).scalar_one()
     datasets = session.execute(select(func.count()).where(Dataset.artifact_sha256 == sha256)).scalar_one()
-    return bool(models or datasets)
+    exports = session.execute(select(func.count()).where(SweepPoint.export_sha256 == sha256)).scalar_one()
+    return bool(models or datasets or exports)
 
 
 def release(session: Session, store: ArtifactStore, sha256: str) -> None:

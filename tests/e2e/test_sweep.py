@@ -14,6 +14,7 @@ import pytest
 from scipy.special import log_softmax
 from scipy.stats import entropy
 
+from backend.storage import store_from_uri
 from tests.e2e.conftest import Stack
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +35,8 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     project = c.create_project("sweep")
     model = c.upload_model(project["id"], demo_files.golden_onnx)
     dataset = c.upload_dataset(project["id"], demo_files.test_npz)
-    assert c.wait_model(model["id"], timeout=120)["status"] == "ready"
+    inspected = c.wait_model(model["id"], timeout=120)
+    assert inspected["status"] == "ready", inspected["error"]
     configs = [
         {"type": "weight_quant", "bits": 8, "per_channel": True},
         {"type": "weight_quant", "bits": 4},
@@ -95,6 +97,12 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     assert manifest["kind"] == "real-int8-weights" and manifest["matches_simulation"] is True
     assert kl == pytest.approx(w8["objectives"]["kl_mean"], rel=1e-3, abs=1e-9)
     assert manifest["metrics"]["measured"]["kl_mean"] == pytest.approx(kl, rel=1e-3, abs=1e-9)
+
+    # Deleting the job deletes its exported files too; the uploaded model stays.
+    store = store_from_uri(stack.settings.resolved_artifact_uri, stack.settings.data_dir / "cache")
+    assert store.exists(manifest["file_sha256"])
+    assert c.http.delete(f"/jobs/{job['id']}").status_code == 204
+    assert not store.exists(manifest["file_sha256"]) and store.exists(model["artifact_sha256"])
 
 
 def test_a_sweep_routed_to_a_device_runs_its_points_there(make_stack: Any, demo_files: Any) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, func, select
 from backend import job_lifecycle
 from backend.accounts import Caller, Role
 from backend.api.auth import CallerDep
-from backend.api.deps import SessionDep, SettingsDep
+from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
 from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Page
@@ -23,7 +23,7 @@ from backend.contracts import (
     SensitivityJobParams,
     SweepJobParams,
 )
-from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project
+from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project, SweepPoint
 from backend.errors import (
     Conflict,
     Forbidden,
@@ -33,6 +33,7 @@ from backend.errors import (
     QueueUnavailable,
     UploadTooLarge,
 )
+from backend.services.artifacts import release
 from backend.services.jobs import dispatch, new_job
 
 router = APIRouter(tags=["jobs"])
@@ -193,7 +194,7 @@ def cancel_job(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> Job
     operation_id="deleteJob",
     responses=error_responses(NotFound, Forbidden),
 )
-def delete_job(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> None:
+def delete_job(job_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: CallerDep) -> None:
     """Delete a job and its results; a queued or running job is cancelled first so its worker stops.
     Members may delete the jobs they launched; team admins any job of the team."""
     job = get_or_404(session, Job, job_id, caller)
@@ -204,5 +205,12 @@ def delete_job(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> Non
         session, caller, team_of(session, job), AuditAction.job_deleted, "job", job_id, job.project_id,
         kind=job.kind,
     )  # fmt: skip
+    exports = {
+        sha
+        for sha in session.scalars(select(SweepPoint.export_sha256).where(SweepPoint.job_id == job_id))
+        if sha is not None
+    }
     session.delete(job)
     session.commit()
+    for sha in exports:  # the sweep's exported model files, unless something else uses them
+        release(session, store, sha)
