@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast, get_args
 
@@ -135,31 +136,48 @@ class FidelityHandler:
         labels = arrays.pop("labels", None)
         n = len(next(iter(arrays.values()))) if arrays else 0
         n_profiled = min(n, params.layer_profile_samples) if params.layer_profile else 0
+        # ONNX pairs get the kernel gap (worker/engine/kernel_gap.py): the runtime's output SQNR over the
+        # profile's samples, which takes a second output-level pass when the profile covers only a subset.
+        onnx_pair = all(fmt in ("onnx", "onnx_zip") for _, fmt in models)
+        n_rerun = n_profiled if onnx_pair and n_profiled < n else 0
         # The profile captures every layer of both models: weigh its samples 3x in the progress bar.
-        share = n / max(n + 3 * n_profiled, 1)
+        total_work = max(n + n_rerun + 3 * n_profiled, 1)
+        share = n / total_work
 
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
-        report = compare_models(
-            runners[0],
-            runners[1],
-            arrays,
-            labels,
-            FidelityParams(
-                batch_size=params.batch_size,
-                top_k=params.top_k,
-                threshold_kl=params.threshold_kl,
-                task=params.task,
-                outputs_are_probabilities=params.outputs_are_probabilities,
-            ),
-            on_progress=on_progress,
+        fidelity_params = FidelityParams(
+            batch_size=params.batch_size,
+            top_k=params.top_k,
+            threshold_kl=params.threshold_kl,
+            task=params.task,
+            outputs_are_probabilities=params.outputs_are_probabilities,
         )
+        report = compare_models(
+            runners[0], runners[1], arrays, labels, fidelity_params, on_progress=on_progress
+        )
+        runtime_outputs = report.outputs if onnx_pair and n_profiled > 0 else None
+        if n_rerun:
+
+            def on_rerun_progress(done: int, total: int) -> None:
+                ctx.progress(
+                    (n + done) / total_work, f"runtime outputs on the layer profile's {total} samples: {done}"
+                )
+
+            subset = {name: a[:n_profiled] for name, a in arrays.items()}
+            runtime_outputs = compare_models(
+                runners[0], runners[1], subset, None, fidelity_params, on_progress=on_rerun_progress
+            ).outputs
         del runners  # the profile loads its own instrumented copies
         summary = json_safe(report.summary_dict())
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
         layers = (
-            _layer_profile(ctx, params, models, arrays, n_profiled, share) if params.layer_profile else None
+            _layer_profile(
+                ctx, params, models, arrays, n_profiled, (n + n_rerun) / total_work, runtime_outputs
+            )
+            if params.layer_profile
+            else None
         )
 
         def write(session: Session) -> None:
@@ -182,10 +200,19 @@ def _layer_profile(
     arrays: dict[str, np.ndarray],
     n_profiled: int,
     start: float,
+    runtime_outputs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The per-layer profile over the first n_profiled samples, as a JSON document. A profile that cannot
     be made (e.g. a model the instrumented runtime refuses) does not fail the job: the output-level report
-    stands, and the document says why the profile is missing."""
+    stands, and the document says why the profile is missing.
+
+    runtime_outputs (ONNX pairs only): the deployed runtimes' output metrics over the same n_profiled
+    samples (FidelityReport.outputs). With them the document gets ``kernel_gap``, one entry per model
+    output that is a profiled layer: the profile's simulated SQNR there against the runtime's (see
+    worker/engine/kernel_gap.py); a significant gap also gets a note, in the entry's ``note`` and in the
+    profile's notes. Without them ``kernel_gap`` is None.
+    """
+    from worker.engine.kernel_gap import cpu_vnni, kernel_gap_note, kernel_gaps
     from worker.engine.layer_profile import profile_layers
 
     batch = params.batch_size
@@ -208,7 +235,17 @@ def _layer_profile(
         raise
     except EngineError as exc:
         return {"error": f"the layer profile could not be made: {exc}"}
-    return cast(dict[str, Any], json_safe(profile.to_dict()))
+    entries: list[dict[str, Any]] | None = None
+    if runtime_outputs is not None:
+        gaps = kernel_gaps(profile.layers, runtime_outputs)
+        vnni = cpu_vnni() if any(gap.significant for gap in gaps) else None
+        entries = []
+        for gap in gaps:
+            note = kernel_gap_note(gap, profile.n_samples, vnni) if gap.significant else None
+            if note is not None:
+                profile.notes.append(note)
+            entries.append(gap.to_dict() | {"note": note})
+    return cast(dict[str, Any], json_safe(profile.to_dict() | {"kernel_gap": entries}))
 
 
 def _floats(values: np.ndarray) -> list[float | None]:

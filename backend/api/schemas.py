@@ -190,6 +190,37 @@ class LayerFidelityOut(BaseModel):
     local_note: str | None = None
 
 
+class KernelGapOut(BaseModel):
+    """One model output: the profile's simulated quantization against the deployed runtime's int8 kernels."""
+
+    output: str = Field(description="The golden model's output (also the profiled layer of that name).")
+    compressed_output: str
+    simulated_sqnr_db: float | None = Field(
+        description="The profile's accumulated SQNR of the output layer: simulated quantization "
+        "(quantize-dequantize in float, onnxruntime graph optimizations off). None when infinite or undefined."
+    )
+    simulated_sqnr_db_infinite: bool
+    runtime_sqnr_db: float | None = Field(
+        description="Output SQNR of the deployed runtime (onnxruntime's default optimizations: fused int8 "
+        "kernels) over the same samples as the profile. None when infinite or undefined."
+    )
+    runtime_sqnr_db_infinite: bool
+    gap_db: float | None = Field(
+        description="simulated_sqnr_db − runtime_sqnr_db: positive when the runtime's kernels lose more than "
+        "simulated quantization predicts. 0 when both are infinite; None when only one is, or undefined."
+    )
+    significant: bool = Field(
+        description="gap_db > threshold_db and the runtime SQNR is below 60 dB (above it, gaps are float "
+        "rounding). The profile's notes then say what it means and what to do (e.g. int8 kernels that "
+        "saturate on x86-64 CPUs without VNNI: quantize with reduce_range=True or use U8U8)."
+    )
+    threshold_db: float
+    note: str | None = Field(
+        default=None,
+        description="When significant: what the gap means and what to do (also among the profile's notes).",
+    )
+
+
 class LayerProfileOut(BaseModel):
     """Where in the network the compressed model starts to diverge."""
 
@@ -202,6 +233,14 @@ class LayerProfileOut(BaseModel):
     unmatched_golden: list[str] = Field(default_factory=list)
     unmatched_compressed: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    kernel_gap: list[KernelGapOut] | None = Field(
+        default=None,
+        description="ONNX pairs: at each model output that is a profiled layer, the profile's simulated SQNR "
+        "against the SQNR the deployed runtime measured on the same samples. The profile runs "
+        "quantization simulated in float; a significant gap means the runtime's int8 kernels lose more "
+        "than the per-layer numbers show. None when not computed (other formats, or jobs run before it "
+        "existed).",
+    )
 
 
 class NamedRef(BaseModel):

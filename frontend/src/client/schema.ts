@@ -1294,6 +1294,50 @@ export interface components {
          * @enum {string}
          */
         JobStatus: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+        /**
+         * KernelGapOut
+         * @description One model output: the profile's simulated quantization against the deployed runtime's int8 kernels.
+         */
+        KernelGapOut: {
+            /** Compressed Output */
+            compressed_output: string;
+            /**
+             * Gap Db
+             * @description simulated_sqnr_db − runtime_sqnr_db: positive when the runtime's kernels lose more than simulated quantization predicts. 0 when both are infinite; None when only one is, or undefined.
+             */
+            gap_db: number | null;
+            /**
+             * Note
+             * @description When significant: what the gap means and what to do (also among the profile's notes).
+             */
+            note?: string | null;
+            /**
+             * Output
+             * @description The golden model's output (also the profiled layer of that name).
+             */
+            output: string;
+            /**
+             * Runtime Sqnr Db
+             * @description Output SQNR of the deployed runtime (onnxruntime's default optimizations: fused int8 kernels) over the same samples as the profile. None when infinite or undefined.
+             */
+            runtime_sqnr_db: number | null;
+            /** Runtime Sqnr Db Infinite */
+            runtime_sqnr_db_infinite: boolean;
+            /**
+             * Significant
+             * @description gap_db > threshold_db and the runtime SQNR is below 60 dB (above it, gaps are float rounding). The profile's notes then say what it means and what to do (e.g. int8 kernels that saturate on x86-64 CPUs without VNNI: quantize with reduce_range=True or use U8U8).
+             */
+            significant: boolean;
+            /**
+             * Simulated Sqnr Db
+             * @description The profile's accumulated SQNR of the output layer: simulated quantization (quantize-dequantize in float, onnxruntime graph optimizations off). None when infinite or undefined.
+             */
+            simulated_sqnr_db: number | null;
+            /** Simulated Sqnr Db Infinite */
+            simulated_sqnr_db_infinite: boolean;
+            /** Threshold Db */
+            threshold_db: number;
+        };
         /** LayerFidelityOut */
         LayerFidelityOut: {
             /** @description The compressed network up to this layer vs the golden one: the error carried so far. */
@@ -1337,6 +1381,11 @@ export interface components {
              * Format: uuid
              */
             job_id: string;
+            /**
+             * Kernel Gap
+             * @description ONNX pairs: at each model output that is a profiled layer, the profile's simulated SQNR against the SQNR the deployed runtime measured on the same samples. The profile runs quantization simulated in float; a significant gap means the runtime's int8 kernels lose more than the per-layer numbers show. None when not computed (other formats, or jobs run before it existed).
+             */
+            kernel_gap?: components["schemas"]["KernelGapOut"][] | null;
             /** Layers */
             layers?: components["schemas"]["LayerFidelityOut"][];
             /**

@@ -15,10 +15,12 @@ import {
   countMissing,
   formatSqnr,
   layersOf,
+  notesBesideKernelGaps,
   sqnrCsv,
   sqnrFigure,
   worstLayer,
 } from "../lib/layerProfile";
+import { KernelGapCallout } from "./KernelGap";
 import { LayerTable } from "./LayerTable";
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
@@ -82,7 +84,7 @@ function Profile({ profile }: { profile: LayerProfile }) {
   const worst = useMemo(() => worstLayer(layers), [layers]);
   const sqnr = useMemo(() => sqnrFigure(profile), [profile]);
   const cosine = useMemo(() => cosineFigure(profile), [profile]);
-  const notes = profile.notes ?? [];
+  const notes = notesBesideKernelGaps(profile);
   const infinite = countInfinite(layers);
   return (
     <>
@@ -96,6 +98,7 @@ function Profile({ profile }: { profile: LayerProfile }) {
         !profile.error && <Empty>No layer of the golden model could be matched to one of the compressed model.</Empty>
       ) : (
         <>
+          <KernelGapCallout profile={profile} />
           <WorstLayer worst={worst} />
           <div className="two-col">
             <ChartPanel
