@@ -4,6 +4,7 @@ measured in the same run (absolute times are not comparable across machines or r
 from __future__ import annotations
 
 from bench import (
+    bench_auth,
     bench_fidelity,
     bench_frontier,
     bench_pareto,
@@ -25,6 +26,8 @@ def main() -> None:
     bench_sensitivity.main()
     print()
     bench_sweep.main()
+    print()
+    bench_auth.main()
 
 
 if __name__ == "__main__":
