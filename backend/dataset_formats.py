@@ -7,6 +7,7 @@ need unpickling.
 
 from __future__ import annotations
 
+import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from backend.errors import InvalidUpload
-from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error
+from backend.zip_formats import UNREADABLE_ZIP_ERRORS, ArchiveLimits, check_archive, describe_zip_error
 
 LABELS = "labels"
 
@@ -52,19 +53,32 @@ def _read_header(zf: zipfile.ZipFile, member: str) -> ArrayInfo:
             raise InvalidUpload(
                 f"array {member.removesuffix('.npy')!r} in the .npz is not a valid .npy array: {exc}"
             ) from exc
+        header_bytes = f.tell()
     if dtype.hasobject:
         raise InvalidUpload(
             f"array {member.removesuffix('.npy')!r} has dtype object, which would need unpickling to load; save numeric arrays only"
         )
+    # The worker maps the array by its header: a header that claims more data than the member holds is a
+    # truncated or forged file (a few bytes that would otherwise describe a terabyte-sized dataset).
+    data_bytes = math.prod(int(d) for d in shape) * dtype.itemsize
+    held = zf.getinfo(member).file_size - header_bytes
+    if all(int(d) >= 0 for d in shape) and data_bytes > held:
+        raise InvalidUpload(
+            f"array {member.removesuffix('.npy')!r} in the .npz claims shape {tuple(shape)} ({data_bytes} bytes) "
+            f"but holds {held} bytes of data: the file is truncated or damaged; save it again with numpy.savez"
+        )
     return ArrayInfo(shape=tuple(int(s) for s in shape), dtype=np.dtype(dtype).name)
 
 
-def describe_npz(path: Path) -> NpzDescription:
-    """Shapes and dtypes of every array; refuses empty files, non-npz files and arrays of unequal length."""
+def describe_npz(path: Path, limits: ArchiveLimits | None = None) -> NpzDescription:
+    """Shapes and dtypes of every array; refuses empty files, non-npz files, archives that break the archive
+    limits (`limits`, or the settings'; an .npz is a zip) and arrays of unequal length."""
     if path.stat().st_size == 0:
         raise InvalidUpload("the file is empty (0 bytes): choose the .npz file again and re-upload it")
     try:
         with zipfile.ZipFile(path) as zf:
+            # The worker memory-maps the arrays, inflating compressed ones to disk first: check the archive.
+            check_archive(zf, "the .npz", path.stat().st_size, limits)
             members = [n for n in zf.namelist() if n.endswith(".npy")]
             if not members:
                 raise InvalidUpload(

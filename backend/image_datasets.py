@@ -14,12 +14,16 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from backend.errors import InvalidUpload
-from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error, unreadable_zip
+from backend.zip_formats import (
+    UNREADABLE_ZIP_ERRORS,
+    ArchiveLimits,
+    check_archive,
+    describe_zip_error,
+    unreadable_zip,
+)
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 LABELS_CSV = "labels.csv"
-MAX_FILES = 200_000
-MAX_EXPANSION = 100  # uncompressed bytes per compressed byte, beyond which an archive is a bomb
 # Labels are stored as 32-bit integers (sample_divergences.label).
 LABEL_MIN, LABEL_MAX = -(2**31), 2**31 - 1
 
@@ -28,12 +32,6 @@ LABEL_MIN, LABEL_MAX = -(2**31), 2**31 - 1
 class ImageZipDescription:
     images: list[str]  # member names, sorted: the sample order
     labels: list[int] | None
-
-
-def _is_unsafe(info: zipfile.ZipInfo) -> bool:
-    path = PurePosixPath(info.filename)
-    is_symlink = (info.external_attr >> 16) & 0o170000 == 0o120000
-    return path.is_absolute() or ".." in path.parts or is_symlink
 
 
 def _read_labels(zf: zipfile.ZipFile, member: str, images: list[str]) -> list[int]:
@@ -86,8 +84,11 @@ def _check_image_headers(zf: zipfile.ZipFile, images: list[str]) -> None:
                 raise InvalidUpload(f"image {name!r} in the zip is not a readable image: {exc}") from exc
 
 
-def describe_image_zip(path: str, compressed_size: int, verify_images: bool = True) -> ImageZipDescription:
-    """Sorted image names and labels; refuses unsafe, bomb-like or unreadable archives."""
+def describe_image_zip(
+    path: str, compressed_size: int, verify_images: bool = True, limits: ArchiveLimits | None = None
+) -> ImageZipDescription:
+    """Sorted image names and labels; refuses unsafe, bomb-like or unreadable archives (the rules of
+    backend.zip_formats.check_archive, with `limits` or the settings' limits)."""
     try:
         zf = zipfile.ZipFile(path)
     except UNREADABLE_ZIP_ERRORS as exc:
@@ -95,19 +96,8 @@ def describe_image_zip(path: str, compressed_size: int, verify_images: bool = Tr
             f"not a zip archive ({describe_zip_error(exc)}): zip a folder of images (and labels.csv)"
         ) from exc
     with zf, unreadable_zip("the zip of images", "zip the folder of images again and upload it again"):
+        check_archive(zf, "the zip of images", compressed_size, limits)
         infos = zf.infolist()
-        if len(infos) > MAX_FILES:
-            raise InvalidUpload(f"the zip holds {len(infos)} files; at most {MAX_FILES} are accepted")
-        unsafe = [i.filename for i in infos if _is_unsafe(i)]
-        if unsafe:
-            raise InvalidUpload(
-                f"zip members {unsafe[:3]} point outside the archive or are links; refusing them"
-            )
-        total = sum(i.file_size for i in infos)
-        if total > MAX_EXPANSION * max(compressed_size, 1) and total > 100 * 1024**2:
-            raise InvalidUpload(
-                f"the zip expands to {total} bytes from {compressed_size}: refusing a zip bomb"
-            )
         files = [
             i.filename for i in infos if not i.is_dir() and not PurePosixPath(i.filename).name.startswith(".")
         ]

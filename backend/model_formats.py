@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from backend.errors import InvalidUpload
-from backend.zip_formats import unreadable_zip
+from backend.zip_formats import check_archive, unreadable_zip
 
 ModelFormat = Literal["onnx", "onnx_zip", "torch_export", "torchscript"]
 
@@ -116,30 +116,25 @@ def check_onnx_stream(stream: BinaryIO, size: int, what: str = "file") -> None:
         )
 
 
-def _zip_names(path: Path) -> list[str]:
+def _open_zip(path: Path) -> zipfile.ZipFile:
     try:
-        with zipfile.ZipFile(path) as zf:
-            return zf.namelist()
+        return zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
         raise InvalidUpload(
             f"the file starts like a zip archive but is not a complete one ({exc}); upload it again"
         ) from exc
 
 
-def _check_onnx_zip(path: Path, names: list[str]) -> None:
+def _check_onnx_zip(zf: zipfile.ZipFile, names: list[str]) -> None:
     onnx_members = [n for n in names if n.lower().endswith(".onnx")]
     if len(onnx_members) != 1:
         raise InvalidUpload(
             f"a zipped ONNX model must hold exactly one .onnx file (plus its external data); this one holds "
             f"{len(onnx_members)}: {onnx_members[:5]}"
         )
-    for name in names:
-        if name.startswith("/") or ".." in Path(name).parts:
-            raise InvalidUpload(f"the zip member {name!r} points outside the archive; refusing it")
-    with zipfile.ZipFile(path) as zf:
-        info = zf.getinfo(onnx_members[0])
-        with zf.open(info) as member:
-            check_onnx_stream(member, info.file_size, what=f"zip member {onnx_members[0]!r}")  # type: ignore[arg-type]
+    info = zf.getinfo(onnx_members[0])
+    with zf.open(info) as member:
+        check_onnx_stream(member, info.file_size, what=f"zip member {onnx_members[0]!r}")  # type: ignore[arg-type]
 
 
 def _torch_zip_format(names: list[str]) -> ModelFormat | None:
@@ -152,13 +147,17 @@ def _torch_zip_format(names: list[str]) -> ModelFormat | None:
 
 
 def _zip_model_format(path: Path) -> ModelFormat:
-    names = _zip_names(path)
-    torch_format = _torch_zip_format(names)
-    if torch_format:
-        return torch_format
-    if any(n.lower().endswith(".onnx") for n in names):
-        _check_onnx_zip(path, names)
-        return "onnx_zip"
+    """Every zip (a zipped ONNX model, a torch.export or TorchScript archive) is checked against the archive
+    limits first: the worker extracts or loads all of it."""
+    with _open_zip(path) as zf:
+        check_archive(zf, "the zip archive", path.stat().st_size)
+        names = zf.namelist()
+        torch_format = _torch_zip_format(names)
+        if torch_format:
+            return torch_format
+        if any(n.lower().endswith(".onnx") for n in names):
+            _check_onnx_zip(zf, names)
+            return "onnx_zip"
     if any(n.endswith("data.pkl") for n in names):
         raise InvalidUpload(f"this is a torch.save() pickle (a module or a state_dict). {HOW_TO_EXPORT}")
     raise InvalidUpload(

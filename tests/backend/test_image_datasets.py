@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import zipfile
 from typing import Any
 
 import pytest
@@ -71,7 +70,6 @@ BOMB_PNG = _png_claiming(200_000, 200_000)
             "no label for image 'a.png'",
         ),
         (_zip({"a.png": GOOD_PNG, "labels.csv": b"filename,label\na.png,cat\n"}), None, "is not an integer"),
-        (_zip({"a.png": GOOD_PNG, "../b.png": GOOD_PNG}), None, "point outside the archive"),
         (_zip({"readme.txt": b"hello"}), None, "holds no images"),
         (b"not a zip", None, "not a zip archive"),
         (_zip({"a.png": GOOD_PNG}), {"size": [0, 10]}, "preprocessing"),
@@ -116,14 +114,4 @@ def test_bad_image_zips_are_refused(
     assert client.get(f"/api/v1/projects/{project['id']}/datasets").json() == []
 
 
-def test_symlink_in_zip_is_refused(client: TestClient, project: dict[str, Any]) -> None:
-    import io
-
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("a.png", GOOD_PNG)
-        link = zipfile.ZipInfo("b.png")
-        link.external_attr = 0o120777 << 16
-        zf.writestr(link, "/etc/passwd")
-    response = _upload(client, project, buf.getvalue())
-    assert response.status_code == 422 and "links" in response.json()["detail"]
+# Hostile archives (path traversal, links, zip bombs, too many members): tests/backend/test_archive_limits.py

@@ -11,9 +11,10 @@ import onnxruntime as ort
 import pytest
 import torch
 
+from backend.zip_formats import ArchiveLimits
 from worker.engine.demo_models import DigitsCNN, DigitsSplit
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
-from worker.engine.loaders import OnnxRunner, load_model
+from worker.engine.loaders import OnnxRunner, extract_onnx_zip, load_model
 from worker.engine.types import ModelFormat, Runner
 
 FORMATS: list[ModelFormat] = ["onnx", "onnx_zip", "torch_export", "torchscript"]
@@ -236,3 +237,29 @@ def test_hostile_or_ambiguous_zips_are_refused(
     archive = write_zip(tmp_path / "bad.zip", entries, symlinks)
     with pytest.raises(ModelLoadError, match=expected):
         load_model(archive, "onnx_zip")
+
+
+@pytest.mark.parametrize(
+    ("limits", "expected"),
+    [
+        (ArchiveLimits(max_members=2), "holds 3 members; at most 2"),
+        (ArchiveLimits(max_uncompressed_bytes=1024), "at most 1024 are accepted"),
+        (ArchiveLimits(max_expansion=2, bomb_floor_bytes=1024), "refusing a zip bomb"),
+    ],
+)
+def test_zips_over_the_archive_limits_are_refused_before_extraction(
+    cnn_files: dict[str, Path], tmp_path: Path, limits: ArchiveLimits, expected: str
+) -> None:
+    """The worker applies the upload checks' archive rules (backend/zip_formats.py) again before it writes
+    anything: here to a model plus 64 KiB of zeros (compressed 60 times)."""
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("model.onnx", cnn_files["onnx"].read_bytes())
+        zf.writestr("weights.bin", bytes(64 << 10))
+        zf.writestr("notes.txt", b"x")
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(ModelLoadError, match=expected):
+        extract_onnx_zip(archive, dest, limits)
+    assert list(dest.iterdir()) == []
+    assert extract_onnx_zip(archive, dest, ArchiveLimits()) == dest / "model.onnx"

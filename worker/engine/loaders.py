@@ -12,15 +12,15 @@ model does not pay for importing torch and vice versa.
 from __future__ import annotations
 
 import json
-import stat
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from backend.zip_formats import ArchiveLimits, archive_problem, default_limits
 from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
 from worker.engine.types import Dim, ModelFormat, Runner, TensorSpec
 
@@ -196,17 +196,21 @@ def _load_onnx_zip(path: Path, intra_op_threads: int | None) -> OnnxRunner:
         raise
 
 
-def extract_onnx_zip(path: Path, dest: Path) -> Path:
+def extract_onnx_zip(path: Path, dest: Path, limits: ArchiveLimits | None = None) -> Path:
     """Extract a zip holding exactly one .onnx (plus its external data) into `dest`; return the .onnx.
 
-    Refuses entries with absolute paths, '..' components or symlinks, and archives with zero or
-    several .onnx files, by raising ModelLoadError. `__MACOSX/` resource-fork entries are skipped.
+    Refuses, by raising ModelLoadError, archives that break the archive rules of the upload checks
+    (backend.zip_formats: member count, total size, zip bombs, absolute or '..' paths, links; `limits`
+    or the settings' limits), and archives with zero or several .onnx files. The API checked the archive
+    at upload already; this runs again because the worker is what writes the files to disk.
+    `__MACOSX/` resource-fork entries are skipped.
     """
     try:
         with zipfile.ZipFile(path) as archive:
+            problem = archive_problem(archive.infolist(), path.stat().st_size, limits or default_limits())
+            if problem is not None:
+                raise ModelLoadError(f"{path.name}: the zip archive {problem}; refusing it.")
             members = [info for info in archive.infolist() if not info.filename.startswith("__MACOSX/")]
-            for info in members:
-                _check_zip_member(path, info)
             models = [info.filename for info in members if info.filename.lower().endswith(".onnx")]
             if len(models) != 1:
                 raise ModelLoadError(
@@ -219,22 +223,9 @@ def extract_onnx_zip(path: Path, dest: Path) -> Path:
     return dest / models[0]
 
 
-def _check_zip_member(path: Path, info: zipfile.ZipInfo) -> None:
-    name = info.filename
-    posix = PurePosixPath(name.replace("\\", "/"))
-    if posix.is_absolute() or PureWindowsPath(name).drive or name.startswith(("/", "\\")):
-        raise ModelLoadError(f"{path.name} contains an entry with an absolute path ({name!r}); refusing it.")
-    if ".." in posix.parts:
-        raise ModelLoadError(
-            f"{path.name} contains an entry that leaves the archive ({name!r}); refusing it."
-        )
-    if stat.S_ISLNK(info.external_attr >> 16):
-        raise ModelLoadError(f"{path.name} contains a symbolic link ({name!r}); refusing it.")
-
-
 def _extract_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path) -> None:
     target = dest.joinpath(*PurePosixPath(info.filename.replace("\\", "/")).parts)
-    if not target.resolve().is_relative_to(dest.resolve()):  # belt and braces after _check_zip_member
+    if not target.resolve().is_relative_to(dest.resolve()):  # belt and braces after archive_problem
         raise ModelLoadError(f"Zip entry {info.filename!r} would be written outside its folder; refusing it.")
     if info.is_dir():
         target.mkdir(parents=True, exist_ok=True)
