@@ -1,16 +1,19 @@
 // Drives the built dashboard in headless Chromium through a user's path, for tests/browser/test_dashboard.py:
-// open the demo project, preview its dataset's samples (thumbnails), upload a model, wait for it to be
-// inspected, launch a fidelity job from the form, wait for it in the jobs table, open its report, check the
+// sign in (a wrong password first), make a personal API token on the account page (shown once; it works from
+// Node until revoked), open the demo project, preview its dataset's samples (thumbnails), upload a model, wait
+// for it to be inspected, launch a fidelity job from the form, wait for it in the jobs table, open its report, check the
 // rendered Plotly charts (the per-layer profile's too: sort its table, download its CSV), click a table row, filter,
 // download a chart's CSV and open the compare page; then launch a sensitivity scan of the golden model from the
 // form, follow it live on its page (chunks), check the heatmap (one row per layer), click a cell to select a
 // layer and see its channel-importance bars, switch to the all-but view, and overlay the scan on the compare
 // page; then launch a sweep (three configurations) from the form, follow it to its Pareto chart (points, the
 // frontier line, the knee), click a point with the mouse for its details and download its export (a zip),
-// bound the KL to re-query the frontier, and put the sweep on the compare page's frontier. Screenshots go to
-// the artifacts folder.
+// bound the KL to re-query the frontier, and put the sweep on the compare page's frontier; then read the team's
+// audit trail, and end the session (cookies cleared): the sign-in page, then back on the same permalink.
+// Screenshots go to the artifacts folder.
 //
-//   node drive_dashboard.mjs '{"base": URL, "model": PATH, "chromium": PATH, "artifacts": DIR}'
+//   node drive_dashboard.mjs '{"base": URL, "model": PATH, "chromium": PATH, "artifacts": DIR,
+//                              "username": NAME, "password": PASSWORD}'
 //
 // Prints one JSON line of observations for pytest to assert on; exits non-zero on the first failed step.
 import { mkdirSync, readFileSync } from "node:fs";
@@ -50,6 +53,23 @@ function inChart(page, title, selector) {
   return chart(page, title).locator(selector).count();
 }
 
+/** Fills the sign-in page's form and submits it; returns the form (its alert says why when it failed). */
+async function signIn(page, password = config.password) {
+  const form = page.getByRole("form", { name: "Sign in to Kneeboard" });
+  await form.getByLabel("Username").fill(config.username);
+  await form.getByLabel("Password").fill(password);
+  await form.getByRole("button", { name: "Sign in" }).click();
+  return form;
+}
+
+/** GET /api/v1/auth/me from Node with a bearer token: its status and, when 200, who and how. */
+async function meWithToken(token) {
+  const response = await fetch(`${config.base}/api/v1/auth/me`, { headers: { Authorization: `Bearer ${token}` } });
+  if (response.status !== 200) return response.status;
+  const body = await response.json();
+  return { status: response.status, username: body.username, auth: body.auth };
+}
+
 /** Saves a download started by `click` into the artifacts; its file name and lines. */
 async function saveDownload(page, click) {
   const [file] = await Promise.all([page.waitForEvent("download"), click()]);
@@ -62,12 +82,61 @@ const browser = await chromium.launch({ executablePath: config.chromium, args: C
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
 const page = await context.newPage();
 page.setDefaultTimeout(20_000);
-page.on("console", (m) => { if (m.type() === "error") observations.consoleErrors.push(m.text()); });
+// Chromium logs every 401 answer as a console error: the first GET /auth/me before signing in, the wrong
+// password and the ended session below are meant to get one.
+page.on("console", (m) => {
+  if (m.type() === "error" && !/status of 401/.test(m.text())) observations.consoleErrors.push(m.text());
+});
 page.on("pageerror", (e) => observations.consoleErrors.push(`pageerror: ${e.message}`));
 
 try {
-  step("projects page");
+  step("sign in: a wrong password first, then the right one");
   await page.goto(`${config.base}/`);
+  const signInForm = await signIn(page, "not-the-password");
+  const wrong = signInForm.getByRole("alert");
+  await wrong.waitFor();
+  observations.signIn = { wrongPassword: await wrong.innerText() };
+  await shot(page, "0-sign-in-wrong-password");
+  await signIn(page);
+  const userName = page.locator("header .user-name");
+  await userName.waitFor();
+  observations.signIn.header = await userName.innerText();
+  observations.signIn.teams = await page.locator("header .user-teams").innerText();
+
+  step("account page: create a personal API token, use it from Node, revoke it");
+  await page.getByRole("navigation", { name: "Account" }).getByRole("link", { name: "Account" }).click();
+  await page.getByRole("heading", { name: "Personal API tokens" }).waitFor();
+  const tokenForm = page.getByRole("form", { name: "Create an API token" });
+  await tokenForm.getByLabel("Name").fill("browser-test token");
+  await tokenForm.getByLabel(/^Days to expiry/).fill("7");
+  await tokenForm.getByRole("button", { name: "Create token" }).click();
+  const newToken = page.getByRole("region", { name: /^Token “browser-test token” created/ });
+  const secret = await newToken.getByLabel("New token").inputValue();
+  const tokenRow = page.getByRole("table", { name: "API tokens" }).getByRole("row", { name: /browser-test token/ });
+  await tokenRow.waitFor();
+  const apiToken = observations.apiToken = {
+    secret,
+    warning: await newToken.locator(".warning").innerText(),
+    prefix: (await tokenRow.locator("td").nth(1).innerText()).replace(/…$/, ""),
+    meWithToken: await meWithToken(secret),
+  };
+  await shot(page, "14-account-token-created");
+  await newToken.getByRole("button", { name: /^Done/ }).click();
+  await newToken.waitFor({ state: "detached" });
+  apiToken.secretOnPageAfterDone = (await page.content()).includes(secret);
+  await page.reload();
+  await tokenRow.waitFor();
+  apiToken.secretOnPageAfterReload = (await page.content()).includes(secret);
+  apiToken.lastUsed = await tokenRow.locator("td").nth(3).innerText();
+  page.once("dialog", (dialog) => dialog.accept());
+  await tokenRow.getByRole("button", { name: "Revoke browser-test token" }).click();
+  await page.locator('tr[data-status="revoked"]', { hasText: "browser-test token" }).waitFor();
+  apiToken.statusAfterRevoke = await tokenRow.getAttribute("data-status");
+  apiToken.meAfterRevoke = await meWithToken(secret);
+  await shot(page, "15-account-token-revoked");
+
+  step("projects page");
+  await page.getByRole("link", { name: "Kneeboard", exact: true }).click();
   const demoLink = page.getByRole("link", { name: "demo", exact: true });
   await demoLink.waitFor();
   await shot(page, "1-projects");
@@ -491,6 +560,47 @@ try {
   observations.sweepsCompare = await sweepsPlot.evaluate((gd, source) => new Function(`return (${source})`)()(gd), drawn.toString());
   observations.sweepsCompare.url = page.url();
   await page.locator("section.sweeps-compare").screenshot({ path: join(config.artifacts, "13-compare-sweeps.png") });
+
+  step("the team page: members and the audit trail");
+  await page.locator("header .user-teams").getByRole("link", { name: "default" }).click();
+  const auditTable = page.getByRole("table", { name: "Audit trail" });
+  await auditTable.locator("tbody tr").first().waitFor();
+  const uploads = auditTable.locator('tbody tr[data-action="model.uploaded"]');
+  observations.audit = {
+    rows: await auditTable.locator("tbody tr").count(),
+    uploadedByAdmin: await uploads.filter({ has: page.locator("td:nth-child(2)", { hasText: /^admin$/ }) }).count(),
+    members: await page.getByRole("table", { name: "Members" }).locator("tbody tr").count(),
+  };
+  await shot(page, "16-team-audit");
+  await page.getByLabel(/^Action/).selectOption("model.uploaded");
+  await page.waitForURL(/action=model\.uploaded/);
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('table[aria-label="Audit trail"]:not(.stale) tbody tr')];
+    return rows.length > 0 && rows.every((r) => r.dataset.action === "model.uploaded");
+  });
+  observations.audit.filterUrl = page.url();
+  observations.audit.filtered = await auditTable.locator("tbody tr").count();
+  observations.audit.filteredUploads = await uploads.count();
+  observations.audit.uploadedTargets = await uploads.locator("td:nth-child(4)").allInnerTexts();
+
+  step("the session ends: the sign-in page, then back on the same permalink");
+  const teamUrl = page.url();
+  await context.clearCookies();
+  await page.reload();
+  const expiredForm = page.getByRole("form", { name: "Sign in to Kneeboard" });
+  await expiredForm.waitFor();
+  observations.sessionEnded = { signInShown: true, note: "", urlKept: page.url() === teamUrl };
+  // A later call answering 401 (here: the audit trail's next filter) ends a live session the same way.
+  await signIn(page);
+  await auditTable.locator("tbody tr").first().waitFor();
+  await context.clearCookies();
+  await page.getByLabel(/^Action/).selectOption({ label: "all actions" });
+  await expiredForm.waitFor();
+  observations.sessionEnded.note = await expiredForm.getByRole("status").innerText();
+  await shot(page, "17-session-ended");
+  await signIn(page);
+  await auditTable.locator("tbody tr").first().waitFor();
+  observations.sessionEnded.backOnTeamPage = new URL(page.url()).hash.startsWith(new URL(teamUrl).hash.split("?")[0]);
 } catch (error) {
   await shot(page, "failure").catch(() => {});
   observations.error = `${observations.steps.at(-1)}: ${error instanceof Error ? error.message : String(error)}`;

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.browser
 FRONTEND = REPO_ROOT / "frontend"
 DRIVER = Path(__file__).with_name("drive_dashboard.mjs")
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
+ADMIN_PASSWORD = "browser-test-admin-password"
 
 
 def _unavailable(reason: str) -> NoReturn:
@@ -90,24 +91,41 @@ def demo_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[]
 
 
 @pytest.fixture(scope="module")
-def stack(tools: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Process]]:
-    """`kneeboard up` (SQLite, filesystem broker, a worker, the demo seeder) on a free port."""
+def stack(
+    tools: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Process, str]]:
+    """`kneeboard up` (SQLite, filesystem broker, a worker, the demo seeder) on a free port, and an API token of
+    its first admin."""
     tmp = tmp_path_factory.mktemp("browser-stack")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
     env |= {"KNEEBOARD_DATA_DIR": str(tmp / "data"), "KNEEBOARD_PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env["KNEEBOARD_FIRST_ADMIN_PASSWORD"] = ADMIN_PASSWORD  # the first start creates "admin" with it
     proc = Process([sys.executable, "-m", "backend.cli", "up"], env, tmp / "up.log")
     base = f"http://127.0.0.1:{port}"
     try:
         KneeboardClient(base).wait_healthy(timeout=120)
-        yield base, proc
+        yield base, proc, _token(tmp / "data")
     finally:
         proc.stop()
 
 
-def _wait_for_demo(base: str, proc: Process, timeout: float = 180) -> None:
+def _token(data_dir: Path) -> str:
+    """A personal API token of the first admin, for the Python-side setup, made the way the README says."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "backend.cli", "token", "create", "--user", "admin", "--name", "browser test"],
+        env=env | {"KNEEBOARD_DATA_DIR": str(data_dir)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def _wait_for_demo(base: str, proc: Process, token: str, timeout: float = 180) -> None:
     """Until the demo's fidelity job has succeeded (its models and dataset are then ready)."""
-    client = KneeboardClient(base)
+    client = KneeboardClient(base, token=token)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         demo = [p for p in client.projects() if p["name"] == "demo"]
@@ -122,13 +140,20 @@ def _wait_for_demo(base: str, proc: Process, timeout: float = 180) -> None:
 
 
 def test_upload_launch_and_read_a_report_in_the_browser(
-    tools: tuple[str, str], demo_model: Callable[[], Path], stack: tuple[str, Process]
+    tools: tuple[str, str], demo_model: Callable[[], Path], stack: tuple[str, Process, str]
 ) -> None:
     node, chromium = tools
-    base, proc = stack
+    base, proc, token = stack
     model = demo_model()
-    _wait_for_demo(base, proc)
-    config = {"base": base, "model": str(model), "chromium": chromium, "artifacts": str(ARTIFACTS)}
+    _wait_for_demo(base, proc, token)
+    config = {
+        "base": base,
+        "model": str(model),
+        "chromium": chromium,
+        "artifacts": str(ARTIFACTS),
+        "username": "admin",
+        "password": ADMIN_PASSWORD,
+    }
     result = subprocess.run(
         [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=210, cwd=REPO_ROOT
     )
@@ -177,7 +202,31 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     assert seen["compareRows"] >= 2 and seen["layerRows"] >= 3
     _assert_sensitivity(seen)
     _assert_sweep(seen)
+    _assert_accounts(seen)
     assert not seen["consoleErrors"], seen["consoleErrors"]
+
+
+def _assert_accounts(seen: dict[str, Any]) -> None:
+    """Signing in, a personal API token made, used and revoked on the account page, the team's audit trail,
+    and a session that ends: back to the sign-in page, then to the same permalink."""
+    sign_in = seen["signIn"]
+    assert sign_in["wrongPassword"] == "Wrong username or password.", sign_in
+    assert sign_in["header"] == "admin" and "default" in sign_in["teams"], sign_in
+    token = seen["apiToken"]
+    assert token["warning"].startswith("Copy it now: it will not be shown again"), token
+    assert token["secret"].startswith(token["prefix"]) and len(token["secret"]) > len(token["prefix"]), token
+    assert token["meWithToken"] == {"status": 200, "username": "admin", "auth": "token"}, token
+    assert not token["secretOnPageAfterDone"] and not token["secretOnPageAfterReload"], token
+    assert token["lastUsed"] != "never" and token["statusAfterRevoke"] == "revoked", token
+    assert token["meAfterRevoke"] == 401, token
+    audit = seen["audit"]
+    assert audit["uploadedByAdmin"] >= 1 and audit["rows"] >= 2, audit
+    assert audit["filtered"] == audit["filteredUploads"] >= 1, audit  # the action filter (in the URL)
+    assert "action=model.uploaded" in audit["filterUrl"], audit
+    assert "model browser-test int8" in audit["uploadedTargets"], audit  # the model this test uploaded
+    expired = seen["sessionEnded"]
+    assert expired["signInShown"] and expired["note"].startswith("Your session has ended"), expired
+    assert expired["urlKept"] and expired["backOnTeamPage"], expired
 
 
 # The demo's digits CNN: its compressible layers in depth order.

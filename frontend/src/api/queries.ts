@@ -2,8 +2,8 @@
 import { keepPreviousData, useMutation, useQueries, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { paths } from "../client/schema";
 import type { SampleQuery } from "../lib/route";
-import { api, unwrap } from "./http";
-import type { Job, Model, Sample } from "./types";
+import { api, unwrap, unwrapEmpty } from "./http";
+import type { Job, Me, Model, Role, Sample } from "./types";
 
 export const POLL_MS = 2000;
 export const JOBS_PAGE = 20;
@@ -52,7 +52,8 @@ export function useProject(projectId: string) {
 export function useCreateProject() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: (body: { name: string; description: string }) => unwrap(api.POST("/api/v1/projects", { body })),
+    mutationFn: (body: { name: string; description: string; team_id?: string | null }) =>
+      unwrap(api.POST("/api/v1/projects", { body })),
     onSuccess: () => client.invalidateQueries({ queryKey: keys.projects }),
   });
 }
@@ -419,3 +420,168 @@ const THUMBNAIL_PATH = "/api/v1/datasets/{dataset_id}/samples/{index}/thumbnail.
 /** The path of one sample's PNG thumbnail (longest side 128 px), for an <img> or a link. */
 export const thumbnailHref = (datasetId: string, index: number): string =>
   THUMBNAIL_PATH.replace("{dataset_id}", encodeURIComponent(datasetId)).replace("{index}", index.toString());
+
+// Accounts, tokens, teams, members, the audit trail and (site admins) users.
+export const authKeys = {
+  me: ["me"] as const,
+  tokens: ["tokens"] as const,
+  team: (id: string) => ["team", id] as const,
+  members: (teamId: string) => ["members", teamId] as const,
+  audit: (teamId: string) => ["audit", teamId] as const,
+  users: ["users"] as const,
+};
+
+/** Who is signed in (a 401 ApiError when nobody is); read once, refreshed when teams or roles change. */
+export function useMe() {
+  return useQuery({
+    queryKey: authKeys.me,
+    queryFn: () => unwrap(api.GET("/api/v1/auth/me")),
+    staleTime: Infinity,
+  });
+}
+
+/** Signs in; on success every cached answer of a previous user is dropped and `me` is the new user. */
+export function useSignIn() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { username: string; password: string }) => unwrap(api.POST("/api/v1/auth/login", { body })),
+    onSuccess: (me: Me) => {
+      client.removeQueries({ predicate: (q) => q.queryKey[0] !== authKeys.me[0] });
+      client.setQueryData(authKeys.me, me);
+    },
+  });
+}
+
+export function useSignOut() {
+  return useMutation({ mutationFn: () => unwrapEmpty(api.POST("/api/v1/auth/logout")) });
+}
+
+export function useChangePassword() {
+  return useMutation({
+    mutationFn: (body: { current_password: string; new_password: string }) =>
+      unwrapEmpty(api.POST("/api/v1/auth/password", { body })),
+  });
+}
+
+export function useTokens() {
+  return useQuery({ queryKey: authKeys.tokens, queryFn: () => unwrap(api.GET("/api/v1/auth/tokens")) });
+}
+
+/** Creates a personal API token; its secret is in the mutation's data only (never cached, never re-read). */
+export function useCreateToken() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { name: string; expires_in_days: number | null }) =>
+      unwrap(api.POST("/api/v1/auth/tokens", { body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: authKeys.tokens }),
+  });
+}
+
+export function useRevokeToken() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (tokenId: string) =>
+      unwrapEmpty(api.DELETE("/api/v1/auth/tokens/{token_id}", { params: { path: { token_id: tokenId } } })),
+    onSettled: () => client.invalidateQueries({ queryKey: authKeys.tokens }),
+  });
+}
+
+/** Creates a team (the user becomes its admin); `me` lists it afterwards. */
+export function useCreateTeam() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { name: string }) => unwrap(api.POST("/api/v1/teams", { body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: authKeys.me }),
+  });
+}
+
+export function useTeam(teamId: string) {
+  return useQuery({
+    queryKey: authKeys.team(teamId),
+    queryFn: () => unwrap(api.GET("/api/v1/teams/{team_id}", { params: { path: { team_id: teamId } } })),
+  });
+}
+
+export function useMembers(teamId: string) {
+  return useQuery({
+    queryKey: authKeys.members(teamId),
+    queryFn: () => unwrap(api.GET("/api/v1/teams/{team_id}/members", { params: { path: { team_id: teamId } } })),
+  });
+}
+
+/** After a membership change: the members, the audit trail, and the user's own teams and roles. */
+function useMembershipChanged(teamId: string) {
+  const client = useQueryClient();
+  return () =>
+    Promise.all([
+      client.invalidateQueries({ queryKey: authKeys.members(teamId) }),
+      client.invalidateQueries({ queryKey: authKeys.audit(teamId) }),
+      client.invalidateQueries({ queryKey: authKeys.team(teamId) }),
+      client.invalidateQueries({ queryKey: authKeys.me }),
+    ]);
+}
+
+export function useAddMember(teamId: string) {
+  const changed = useMembershipChanged(teamId);
+  return useMutation({
+    mutationFn: (body: { username: string; role: Role }) =>
+      unwrap(api.POST("/api/v1/teams/{team_id}/members", { params: { path: { team_id: teamId } }, body })),
+    onSuccess: changed,
+  });
+}
+
+export function useChangeRole(teamId: string) {
+  const changed = useMembershipChanged(teamId);
+  return useMutation({
+    mutationFn: ({ userId, role }: { userId: string; role: Role }) =>
+      unwrap(
+        api.PATCH("/api/v1/teams/{team_id}/members/{user_id}", {
+          params: { path: { team_id: teamId, user_id: userId } },
+          body: { role },
+        }),
+      ),
+    onSettled: changed,
+  });
+}
+
+/** Removes a member (team admins), or the user themself (leaving the team). */
+export function useRemoveMember(teamId: string) {
+  const changed = useMembershipChanged(teamId);
+  return useMutation({
+    mutationFn: (userId: string) =>
+      unwrapEmpty(
+        api.DELETE("/api/v1/teams/{team_id}/members/{user_id}", {
+          params: { path: { team_id: teamId, user_id: userId } },
+        }),
+      ),
+    onSuccess: changed,
+  });
+}
+
+/** One page of a team's audit trail, newest first (team admins only). */
+export function useAuditEvents(teamId: string, action: string | null, offset: number, limit: number, enabled: boolean) {
+  return useQuery({
+    queryKey: [...authKeys.audit(teamId), action, offset, limit],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/teams/{team_id}/audit", {
+          params: { path: { team_id: teamId }, query: { action: action ?? undefined, offset, limit } },
+        }),
+      ),
+    enabled,
+    placeholderData: keepPreviousData,
+  });
+}
+
+export function useUsers(enabled: boolean) {
+  return useQuery({ queryKey: authKeys.users, queryFn: () => unwrap(api.GET("/api/v1/users")), enabled });
+}
+
+export function useCreateUser() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (body: { username: string; password: string | null; is_site_admin: boolean }) =>
+      unwrap(api.POST("/api/v1/users", { body })),
+    onSuccess: () => client.invalidateQueries({ queryKey: authKeys.users }),
+  });
+}

@@ -1,5 +1,6 @@
 // Multipart uploads with progress. fetch() cannot report upload progress, so these use XMLHttpRequest;
 // the paths and response types still come from the generated client.
+import { endsSession, sessionEnded } from "../auth/session";
 import type { paths } from "../client/schema";
 import { ApiError, detailOf } from "./http";
 import type { Dataset, Model } from "./types";
@@ -20,7 +21,10 @@ function post<T>(url: string, form: FormData, onProgress: Progress): Promise<T> 
     xhr.onload = () => {
       const body: unknown = xhr.response;
       if (xhr.status >= 200 && xhr.status < 300) resolve(body as T);
-      else reject(new ApiError(xhr.status, detailOf(body) ?? `HTTP ${xhr.status.toString()} ${xhr.statusText}`));
+      else if (endsSession(xhr.status, url)) {
+        sessionEnded();
+        reject(new ApiError(xhr.status, detailOf(body) ?? "your session has ended; sign in again"));
+      } else reject(new ApiError(xhr.status, detailOf(body) ?? `HTTP ${xhr.status.toString()} ${xhr.statusText}`));
     };
     xhr.onerror = () => {
       reject(new ApiError(0, "Cannot reach the API: the upload was interrupted"));

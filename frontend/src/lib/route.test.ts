@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  DEFAULT_AUDIT_QUERY,
   DEFAULT_COMPARE_QUERY,
   DEFAULT_SAMPLE_QUERY,
   DEFAULT_SENSITIVITY_QUERY,
@@ -13,6 +14,10 @@ describe("hash routes", () => {
   it("round-trips every page", () => {
     const routes: Route[] = [
       { page: "projects" },
+      { page: "account" },
+      { page: "users" },
+      { page: "team", teamId: "t1", query: DEFAULT_AUDIT_QUERY },
+      { page: "team", teamId: "t1", query: { action: "job.launched", offset: 50 } },
       { page: "project", projectId: "p1" },
       { page: "compare", projectId: "p1", query: DEFAULT_COMPARE_QUERY },
       {
@@ -103,6 +108,22 @@ describe("hash routes", () => {
       jobId: "j1",
       query: DEFAULT_SENSITIVITY_QUERY,
     });
+  });
+
+  it("gives the account, users and team pages short links", () => {
+    expect(href({ page: "account" })).toBe("#/account");
+    expect(href({ page: "users" })).toBe("#/users");
+    expect(href({ page: "team", teamId: "t1", query: DEFAULT_AUDIT_QUERY })).toBe("#/teams/t1");
+    expect(href({ page: "team", teamId: "t1", query: { action: "model.uploaded", offset: 25 } })).toBe(
+      "#/teams/t1?action=model.uploaded&offset=25",
+    );
+    expect(parseHash("#/teams/t1?offset=-1&action=")).toEqual({
+      page: "team",
+      teamId: "t1",
+      query: DEFAULT_AUDIT_QUERY,
+    });
+    expect(parseHash("#/teams")).toEqual({ page: "notFound", path: "/teams" });
+    expect(parseHash("#/account/x")).toEqual({ page: "notFound", path: "/account/x" });
   });
 
   it("falls back to defaults for bad query values and reports unknown paths", () => {

@@ -41,8 +41,19 @@ export interface CompareQuery {
   frontier: SweepQuery;
 }
 
+/** A team page's audit trail: one action or all, and the page of events (newest first). */
+export interface AuditQuery {
+  action: string | null;
+  offset: number;
+}
+
+export const DEFAULT_AUDIT_QUERY: AuditQuery = { action: null, offset: 0 };
+
 export type Route =
   | { page: "projects" }
+  | { page: "account" }
+  | { page: "users" }
+  | { page: "team"; teamId: string; query: AuditQuery }
   | { page: "project"; projectId: string }
   | { page: "compare"; projectId: string; query?: CompareQuery }
   | { page: "model"; modelId: string }
@@ -149,11 +160,30 @@ function formatCompareQuery(query: CompareQuery | undefined): string {
   return text ? `?${text}` : "";
 }
 
+function parseAuditQuery(params: URLSearchParams): AuditQuery {
+  return {
+    action: nonEmpty(params.get("action")),
+    offset: nonNegativeInt(params.get("offset")) ?? 0,
+  };
+}
+
+function formatAuditQuery(query: AuditQuery): string {
+  const params = new URLSearchParams();
+  if (query.action) params.set("action", query.action);
+  if (query.offset > 0) params.set("offset", query.offset.toString());
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
 export function parseHash(hash: string): Route {
   const [path = "", search = ""] = hash.replace(/^#/, "").split("?", 2);
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const [first, id, sub] = parts;
   if (parts.length === 0) return { page: "projects" };
+  if (first === "account" && parts.length === 1) return { page: "account" };
+  if (first === "users" && parts.length === 1) return { page: "users" };
+  if (first === "teams" && id && parts.length === 2)
+    return { page: "team", teamId: id, query: parseAuditQuery(new URLSearchParams(search)) };
   if (first === "projects" && id && parts.length === 2) return { page: "project", projectId: id };
   if (first === "projects" && id && sub === "compare" && parts.length === 3)
     return { page: "compare", projectId: id, query: parseCompareQuery(new URLSearchParams(search)) };
@@ -175,6 +205,12 @@ export function href(route: Route): string {
   switch (route.page) {
     case "projects":
       return "#/";
+    case "account":
+      return "#/account";
+    case "users":
+      return "#/users";
+    case "team":
+      return `#/teams/${e(route.teamId)}${formatAuditQuery(route.query)}`;
     case "project":
       return `#/projects/${e(route.projectId)}`;
     case "compare":

@@ -1,18 +1,36 @@
 import { useState, type SubmitEvent } from "react";
-import { useCreateProject, useProjects } from "../api/queries";
+import { useCreateProject, useCreateTeam, useProjects } from "../api/queries";
+import { useCurrentUser } from "../auth/context";
+import { teamLabel, writableTeams } from "../auth/roles";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { formatTime } from "../lib/format";
-import { href } from "../lib/route";
+import { DEFAULT_AUDIT_QUERY, href } from "../lib/route";
 
 function CreateProject() {
+  const me = useCurrentUser();
   const create = useCreateProject();
+  const teams = writableTeams(me);
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
+  const [chosenTeam, setChosenTeam] = useState("");
+  // The team that will own the project: the one chosen, else the only (or first) one the user can create in.
+  const teamId = teams.find((t) => t.id === chosenTeam)?.id ?? teams[0]?.id ?? null;
+  if (teamId === null)
+    return (
+      <section className="panel" aria-labelledby="create-heading">
+        <h2 id="create-heading">New project</h2>
+        <p className="muted">
+          {me.teams.length === 0
+            ? "You are in no team yet: create one below, or ask a team admin to add you."
+            : "You are a viewer in your teams: ask a team admin for the member role to create projects, or create a team of your own below."}
+        </p>
+      </section>
+    );
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
     create.mutate(
-      { name: name.trim(), description: description.trim() },
+      { name: name.trim(), description: description.trim(), team_id: teamId },
       {
         onSuccess: (project) => {
           window.location.hash = href({ page: "project", projectId: project.id });
@@ -23,6 +41,25 @@ function CreateProject() {
   return (
     <form className="panel" onSubmit={submit} aria-labelledby="create-heading">
       <h2 id="create-heading">New project</h2>
+      {teams.length > 1 ? (
+        <label>
+          Team
+          <select
+            value={teamId}
+            onChange={(e) => {
+              setChosenTeam(e.target.value);
+            }}
+          >
+            {teams.map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.name} ({t.role})
+              </option>
+            ))}
+          </select>
+        </label>
+      ) : (
+        <p className="muted small-text">In the team {teamLabel(me, teamId)}.</p>
+      )}
       <label>
         Name
         <input
@@ -56,7 +93,47 @@ function CreateProject() {
   );
 }
 
+function CreateTeam() {
+  const create = useCreateTeam();
+  const [name, setName] = useState("");
+  const submit = (event: SubmitEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    create.mutate(
+      { name: name.trim() },
+      {
+        onSuccess: (team) => {
+          window.location.hash = href({ page: "team", teamId: team.id, query: DEFAULT_AUDIT_QUERY });
+        },
+      },
+    );
+  };
+  return (
+    <form className="panel" onSubmit={submit} aria-labelledby="create-team-heading">
+      <h2 id="create-team-heading">New team</h2>
+      <p className="muted small-text">You become its admin and add members on its page.</p>
+      <label>
+        Team name
+        <input
+          value={name}
+          onChange={(e) => {
+            setName(e.target.value);
+          }}
+          required
+          maxLength={200}
+        />
+      </label>
+      <div className="actions">
+        <button type="submit" disabled={create.isPending || !name.trim()}>
+          Create team
+        </button>
+      </div>
+      {create.isError && <ErrorMessage error={create.error} />}
+    </form>
+  );
+}
+
 export function ProjectsPage() {
+  const me = useCurrentUser();
   const projects = useProjects();
   return (
     <Layout crumbs={[{ label: "Projects" }]} title="Projects">
@@ -70,6 +147,7 @@ export function ProjectsPage() {
                 <thead>
                   <tr>
                     <th>Name</th>
+                    <th>Team</th>
                     <th>Description</th>
                     <th>Created</th>
                   </tr>
@@ -80,6 +158,11 @@ export function ProjectsPage() {
                       <td>
                         <a href={href({ page: "project", projectId: p.id })}>{p.name}</a>
                       </td>
+                      <td>
+                        <a href={href({ page: "team", teamId: p.team_id, query: DEFAULT_AUDIT_QUERY })}>
+                          {teamLabel(me, p.team_id)}
+                        </a>
+                      </td>
                       <td>{p.description || <span className="muted">—</span>}</td>
                       <td>{formatTime(p.created_at)}</td>
                     </tr>
@@ -89,7 +172,10 @@ export function ProjectsPage() {
             )
           }
         </QueryView>
-        <CreateProject />
+        <div className="side-panels">
+          <CreateProject />
+          <CreateTeam />
+        </div>
       </div>
     </Layout>
   );

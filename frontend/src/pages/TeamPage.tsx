@@ -1,0 +1,340 @@
+import { useState, type SubmitEvent } from "react";
+import {
+  useAddMember,
+  useAuditEvents,
+  useChangeRole,
+  useMembers,
+  useProjects,
+  useRemoveMember,
+  useTeam,
+} from "../api/queries";
+import type { Member, Role } from "../api/types";
+import { AUDIT_ACTIONS, AUDIT_PAGE, auditTarget } from "../auth/audit";
+import { useCurrentUser } from "../auth/context";
+import { ROLE_HELP, ROLES } from "../auth/roles";
+import { Layout } from "../components/Layout";
+import { Pager } from "../components/Pager";
+import { Empty, ErrorMessage, Loading, QueryView } from "../components/QueryView";
+import { replaceRoute } from "../components/router";
+import { formatTime } from "../lib/format";
+import { href, type AuditQuery } from "../lib/route";
+
+function RoleSelect({
+  value,
+  onChange,
+  label,
+  disabled,
+}: {
+  value: Role;
+  onChange: (role: Role) => void;
+  label: string;
+  disabled?: boolean;
+}) {
+  return (
+    <select
+      aria-label={label}
+      value={value}
+      disabled={disabled}
+      onChange={(e) => {
+        const role = ROLES.find((r) => r === e.target.value);
+        if (role) onChange(role);
+      }}
+    >
+      {ROLES.map((r) => (
+        <option key={r} value={r}>
+          {r}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+function AddMember({ teamId }: { teamId: string }) {
+  const add = useAddMember(teamId);
+  const [username, setUsername] = useState("");
+  const [role, setRole] = useState<Role>("member");
+  const submit = (event: SubmitEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    add.mutate(
+      { username: username.trim(), role },
+      {
+        onSuccess: () => {
+          setUsername("");
+        },
+      },
+    );
+  };
+  return (
+    <form className="inline-form" onSubmit={submit} aria-label="Add a member">
+      <label>
+        Username
+        <input
+          value={username}
+          required
+          minLength={2}
+          maxLength={64}
+          autoCapitalize="none"
+          spellCheck={false}
+          onChange={(e) => {
+            setUsername(e.target.value);
+            add.reset();
+          }}
+        />
+      </label>
+      <label>
+        Role
+        <select
+          value={role}
+          onChange={(e) => {
+            setRole(ROLES.find((r) => r === e.target.value) ?? "member");
+          }}
+        >
+          {ROLES.map((r) => (
+            <option key={r} value={r}>
+              {r}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="submit" disabled={add.isPending || username.trim().length < 2}>
+        Add member
+      </button>
+      {add.isError && <ErrorMessage error={add.error} />}
+      {add.isSuccess && (
+        <p className="ok" role="status">
+          Added {add.data.username} as {add.data.role}.
+        </p>
+      )}
+    </form>
+  );
+}
+
+function Members({ teamId, teamName, isAdmin }: { teamId: string; teamName: string; isAdmin: boolean }) {
+  const me = useCurrentUser();
+  const members = useMembers(teamId);
+  const changeRole = useChangeRole(teamId);
+  const remove = useRemoveMember(teamId);
+  const removeMember = (m: Member) => {
+    const self = m.user_id === me.id;
+    const question = self
+      ? `Leave the team “${teamName}”? You lose access to its projects until an admin adds you again.`
+      : `Remove ${m.username} from the team “${teamName}”?`;
+    if (!window.confirm(question)) return;
+    remove.mutate(m.user_id, {
+      onSuccess: () => {
+        if (self) window.location.hash = href({ page: "projects" });
+      },
+    });
+  };
+  return (
+    <section className="panel" aria-labelledby="members-heading">
+      <h2 id="members-heading">Members</h2>
+      <QueryView query={members} what="the members">
+        {(items) => (
+          <table className="table" aria-label="Members">
+            <thead>
+              <tr>
+                <th>Username</th>
+                <th>Role</th>
+                <th>Added</th>
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((m) => {
+                const self = m.user_id === me.id;
+                return (
+                  <tr key={m.user_id} data-user={m.username}>
+                    <td>
+                      {m.username} {self && <span className="muted">(you)</span>}
+                    </td>
+                    <td>
+                      {isAdmin ? (
+                        <RoleSelect
+                          label={`Role of ${m.username}`}
+                          value={m.role}
+                          disabled={changeRole.isPending}
+                          onChange={(role) => {
+                            changeRole.mutate({ userId: m.user_id, role });
+                          }}
+                        />
+                      ) : (
+                        m.role
+                      )}
+                    </td>
+                    <td>{formatTime(m.added_at)}</td>
+                    <td>
+                      {(isAdmin || self) && (
+                        <button
+                          type="button"
+                          className="small"
+                          disabled={remove.isPending}
+                          onClick={() => {
+                            removeMember(m);
+                          }}
+                        >
+                          {self ? "Leave team" : "Remove"}
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        )}
+      </QueryView>
+      {changeRole.isError && <ErrorMessage error={changeRole.error} />}
+      {remove.isError && <ErrorMessage error={remove.error} />}
+      {isAdmin && (
+        <>
+          <h3>Add a member</h3>
+          <p className="muted small-text">
+            The account must exist (a site admin creates accounts). Roles: viewer {ROLE_HELP.viewer}; member{" "}
+            {ROLE_HELP.member}; admin {ROLE_HELP.admin}.
+          </p>
+          <AddMember teamId={teamId} />
+        </>
+      )}
+    </section>
+  );
+}
+
+function AuditTrail({ teamId, query }: { teamId: string; query: AuditQuery }) {
+  const events = useAuditEvents(teamId, query.action, query.offset, AUDIT_PAGE, true);
+  const go = (next: AuditQuery) => {
+    replaceRoute({ page: "team", teamId, query: next });
+  };
+  return (
+    <section className="panel" aria-labelledby="audit-heading">
+      <div className="launch-head">
+        <h2 id="audit-heading">Audit trail</h2>
+        <label className="inline">
+          Action
+          <select
+            value={query.action ?? ""}
+            onChange={(e) => {
+              go({ action: e.target.value || null, offset: 0 });
+            }}
+          >
+            <option value="">all actions</option>
+            {AUDIT_ACTIONS.map((a) => (
+              <option key={a} value={a}>
+                {a}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <p className="muted small-text">Who uploaded, launched, cancelled, deleted and changed what, newest first.</p>
+      {events.isPending ? (
+        <Loading what="the audit trail" />
+      ) : events.isError ? (
+        <ErrorMessage error={events.error} />
+      ) : events.data.items.length === 0 ? (
+        <Empty>
+          {query.offset > 0
+            ? "No events on this page."
+            : query.action
+              ? `No ${query.action} events yet.`
+              : "Nothing recorded yet."}
+        </Empty>
+      ) : (
+        <table className={events.isPlaceholderData ? "table stale" : "table"} aria-label="Audit trail">
+          <thead>
+            <tr>
+              <th>Time</th>
+              <th>Who</th>
+              <th>Action</th>
+              <th>What</th>
+            </tr>
+          </thead>
+          <tbody>
+            {events.data.items.map((e) => {
+              const target = auditTarget(e);
+              return (
+                <tr key={e.id} data-action={e.action}>
+                  <td title={e.created_at}>{formatTime(e.created_at)}</td>
+                  <td>{e.actor_name}</td>
+                  <td>
+                    <code>{e.action}</code>
+                  </td>
+                  <td>{target.route ? <a href={href(target.route)}>{target.text}</a> : target.text}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {events.data && (
+        <Pager
+          offset={query.offset}
+          limit={AUDIT_PAGE}
+          total={events.data.total}
+          label="Audit trail pages"
+          onChange={(offset) => {
+            go({ ...query, offset });
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function TeamProjects({ teamId }: { teamId: string }) {
+  const projects = useProjects();
+  return (
+    <section className="panel" aria-labelledby="team-projects-heading">
+      <h2 id="team-projects-heading">Projects</h2>
+      <QueryView query={projects} what="the projects">
+        {(all) => {
+          const items = all.filter((p) => p.team_id === teamId);
+          return items.length === 0 ? (
+            <Empty>No projects in this team yet.</Empty>
+          ) : (
+            <ul className="plain">
+              {items.map((p) => (
+                <li key={p.id}>
+                  <a href={href({ page: "project", projectId: p.id })}>{p.name}</a>
+                </li>
+              ))}
+            </ul>
+          );
+        }}
+      </QueryView>
+    </section>
+  );
+}
+
+export function TeamPage({ teamId, query }: { teamId: string; query: AuditQuery }) {
+  const team = useTeam(teamId);
+  const crumbs = [{ label: "Projects", href: href({ page: "projects" }) }, { label: team.data?.name ?? "Team" }];
+  return (
+    <Layout crumbs={crumbs} title={team.data ? `Team ${team.data.name}` : "Team"}>
+      <QueryView query={team} what="the team">
+        {(t) => {
+          const isAdmin = t.role === "admin";
+          return (
+            <>
+              <p className="lead">
+                Your role: <span className="badge badge-muted">{t.role}</span> ({ROLE_HELP[t.role]}). Created{" "}
+                {formatTime(t.created_at)}.
+              </p>
+              <div className="split">
+                <Members teamId={teamId} teamName={t.name} isAdmin={isAdmin} />
+                <TeamProjects teamId={teamId} />
+              </div>
+              {isAdmin ? (
+                <AuditTrail teamId={teamId} query={query} />
+              ) : (
+                <p className="muted">The team&apos;s audit trail is readable by its admins.</p>
+              )}
+            </>
+          );
+        }}
+      </QueryView>
+    </Layout>
+  );
+}
