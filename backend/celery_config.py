@@ -20,11 +20,24 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        # A task past the hard limit has its pool process killed (and replaced); the worker's main process
+        # fails its job with the reason (worker/celery_app.py). Python code gets SoftTimeLimitExceeded
+        # shortly before, to stop cleanly; code inside a runtime's C++ call only meets the hard limit.
         "task_time_limit": settings.task_time_limit_s,
+        "task_soft_time_limit": settings.task_soft_time_limit_s,
+        # A new pool process imports torch and onnxruntime before it reports for work (worker/celery_app.py):
+        # seconds on a busy machine, longer than Celery's 4 s default, after which it would be killed and
+        # replaced over and over, so that a worker whose pool process was killed would never work again.
+        "worker_proc_alive_timeout": 120.0,
         "broker_connection_retry_on_startup": True,
         "task_serializer": "json",
         "accept_content": ["json"],
     }
+    memory_limit_mb = settings.resolved_worker_memory_limit_mb
+    if memory_limit_mb:
+        # The address-space limit stops one runaway allocation; this recycles, after its task, a pool
+        # process whose resident memory grew past half of it (fragmentation after a big model, leaks).
+        config["worker_max_memory_per_child"] = memory_limit_mb * 1024 // 2
     if settings.uses_filesystem_broker:
         folder = settings.broker_folder
         folder.mkdir(parents=True, exist_ok=True)

@@ -187,6 +187,38 @@ def fail_chunk(session: Session, c: ChunkClaim, error: str) -> bool:
     return True
 
 
+def fail_chunks_held_by(session: Session, job_id: uuid.UUID, worker_id: str, error: str) -> bool:
+    """A running chunk of the job held by `worker_id` fails, and its job with it ("chunk <i>: <error>"):
+    for a worker's main process whose pool process was killed (time limit) or died holding the chunk; the
+    holder's id names that process. False when it held no running chunk of the job (or the job stopped)."""
+    held = session.execute(
+        select(JobChunk.index).where(
+            JobChunk.job_id == job_id,
+            JobChunk.status == JobStatus.running.value,
+            JobChunk.worker_id == worker_id,
+        )
+    ).scalars()
+    now = utcnow()
+    for index in held.all():
+        failed = session.execute(
+            update(JobChunk)
+            .where(
+                JobChunk.job_id == job_id,
+                JobChunk.index == index,
+                JobChunk.status == JobStatus.running.value,
+                JobChunk.worker_id == worker_id,
+                _job_running(job_id),
+            )
+            .values(status=JobStatus.failed.value, error=f"chunk {index}: {error}", finished_at=now)
+        )
+        if changed(failed) == 1:
+            _fail_job(session, job_id, f"chunk {index}: {error}", now)
+            session.commit()
+            return True
+    session.rollback()
+    return False
+
+
 def claim_merge(session: Session, job_id: uuid.UUID, worker_id: str) -> Claim | None:
     """Take the job for its merge step: only when every chunk has succeeded and nobody else holds the job.
     Exactly one of several concurrent callers gets the Claim (the others see attempt_token set)."""

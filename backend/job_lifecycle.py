@@ -4,7 +4,8 @@ The job row is the source of truth; the queue only delivers ids. Every transitio
 expects, so a duplicate delivery, a late zombie worker or two reapers racing cannot corrupt a job:
 
     queued ──claim──> running ──finish──> succeeded | failed
-       ^                 │ └──cancel──> cancelled (the worker notices at its next progress report)
+       ^                 │ ├─fail_held_by─> failed (its pool process was killed at the time limit, or died)
+       │                 │ └──cancel──> cancelled (the worker notices at its next progress report)
        └──── reap ───────┘ (no heartbeat for heartbeat_timeout_s; after max_attempts: failed)
 """
 
@@ -86,6 +87,29 @@ def finish(session: Session, c: Claim, status: JobStatus, error: str | None = No
         values |= {"progress": 1.0, "progress_message": "done"}
     result = session.execute(update(Job).where(*_owned(c)).values(**values))
     if result.rowcount != 1:  # type: ignore[attr-defined]
+        session.rollback()
+        return False
+    session.commit()
+    return True
+
+
+def fail_held_by(session: Session, job_id: uuid.UUID, worker_id: str, error: str) -> bool:
+    """running -> failed, only while `worker_id` holds a claim on the job. For a worker's main process whose
+    pool process was killed (time limit) or died (a crash) holding the job: it never learnt the claim's
+    token, but the holder's id names that very process. The caller's session may hold rows to change with
+    the failure (e.g. the model an inspection failed on): they commit together, or not at all. False when
+    the process held nothing (it finished, or was reaped and the job taken by another)."""
+    result = session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            Job.status == JobStatus.running.value,
+            Job.worker_id == worker_id,
+            Job.attempt_token.is_not(None),
+        )
+        .values(status=JobStatus.failed.value, finished_at=utcnow(), error=error)
+    )
+    if changed(result) != 1:
         session.rollback()
         return False
     session.commit()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import resource
 import socket
 import threading
 import time
@@ -20,12 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from celery.exceptions import SoftTimeLimitExceeded
 from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
-from backend import job_lifecycle
+from backend import chunk_lifecycle, job_lifecycle
 from backend.db.models import Job, JobResult, JobStatus, SampleDivergence, SweepPoint
-from backend.db.session import session_factory
+from backend.db.session import make_engine, session_factory
 from backend.settings import Settings, get_settings
 from backend.storage import ArtifactStore, store_from_uri
 from worker.engine.errors import EngineError, JobCancelled
@@ -36,8 +38,10 @@ ResultWriter = Callable[[Session], None]
 """Adds a job's result rows to a session; committed together with the job's success, or not at all."""
 
 
-def worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+def worker_id(pid: int | None = None) -> str:
+    """The id a process writes as the holder of the work it claims (this process's, or pool process `pid`'s
+    as its worker's main process names it)."""
+    return f"{socket.gethostname()}:{pid or os.getpid()}"
 
 
 Beat = Callable[[Session], bool]
@@ -177,20 +181,133 @@ def write_and_finish(
 
 
 def run_guarded(job_id: uuid.UUID, body: Callable[[], str], on_error: Callable[[str], None]) -> str:
-    """Run a step of a job; an engine error (bad input: the user's to fix) or a crash (ours) becomes the
-    job's failure with a message a user can act on; a cancellation just stops."""
+    """Run a step of a job; an engine error (bad input: the user's to fix), running out of memory or time,
+    or a crash (ours) becomes the job's failure with a message a user can act on; a cancellation just stops."""
     try:
         return body()
     except JobCancelled:
         log.info("job %s stopped: cancelled", job_id)
         return JobStatus.cancelled.value
+    except SoftTimeLimitExceeded:
+        log.warning("job %s stopped at the soft time limit", job_id)
+        on_error(time_limit_reason(get_settings().task_time_limit_s))
+        return JobStatus.failed.value
     except EngineError as exc:
-        on_error(str(exc))
+        on_error(out_of_memory_reason(str(exc)) if out_of_memory(exc) else str(exc))
         return JobStatus.failed.value
     except Exception as exc:
+        if out_of_memory(exc):
+            on_error(out_of_memory_reason(f"{type(exc).__name__}: {exc}"))
+            return JobStatus.failed.value
         log.error("job %s crashed:\n%s", job_id, traceback.format_exc())
         on_error(f"internal error ({type(exc).__name__}: {exc}); please report it")
         return JobStatus.failed.value
+
+
+# ------------------------------------------------------------------------------ runaway models
+# A model may hang its runtime (a Loop that never ends) or allocate without bound. The task time limit
+# (KNEEBOARD_TASK_TIME_LIMIT_S) and the pool process's memory limit (KNEEBOARD_WORKER_MEMORY_LIMIT_MB)
+# contain it to its own pool process; these say why the job failed.
+
+_OUT_OF_MEMORY_SIGNS = (
+    "failed to allocate memory",  # onnxruntime's arena
+    "bad_alloc",  # std::bad_alloc from any C++ runtime
+    "bad allocation",
+    "can't allocate memory",  # torch's CPU allocator
+    "cannot allocate memory",  # ENOMEM
+    "unable to allocate",  # numpy
+    "out of memory",
+)
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether an exception (or one it was raised from) says that an allocation failed."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, MemoryError) or any(sign in str(seen).lower() for sign in _OUT_OF_MEMORY_SIGNS):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def memory_limit_mb() -> int:
+    """The address-space limit of this process in MiB (see apply_memory_limit); 0 when it has none."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    return 0 if soft == resource.RLIM_INFINITY else soft >> 20
+
+
+def memory_advice(limit_mb: int) -> str:
+    if limit_mb:
+        return (
+            f"each worker process may use at most {limit_mb} MiB of memory (address space, "
+            "KNEEBOARD_WORKER_MEMORY_LIMIT_MB): use a smaller batch_size, or raise the limit if the model "
+            "really needs more"
+        )
+    return "use a smaller batch_size, or run the job on a worker with more memory"
+
+
+def out_of_memory_reason(message: str, limit_mb: int | None = None) -> str:
+    limit = memory_limit_mb() if limit_mb is None else limit_mb
+    return f"the model ran out of memory ({message}); {memory_advice(limit)}"
+
+
+def time_limit_reason(limit_s: float) -> str:
+    return (
+        f"exceeded the time limit of {limit_s:g} s per task; raise KNEEBOARD_TASK_TIME_LIMIT_S if the job "
+        "needs longer. A model whose runtime never finishes (e.g. a Loop that never ends) stops here: its "
+        "worker process was stopped and replaced, and the worker goes on with other jobs"
+    )
+
+
+def crash_reason(exit_status: str, limit_mb: int) -> str:
+    """Why a job failed whose pool process died under it (`exit_status`: "signal 11 (SIGSEGV)", "exitcode 1")."""
+    if "SIGKILL" in exit_status:
+        cause = "it was killed, most likely by the kernel's out-of-memory killer"
+        return (
+            f"the worker process running the model died ({exit_status}): {cause}; {memory_advice(limit_mb)}"
+        )
+    return (
+        f"the worker process running the model died ({exit_status}): the model crashed its runtime, or it ran "
+        f"out of memory ({memory_advice(limit_mb)}). The worker replaced the process and goes on with other jobs"
+    )
+
+
+LostWorkHook = Callable[[Session, dict[str, Any], str], None]
+"""Extra rows to change when a job fails because its pool process was lost: (session, job params, reason)."""
+
+
+def fail_lost_work(
+    settings: Settings, job_id: str, pid: int, reason: str, hooks: dict[str, LostWorkHook] | None = None
+) -> bool:
+    """Fail what pool process `pid` held of job `job_id` (a chunk and its job, or the job), with `reason`.
+
+    Runs in the worker's main process after the pool process was killed at the hard time limit or died:
+    nobody else would finish the job before the reaper, which would only run it (and hang) again. The
+    compare-and-set on the holder's id makes it a no-op when the process held nothing any more, and runs it
+    once however often Celery reports the loss. `hooks` by job kind change other rows in the same transaction.
+    Uses an engine of its own, disposed of afterwards, so that no connection is inherited by the pool
+    processes the main process forks later. True when something was failed."""
+    holder = worker_id(pid)
+    jid = uuid.UUID(job_id)
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        with Session(engine, expire_on_commit=False) as session:
+            job = session.get(Job, jid)
+            if job is None:
+                return False
+            kind, params = job.kind, dict(job.params or {})
+            if chunk_lifecycle.fail_chunks_held_by(session, jid, holder, reason):
+                failed = True
+            else:
+                hook = (hooks or {}).get(kind)
+                if hook is not None:
+                    hook(session, params, reason)
+                failed = job_lifecycle.fail_held_by(session, jid, holder, reason)
+    finally:
+        engine.dispose()
+    if failed:
+        log.error("job %s failed: %s", job_id, reason)
+    return failed
 
 
 @dataclass(frozen=True)

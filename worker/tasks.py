@@ -4,15 +4,18 @@ chunk and merge tasks of jobs that fan out over the worker pool."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
 
 from backend.contracts import CHUNK_TASK, MERGE_TASK, TASK_NAMES, JobKind
-from backend.db.models import Job
+from backend.db.models import Job, Model, ModelStatus
 from backend.db.session import session_factory
 from backend.settings import get_settings
 from worker.celery_app import app
 from worker.fanout import FanOutHandler, execute_chunk, execute_fanout_job, execute_merge
 from worker.handlers import FidelityHandler, InspectHandler
-from worker.runtime import execute_job
+from worker.runtime import LostWorkHook, execute_job
 from worker.sensitivity_handler import SensitivityHandler
 from worker.sweep_handler import SweepHandler
 
@@ -21,6 +24,19 @@ FANOUT_HANDLERS: dict[str, FanOutHandler] = {
     JobKind.sweep.value: SweepHandler(),
 }
 """Handlers of the kinds whose jobs fan out, by job kind."""
+
+
+def _model_invalid(session: Session, params: dict[str, Any], reason: str) -> None:
+    """An inspection whose pool process was lost (time limit, crash): the model is invalid, with the reason
+    (what InspectHandler.on_failure does when the inspection fails in its own process)."""
+    row = session.get(Model, uuid.UUID(str(params["model_id"])))
+    if row is not None:
+        row.status = ModelStatus.invalid.value
+        row.error = reason
+
+
+LOST_WORK_HOOKS: dict[str, LostWorkHook] = {JobKind.inspect.value: _model_invalid}
+"""Rows to change, by job kind, when a job fails because its pool process was lost (worker.celery_app)."""
 
 
 def _fanout_handler(job_id: str) -> FanOutHandler | None:

@@ -117,6 +117,7 @@ def test_declared_size_over_the_limit_is_refused_before_reading(
         headers={"content-length": str(10 * 1024**3), "content-type": "multipart/form-data; boundary=x"},
     )
     assert response.status_code == 413
+    assert client.get("/api/v1/health").json()["status"] == "ok"
 
 
 def test_dataset_upload_reports_samples_shapes_and_labels(
