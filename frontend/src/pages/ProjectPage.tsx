@@ -1,4 +1,6 @@
 import { useProject } from "../api/queries";
+import { useCurrentUser } from "../auth/context";
+import { canWrite, teamLabel } from "../auth/roles";
 import { Layout } from "../components/Layout";
 import { QueryView } from "../components/QueryView";
 import { href } from "../lib/route";
@@ -8,6 +10,7 @@ import { LaunchForm } from "../project/LaunchForm";
 import { ModelsSection } from "../project/ModelsSection";
 
 export function ProjectPage({ projectId }: { projectId: string }) {
+  const me = useCurrentUser();
   const project = useProject(projectId);
   const name = project.data?.name ?? "Project";
   return (
@@ -24,10 +27,16 @@ export function ProjectPage({ projectId }: { projectId: string }) {
         {(p) => (
           <>
             {p.description && <p className="lead">{p.description}</p>}
-            <ModelsSection projectId={projectId} />
-            <DatasetsSection projectId={projectId} />
-            <LaunchForm projectId={projectId} />
-            <JobsSection projectId={projectId} />
+            {!canWrite(me, p.team_id) && (
+              <p className="note" role="note">
+                You are a viewer in team {teamLabel(me, p.team_id)}: you can read everything here; uploading and
+                launching jobs need the member role (ask a team admin).
+              </p>
+            )}
+            <ModelsSection projectId={projectId} canUpload={canWrite(me, p.team_id)} />
+            <DatasetsSection projectId={projectId} canUpload={canWrite(me, p.team_id)} />
+            {canWrite(me, p.team_id) && <LaunchForm projectId={projectId} />}
+            <JobsSection projectId={projectId} canCancel={canWrite(me, p.team_id)} />
           </>
         )}
       </QueryView>

@@ -115,7 +115,7 @@ function DatasetUpload({ projectId }: { projectId: string }) {
   );
 }
 
-export function DatasetsSection({ projectId }: { projectId: string }) {
+export function DatasetsSection({ projectId, canUpload }: { projectId: string; canUpload: boolean }) {
   const datasets = useDatasets(projectId);
   return (
     <section aria-labelledby="datasets-heading">
@@ -150,7 +150,7 @@ export function DatasetsSection({ projectId }: { projectId: string }) {
             )
           }
         </QueryView>
-        <DatasetUpload projectId={projectId} />
+        {canUpload && <DatasetUpload projectId={projectId} />}
       </div>
     </section>
   );

@@ -58,7 +58,17 @@ function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) 
   return <span className="muted">—</span>;
 }
 
-function JobRow({ job, name, projectId }: { job: Job; name: (id: unknown) => string; projectId: string }) {
+function JobRow({
+  job,
+  name,
+  projectId,
+  canCancel,
+}: {
+  job: Job;
+  name: (id: unknown) => string;
+  projectId: string;
+  canCancel: boolean;
+}) {
   const cancel = useCancelJob(projectId);
   const active = isActive(job);
   return (
@@ -103,7 +113,7 @@ function JobRow({ job, name, projectId }: { job: Job; name: (id: unknown) => str
             Sweep
           </a>
         )}
-        {active && (
+        {active && canCancel && (
           <button
             type="button"
             className="small"
@@ -120,7 +130,7 @@ function JobRow({ job, name, projectId }: { job: Job; name: (id: unknown) => str
   );
 }
 
-export function JobsSection({ projectId }: { projectId: string }) {
+export function JobsSection({ projectId, canCancel }: { projectId: string; canCancel: boolean }) {
   const [offset, setOffset] = useState(0);
   const jobs = useJobs(projectId, offset);
   const name = useNames(projectId);
@@ -155,7 +165,7 @@ export function JobsSection({ projectId }: { projectId: string }) {
                 </thead>
                 <tbody>
                   {page.items.map((job) => (
-                    <JobRow key={job.id} job={job} name={name} projectId={projectId} />
+                    <JobRow key={job.id} job={job} name={name} projectId={projectId} canCancel={canCancel} />
                   ))}
                 </tbody>
               </table>

@@ -77,7 +77,7 @@ function ModelUpload({ projectId }: { projectId: string }) {
   );
 }
 
-export function ModelsSection({ projectId }: { projectId: string }) {
+export function ModelsSection({ projectId, canUpload }: { projectId: string; canUpload: boolean }) {
   const models = useModels(projectId);
   return (
     <section aria-labelledby="models-heading">
@@ -109,7 +109,7 @@ export function ModelsSection({ projectId }: { projectId: string }) {
             )
           }
         </QueryView>
-        <ModelUpload projectId={projectId} />
+        {canUpload && <ModelUpload projectId={projectId} />}
       </div>
     </section>
   );
