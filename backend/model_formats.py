@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from backend.errors import InvalidUpload
-from backend.zip_formats import check_archive, unreadable_zip
+from backend.zip_formats import ArchiveLimits, check_archive, unreadable_zip
 
 ModelFormat = Literal["onnx", "onnx_zip", "torch_export", "torchscript"]
 
@@ -146,11 +146,11 @@ def _torch_zip_format(names: list[str]) -> ModelFormat | None:
     return None
 
 
-def _zip_model_format(path: Path) -> ModelFormat:
+def _zip_model_format(path: Path, limits: ArchiveLimits | None) -> ModelFormat:
     """Every zip (a zipped ONNX model, a torch.export or TorchScript archive) is checked against the archive
     limits first: the worker extracts or loads all of it."""
     with _open_zip(path) as zf:
-        check_archive(zf, "the zip archive", path.stat().st_size)
+        check_archive(zf, "the zip archive", path.stat().st_size, limits)
         names = zf.namelist()
         torch_format = _torch_zip_format(names)
         if torch_format:
@@ -166,8 +166,9 @@ def _zip_model_format(path: Path) -> ModelFormat:
     )
 
 
-def detect_model_format(path: Path, filename: str) -> ModelFormat:
-    """Return the format of an uploaded model file, or raise InvalidUpload saying what to do."""
+def detect_model_format(path: Path, filename: str, limits: ArchiveLimits | None = None) -> ModelFormat:
+    """Return the format of an uploaded model file, or raise InvalidUpload saying what to do. A zip is held
+    to `limits` (default: those of the process's settings)."""
     size = path.stat().st_size
     if size == 0:
         raise InvalidUpload("the file is empty (0 bytes): choose the model file again and re-upload it")
@@ -178,7 +179,7 @@ def detect_model_format(path: Path, filename: str) -> ModelFormat:
         raise InvalidUpload(f"this is a pickled Python object. {HOW_TO_EXPORT}")
     if head == ZIP_MAGIC:
         with unreadable_zip("the file", "if the upload was cut short, upload it again"):
-            return _zip_model_format(path)
+            return _zip_model_format(path, limits)
     if suffix in (".pt", ".pt2", ".pth"):
         raise InvalidUpload(
             f"a {suffix} file must be a zip archive written by torch.export.save or torch.jit.save; this one "

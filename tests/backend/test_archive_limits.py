@@ -19,10 +19,12 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from backend.settings import get_settings
+from backend.api.app import create_app
+from backend.settings import Settings
 from backend.zip_formats import ArchiveLimits, archive_problem
 from tests.backend.test_uploads import _counts, _stored_files
 from tests.support import files
+from tests.support.accounts import TestAccount
 from tests.support.images import png_bytes
 
 BOMB_BYTES = 1 << 30
@@ -118,7 +120,7 @@ HOSTILE: dict[str, tuple[Callable[[dict[str, bytes]], bytes], str, dict[str, int
     "zip-bomb": (
         lambda good: zip_with_bomb(good, "payload.bin"),
         "member 'payload.bin' expands 1011 times (1073741824 bytes from",
-        {},
+        {"archive_max_uncompressed_bytes": 8 << 30},  # so that the expansion rule is the one tested
     ),
     "parent-path": (
         lambda good: files.zip_bytes(good | {"../../evil.sh": b"echo owned"}),
@@ -145,17 +147,11 @@ HOSTILE: dict[str, tuple[Callable[[dict[str, bytes]], bytes], str, dict[str, int
 
 
 @contextmanager
-def archive_settings(monkeypatch: pytest.MonkeyPatch, **values: int) -> Iterator[None]:
-    """Run with KNEEBOARD_ARCHIVE_* settings changed (the checks read this process's settings)."""
-    with monkeypatch.context() as m:
-        for name, value in values.items():
-            m.setenv(f"KNEEBOARD_{name.upper()}", str(value))
-        get_settings.cache_clear()
-        try:
-            yield
-        finally:
-            get_settings.cache_clear()
-    get_settings.cache_clear()
+def limited_client(settings: Settings, account: TestAccount, **values: int) -> Iterator[TestClient]:
+    """The API with these archive_* settings (the upload checks use the app's own settings)."""
+    app = create_app(settings.model_copy(update=values), run_reaper=False)
+    with TestClient(app, headers=account.headers) as c:
+        yield c
 
 
 def _upload(client: TestClient, project: dict[str, Any], route: str, filename: str, data: bytes) -> Any:
@@ -164,12 +160,12 @@ def _upload(client: TestClient, project: dict[str, Any], route: str, filename: s
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_good_archive_of_each_kind_is_accepted(
-    client: TestClient, project: dict[str, Any], monkeypatch: pytest.MonkeyPatch, kind: str
+    project: dict[str, Any], settings: Settings, account: TestAccount, kind: str
 ) -> None:
     """The same limits as below, so that the refusals are about the hostile part only."""
     route, filename, good = KINDS[kind]
-    with archive_settings(monkeypatch, **LOW_LIMITS):
-        response = _upload(client, project, route, filename, files.zip_bytes(good))
+    with limited_client(settings, account, **LOW_LIMITS) as limited:
+        response = _upload(limited, project, route, filename, files.zip_bytes(good))
     assert response.status_code == 201, response.text
 
 
@@ -178,8 +174,8 @@ def test_a_good_archive_of_each_kind_is_accepted(
 def test_hostile_archives_are_refused_before_anything_is_inflated_or_stored(
     client: TestClient,
     project: dict[str, Any],
-    settings: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    settings: Settings,
+    account: TestAccount,
     kind: str,
     hostile: str,
 ) -> None:
@@ -187,8 +183,8 @@ def test_hostile_archives_are_refused_before_anything_is_inflated_or_stored(
     make, message, limits = HOSTILE[hostile]
     data = make(good)
     assert len(data) < settings.max_upload_bytes, "refused for what it holds, not for its size"
-    with archive_settings(monkeypatch, **limits):
-        response = _upload(client, project, route, filename, data)
+    with limited_client(settings, account, **limits) as limited:
+        response = _upload(limited, project, route, filename, data)
     assert response.status_code == 422, response.text
     body = response.json()
     assert body["error"] == "invalid_upload" and message in body["detail"], body["detail"]

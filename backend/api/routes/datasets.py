@@ -23,6 +23,7 @@ from backend.errors import Forbidden, InvalidRequest, InvalidUpload, NotFound, S
 from backend.image_datasets import describe_image_zip
 from backend.services.artifacts import persist, release
 from backend.storage import staging_file
+from backend.zip_formats import ArchiveLimits
 
 router = APIRouter(tags=["datasets"])
 
@@ -71,11 +72,12 @@ async def upload_dataset(
             size_bytes=staged.size_bytes,
             created_by=caller.user_id,
         )
+        limits = ArchiveLimits.from_settings(settings)
         if suffix == ".npz":
-            _describe_npz_into(dataset, staged.path)
+            _describe_npz_into(dataset, staged.path, limits)
         else:
             recipe = _parse_recipe(fields)
-            _describe_images_into(dataset, staged.path, staged.size_bytes, recipe)
+            _describe_images_into(dataset, staged.path, staged.size_bytes, recipe, limits)
 
         def add_rows(s: Session) -> None:
             s.add(dataset)
@@ -104,16 +106,18 @@ def _parse_recipe(fields: dict[str, str]) -> ImagePreprocessing:
         raise InvalidUpload(details or str(exc)) from exc
 
 
-def _describe_npz_into(dataset: Dataset, path: Path) -> None:
-    description = describe_npz(path)
+def _describe_npz_into(dataset: Dataset, path: Path, limits: ArchiveLimits) -> None:
+    description = describe_npz(path, limits)
     dataset.kind = "npz"
     dataset.n_samples = description.n_samples
     dataset.arrays = {k: v.to_dict() for k, v in description.arrays.items()}
     dataset.has_labels = description.has_labels
 
 
-def _describe_images_into(dataset: Dataset, path: Path, size: int, recipe: ImagePreprocessing) -> None:
-    description = describe_image_zip(str(path), size)
+def _describe_images_into(
+    dataset: Dataset, path: Path, size: int, recipe: ImagePreprocessing, limits: ArchiveLimits
+) -> None:
+    description = describe_image_zip(str(path), size, limits=limits)
     n = len(description.images)
     dataset.kind = "image_zip"
     dataset.n_samples = n

@@ -31,6 +31,7 @@ from backend.model_formats import detect_model_format
 from backend.services.artifacts import persist, release
 from backend.services.jobs import dispatch, new_job
 from backend.storage import staging_file
+from backend.zip_formats import ArchiveLimits
 
 router = APIRouter(tags=["models"])
 
@@ -95,7 +96,7 @@ async def upload_model(
     with staging_file(store) as path:
         staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
         shapes = _parse_input_shapes(fields)
-        fmt = detect_model_format(staged.path, filename)
+        fmt = detect_model_format(staged.path, filename, ArchiveLimits.from_settings(settings))
         model = Model(
             id=uuid.uuid4(),
             project_id=project_id,
