@@ -1,3 +1,4 @@
+import { UsernameField } from "../auth/UsernameField";
 import { useState, type SubmitEvent } from "react";
 import {
   useAddMember,
@@ -66,21 +67,13 @@ function AddMember({ teamId }: { teamId: string }) {
   };
   return (
     <form className="inline-form" onSubmit={submit} aria-label="Add a member">
-      <label>
-        Username
-        <input
-          value={username}
-          required
-          minLength={2}
-          maxLength={64}
-          autoCapitalize="none"
-          spellCheck={false}
-          onChange={(e) => {
-            setUsername(e.target.value);
-            add.reset();
-          }}
-        />
-      </label>
+      <UsernameField
+        value={username}
+        onChange={(value) => {
+          setUsername(value);
+          add.reset();
+        }}
+      />
       <label>
         Role
         <select

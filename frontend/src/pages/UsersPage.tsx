@@ -1,3 +1,4 @@
+import { UsernameField } from "../auth/UsernameField";
 import { useState, type SubmitEvent } from "react";
 import { useCreateUser, useUsers } from "../api/queries";
 import { useCurrentUser } from "../auth/context";
@@ -30,22 +31,13 @@ function CreateUser() {
   return (
     <form className="panel" onSubmit={submit} aria-labelledby="create-user-heading">
       <h2 id="create-user-heading">New account</h2>
-      <label>
-        Username
-        <input
-          value={username}
-          required
-          minLength={2}
-          maxLength={64}
-          autoCapitalize="none"
-          spellCheck={false}
-          autoComplete="off"
-          onChange={(e) => {
-            setUsername(e.target.value);
-            create.reset();
-          }}
-        />
-      </label>
+      <UsernameField
+        value={username}
+        onChange={(value) => {
+          setUsername(value);
+          create.reset();
+        }}
+      />
       <label>
         <span>
           Password <span className="muted">(optional, at least {MIN_PASSWORD} characters)</span>
