@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 import pytest
 
 from backend.client import KneeboardClient
+from tests.support.accounts import cli_token
 from tests.support.services import REPO_ROOT, Process, free_port
 
 pytestmark = pytest.mark.browser
@@ -105,22 +106,9 @@ def stack(
     base = f"http://127.0.0.1:{port}"
     try:
         KneeboardClient(base).wait_healthy(timeout=120)
-        yield base, proc, _token(tmp / "data")
+        yield base, proc, cli_token(tmp / "data", "browser test")
     finally:
         proc.stop()
-
-
-def _token(data_dir: Path) -> str:
-    """A personal API token of the first admin, for the Python-side setup, made the way the README says."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "backend.cli", "token", "create", "--user", "admin", "--name", "browser test"],
-        env=env | {"KNEEBOARD_DATA_DIR": str(data_dir)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout.strip()
 
 
 def _wait_for_demo(base: str, proc: Process, token: str, timeout: float = 180) -> None:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from backend.client import KneeboardClient
+from tests.support.accounts import cli_token
 from tests.support.services import REPO_ROOT, Process, free_port, processes_with_env
 
 pytestmark = pytest.mark.e2e
@@ -41,19 +42,6 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
         ) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert not left, f"processes left running after `up` stopped: {left}"
-
-
-def _token(data_dir: Path) -> str:
-    """A personal API token of the first admin, made the way the README says."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "backend.cli", "token", "create", "--user", "admin", "--name", "test"],
-        env=env | {"KNEEBOARD_DATA_DIR": str(data_dir)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout.strip()
 
 
 def test_first_start_creates_an_admin_who_can_sign_in(embedded: tuple[str, Path, Process]) -> None:
@@ -98,7 +86,7 @@ def _wait_for_demo(client: KneeboardClient, timeout: float = 300) -> dict[str, o
 
 def test_embedded_start_seeds_a_demo_with_real_numbers(embedded: tuple[str, Path, Process]) -> None:
     base, data_dir, proc = embedded
-    client = KneeboardClient(base, token=_token(data_dir))
+    client = KneeboardClient(base, token=cli_token(data_dir, "test"))
     job = _wait_for_demo(client)
     assert job["status"] == "succeeded", f"{job}\n{proc.log()[-3000:]}"
     summary = client.fidelity(str(job["id"]))["summary"]

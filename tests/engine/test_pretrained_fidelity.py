@@ -102,7 +102,9 @@ def lite0(tmp_path_factory: pytest.TempPathFactory) -> Lite0:
     model = efficientnet_lite0()
     images = sample_images()
     golden = export_onnx(model, images.images[:2], folder / "lite0.onnx")
-    int8 = quantize_onnx_int8(golden, folder / "lite0_int8.onnx", images.images)
+    # reduce_range, as ONNX Runtime advises for per-channel weights on x86-64: without it, CPUs without VNNI
+    # run the fused U8S8 kernels with saturation and the divergence depends on the machine (KL 0.22 here).
+    int8 = quantize_onnx_int8(golden, folder / "lite0_int8.onnx", images.images, reduce_range=True)
     return Lite0(model, images, golden, int8)
 
 

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -59,3 +63,17 @@ def add_account(
 def account_in(database_url: str, **kwargs: object) -> TestAccount:
     with session_factory(database_url)() as session:
         return add_account(session, **kwargs)  # type: ignore[arg-type]
+
+
+def cli_token(data_dir: Path, name: str = "tests", user: str = "admin") -> str:
+    """A personal API token made the way the README says (`kneeboard token create`), for an instance whose
+    data lives in `data_dir`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "backend.cli", "token", "create", "--user", user, "--name", name],
+        env=env | {"KNEEBOARD_DATA_DIR": str(data_dir)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
