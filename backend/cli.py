@@ -58,8 +58,7 @@ def _serve(settings: Settings) -> None:
 
 
 def cmd_migrate(settings: Settings) -> None:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    upgrade_to_head(settings.resolved_database_url)
+    migrate_quietly(settings)
     print(f"database at head: {settings.resolved_database_url}")
 
 
@@ -197,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def cmd_user_create(
     settings: Settings, username: str, password: str | None, site_admin: bool, team: str | None, role: str
 ) -> None:
-    cmd_migrate_quietly(settings)
+    migrate_quietly(settings)
     with session_factory(settings.resolved_database_url)() as session:
         try:
             user = accounts.create_user(session, username, password, site_admin=site_admin)
@@ -215,7 +214,7 @@ def cmd_user_create(
 
 
 def cmd_token_create(settings: Settings, username: str, name: str, expires_in_days: int | None) -> str:
-    cmd_migrate_quietly(settings)
+    migrate_quietly(settings)
     with session_factory(settings.resolved_database_url)() as session:
         user = session.scalar(select(User).where(User.username == username.strip().lower()))
         if user is None:
@@ -226,7 +225,8 @@ def cmd_token_create(settings: Settings, username: str, name: str, expires_in_da
     return secret
 
 
-def cmd_migrate_quietly(settings: Settings) -> None:
+def migrate_quietly(settings: Settings) -> None:
+    """Upgrade the database to head; `user` and `token` print only their result (a token for $(...))."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade_to_head(settings.resolved_database_url)
 
