@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
+from fastapi import Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
@@ -122,6 +123,11 @@ class JobChunkOut(ORMModel):
 
 
 T = TypeVar("T")
+
+# Every paged list bounds its offset: Postgres's OFFSET is a bigint, so an unbounded one (2**63) was a 500.
+# 2**31 - 1 (as the dataset preview) is far past any page a list holds and fits every database's integer.
+MAX_OFFSET = 2**31 - 1
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip (at most 2**31 - 1).")]
 
 
 class Page(BaseModel, Generic[T]):

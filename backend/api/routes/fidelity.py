@@ -17,6 +17,7 @@ from backend.api.schemas import (
     FidelityRunOut,
     LayerProfileOut,
     NamedRef,
+    Offset,
     Page,
     SampleDivergenceOut,
 )
@@ -78,7 +79,7 @@ def list_fidelity_samples(
         default=None, description="Only samples whose top-1 class changed (or not)."
     ),
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[SampleDivergenceOut]:
     _fidelity_job(session, job_id, caller)
     if output is None:
@@ -139,7 +140,7 @@ def list_fidelity_runs(
     golden_model_id: uuid.UUID | None = None,
     dataset_id: uuid.UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[FidelityRunOut]:
     """Every succeeded fidelity job of a project with its headline numbers, newest first: compare runs."""
     get_or_404(session, Project, project_id, caller)

@@ -13,7 +13,7 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
-from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Page
+from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Offset, Page
 from backend.audit import AuditAction, record
 from backend.contracts import (
     PARAMS_BY_KIND,
@@ -137,7 +137,7 @@ def list_jobs(
     kind: JobKind | None = None,
     status_: Annotated[JobStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[JobOut]:
     """Jobs of your teams' projects, newest first."""
     conditions: list[ColumnElement[bool]] = [

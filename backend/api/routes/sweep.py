@@ -20,7 +20,7 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import succeeded_job
-from backend.api.schemas import Page
+from backend.api.schemas import Offset, Page
 from backend.contracts import JobKind
 from backend.db.models import Job, SweepPoint
 from backend.errors import Conflict, InvalidRequest, NotFound
@@ -77,7 +77,7 @@ def list_sweep_points(
     caller: CallerDep,
     details: bool = Query(default=False, description="Include each point's full document and manifest."),
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[SweepPointOut]:
     succeeded_job(session, job_id, JobKind.sweep, caller)
     total = session.execute(select(func.count()).where(SweepPoint.job_id == job_id)).scalar_one()

@@ -24,7 +24,7 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import require_role
-from backend.api.schemas import Page
+from backend.api.schemas import Offset, Page
 from backend.audit import AuditAction, record
 from backend.db.models import AuditEvent, Team, TeamMembership, User
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound
@@ -193,7 +193,7 @@ def list_audit_events(
         str | None, Query(max_length=64, description="Only this action, e.g. job.launched.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Page[AuditEventOut]:
     """Who uploaded, launched, cancelled, deleted and changed what in the team, newest first (team admins)."""
     _team(session, caller, team_id, Role.admin, "reading the audit trail")
