@@ -50,11 +50,29 @@ def worker_command(
 
 
 def _serve(settings: Settings) -> None:
+    """Serve the API with KNEEBOARD_API_PROCESSES uvicorn worker processes (one over SQLite).
+
+    Several processes need the app as an import string: each worker process builds its own app (its own
+    database pool and reaper loop) from the same KNEEBOARD_* environment. uvicorn's supervisor restarts a
+    worker process that dies.
+    """
     import uvicorn
 
-    from backend.api.app import create_app
+    processes = settings.resolved_api_processes
+    if processes == 1:
+        from backend.api.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        return
+    log.info("serving the API with %d processes", processes)
+    uvicorn.run(
+        "backend.api.app:create_app",
+        factory=True,
+        workers=processes,
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+    )
 
 
 def cmd_migrate(settings: Settings) -> None:

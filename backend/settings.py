@@ -51,11 +51,24 @@ class Settings(BaseSettings):
         description="A running job silent for longer than this is taken as lost by the reaper.",
     )
     reaper_interval_s: float = Field(default=10.0, gt=0, description="How often the API looks for lost jobs.")
+    # Riding out database and broker blips (docs/design-notes.md, "Blips") ------------------------------
     queued_resend_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A job or chunk still queued this long after its message was sent gets it sent again (the "
+        "message may have been lost); the wait doubles with each re-send of the same work, up to "
+        "KNEEBOARD_QUEUED_RESEND_MAX_S. Duplicates are harmless (the claim is a compare-and-set).",
+    )
+    queued_resend_max_s: float = Field(
         default=900.0,
         gt=0,
-        description="A job still queued this long after its message was sent gets it sent again (a worker that "
-        "died holding it reserved); duplicates are harmless.",
+        description="Longest wait between two re-sends of a message for work that is still queued.",
+    )
+    db_retry_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="A worker's claim, heartbeat or result write that fails because the database is "
+        "unreachable is retried with backoff for this long before its message goes back to the queue.",
     )
     chunk_wait_s: float = Field(
         default=1800.0,
@@ -99,6 +112,19 @@ class Settings(BaseSettings):
         "allocates more fails its job instead of the machine. 0: no limit. Empty: three quarters of the "
         "machine's memory.",
     )
+    # API processes and database connections -------------------------------------------------------
+    api_processes: int | None = Field(
+        default=None,
+        ge=1,
+        description="API worker processes (uvicorn workers) of `kneeboard api` and `kneeboard up`. Empty: the "
+        "CPU count, at most 4, with Postgres; always 1 with the embedded SQLite database.",
+    )
+    database_pool_size: int = Field(
+        default=10,
+        ge=1,
+        description="Database connections each process (API process, worker) may hold, no overflow: size it "
+        "so that API processes × pool size + the workers' connections ≤ Postgres max_connections.",
+    )
     host: str = Field(default="127.0.0.1", description="Address the API binds to.")
     port: int = Field(default=8000, description="Port the API binds to.")
     seed_demo: bool = Field(default=True, description="`kneeboard up` seeds the demo project on first start.")
@@ -120,6 +146,64 @@ class Settings(BaseSettings):
     cookie_secure: bool = Field(
         default=False, description="Send the session cookie over HTTPS only (set it when serving over HTTPS)."
     )
+    # Hardening: sign-in throttle, password hashing, image decoding, upload staging --------------------
+    login_free_attempts: int = Field(
+        default=5,
+        ge=1,
+        description="Sign-in attempts an account may fail before each further one waits (429, Retry-After).",
+    )
+    login_free_attempts_per_address: int = Field(
+        default=20,
+        ge=1,
+        description="The same for one client address (more: several people may share one address).",
+    )
+    login_delay_s: float = Field(
+        default=1.0, gt=0, description="Wait after the free attempts; it doubles with every further failure."
+    )
+    login_max_delay_s: float = Field(
+        default=900.0, gt=0, description="Longest wait between sign-in attempts of one account or address."
+    )
+    login_forget_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="Failures older than this (counted from the last one) are forgotten.",
+    )
+    login_tarpit_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="A throttled attempt is answered 429 after this long at most (an idle wait, no thread), so "
+        "a client that ignores Retry-After sends about one request a second per connection.",
+    )
+    password_hash_workers: int = Field(
+        default=2,
+        ge=1,
+        description="Password hashes (Argon2id, 64 MiB each) each API process computes at once.",
+    )
+    password_hash_queue: int = Field(
+        default=8,
+        ge=0,
+        description="Sign-ins that may wait for a hashing worker; beyond that they are answered 503 at once.",
+    )
+    image_max_pixels: int = Field(
+        default=25_000_000,
+        gt=0,
+        description="Largest image (width × height) a zip of images may hold: checked at upload and before "
+        "every preview decode (a 25-megapixel RGBA image decodes to 100 MB).",
+    )
+    preview_renders: int = Field(
+        default=2,
+        ge=1,
+        description="Image decodes (thumbnails, sample statistics) each API process runs at once; more wait.",
+    )
+    upload_max_life_s: float = Field(
+        default=6 * 3600.0,
+        gt=0,
+        description="An upload still streaming after this long is cut off; staging files not written for "
+        "this long belong to no live upload and are deleted at API start and every staging_sweep_interval_s.",
+    )
+    staging_sweep_interval_s: float = Field(
+        default=600.0, gt=0, description="How often the API deletes abandoned staging files."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
@@ -133,6 +217,18 @@ class Settings(BaseSettings):
     @property
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.data_dir / 'kneeboard.db').resolve()}"
+
+    @property
+    def uses_sqlite(self) -> bool:
+        return self.resolved_database_url.startswith("sqlite")
+
+    @property
+    def resolved_api_processes(self) -> int:
+        """One process over SQLite (one writer at a time anyway); else the setting, or the CPU count up to 4
+        (each process parses and serialises JSON under its own GIL; 4 × a pool of 10 = 40 connections)."""
+        if self.uses_sqlite:
+            return 1
+        return self.api_processes or max(1, min(os.cpu_count() or 1, 4))
 
     @property
     def resolved_broker_url(self) -> str:

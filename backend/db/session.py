@@ -1,5 +1,6 @@
 """Engine and session factory. SQLite (embedded mode) is put in WAL mode with a busy timeout, because the API
-and the worker processes write to the same file."""
+and the worker processes write to the same file. Postgres gets a fixed pool of KNEEBOARD_DATABASE_POOL_SIZE
+connections per process."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from backend.settings import get_settings
 
-def make_engine(url: str) -> Engine:
+
+def make_engine(url: str, pool_size: int | None = None) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -25,12 +28,15 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # A fixed pool, no overflow: a process never holds more than pool_size connections, so API processes ×
+    # pool_size (+ the workers') is a hard bound to keep under Postgres's max_connections. A request that
+    # finds every connection busy waits for one (pool_timeout, 30 s) instead of opening another.
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size or 10, max_overflow=0)
 
 
 @lru_cache(maxsize=8)
 def engine_for(url: str) -> Engine:
-    return make_engine(url)
+    return make_engine(url, get_settings().database_pool_size)
 
 
 def session_factory(url: str) -> sessionmaker[Session]:
