@@ -120,6 +120,19 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
 
 
+class LoginThrottle(Base):
+    """Failed sign-in attempts of one account ("user:NAME") or one client address ("addr:IP"), shared by all
+    API processes (backend/login_throttle.py). An attempt is counted before its password is checked, with a
+    compare-and-set on `failures`, so that concurrent guesses cannot all slip through."""
+
+    __tablename__ = "login_throttle"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_failure_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    blocked_until: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+
+
 class AuditEvent(Base):
     """Who uploaded, launched, cancelled, deleted or changed what, in which team. Written in the same
     transaction as the change it records."""
