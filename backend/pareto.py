@@ -417,6 +417,37 @@ def pareto_from_records(
     return _analyse(values, directions, names, row_ids, bounds, everything, column)
 
 
+def pareto_from_columns(
+    columns: Mapping[str, ArrayLike],
+    ids: Sequence[PointId],
+    objectives: Sequence[tuple[str, str]],
+    constraints: Iterable[Bound] = (),
+) -> ParetoResult:
+    """The same over named columns of N values each (NaN: missing), e.g. a sweep's packed objectives:
+    no per-point dictionaries. `columns` must hold every objective and every bound's name."""
+    if not objectives:
+        raise InvalidRequest("Choose at least one objective.")
+    names = tuple(name for name, _ in objectives)
+    if len(set(names)) != len(names):
+        raise InvalidRequest(f"Objective names must be distinct; got {list(names)}.")
+    directions = _check_directions([direction for _, direction in objectives], len(names))
+    bounds = tuple(constraints)
+    used = list(names) + list(dict.fromkeys(b.objective for b in bounds if b.objective not in names))
+    missing = [name for name in used if name not in columns]
+    if missing:
+        raise InvalidRequest(f"No values for {missing}.")
+    n = len(ids)
+    everything = np.empty((n, len(used)))
+    for c, name in enumerate(used):
+        column = np.asarray(columns[name], dtype=np.float64)
+        if column.shape != (n,):
+            raise InvalidRequest(f"Column {name!r} holds {column.shape} values, not one per point ({n}).")
+        everything[:, c] = column
+    row_ids = _check_ids(ids, n)
+    index = {name: c for c, name in enumerate(used)}
+    return _analyse(everything[:, : len(names)], directions, names, row_ids, bounds, everything, index)
+
+
 def _analyse(
     values: FloatArray,
     directions: tuple[Direction, ...],

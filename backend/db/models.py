@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -292,7 +293,8 @@ class SweepPoint(Base):
     """
 
     __tablename__ = "sweep_points"
-    __table_args__ = (UniqueConstraint("job_id", "index"),)
+    # (job_id, id): the frontier's fingerprint of a sweep's points (count, max id) is an index-only scan.
+    __table_args__ = (UniqueConstraint("job_id", "index"), Index("ix_sweep_points_job_id_id", "job_id", "id"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
@@ -303,6 +305,24 @@ class SweepPoint(Base):
     point: Mapped[dict[str, Any]] = mapped_column(JSON)
     export_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
     export_manifest: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+
+
+class SweepObjectiveTable(Base):
+    """A sweep's objectives packed for frontiers (backend/sweep_objectives.py): one row per sweep instead of
+    one JSON document per point. Built by the API from `sweep_points` when a frontier first needs it, and
+    rebuilt when the points' fingerprint (count, largest id) no longer matches."""
+
+    __tablename__ = "sweep_objective_tables"
+
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    names: Mapped[list[Any]] = mapped_column(JSON)  # the objective names, one per column
+    labels: Mapped[list[Any]] = mapped_column(JSON)  # the points' labels, one per row
+    point_indexes: Mapped[bytes] = mapped_column(LargeBinary)  # int64 little-endian, one per row
+    objective_values: Mapped[bytes] = mapped_column(
+        LargeBinary
+    )  # float64 little-endian, rows × names, NaN: none
+    points_count: Mapped[int] = mapped_column(Integer)
+    points_max_id: Mapped[int] = mapped_column(Integer)
 
 
 class JobResult(Base):

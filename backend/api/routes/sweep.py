@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import uuid
 import zipfile
 from typing import Annotated, Any
 
+import numpy as np
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
+from backend import sweep_objectives
 from backend.accounts import Caller
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
@@ -24,7 +27,8 @@ from backend.api.schemas import Offset, Page
 from backend.contracts import JobKind
 from backend.db.models import Job, SweepPoint
 from backend.errors import Conflict, InvalidRequest, NotFound
-from backend.pareto import Bound, pareto_from_records
+from backend.pareto import Bound, pareto_from_columns
+from backend.sweep_objectives import LRUCache
 
 router = APIRouter(tags=["sweep"])
 RESULT_ERRORS = error_responses(NotFound, Conflict)
@@ -184,34 +188,61 @@ def get_sweep_frontier(
 ) -> FrontierOut:
     """The Pareto frontier of the points of one or several sweeps over 1 to 3 objectives, after the bounds."""
     objectives, bounds = _objectives(objective), _bounds(bound or [])
-    for job_id in dict.fromkeys(job_ids):
+    jobs = list(dict.fromkeys(job_ids))
+    for job_id in jobs:
         succeeded_job(session, job_id, JobKind.sweep, caller)
-    rows = session.execute(
-        select(SweepPoint.job_id, SweepPoint.index, SweepPoint.label, SweepPoint.objectives).where(
-            SweepPoint.job_id.in_(job_ids)
-        )
-    ).all()
-    records = {f"{job}:{index}": (job, index, label, values) for job, index, label, values in rows}
-    known = {name for *_, values in records.values() for name in values}
+    current = sweep_objectives.fingerprints(session, jobs)
+    return _FRONTIERS.get_or_compute(
+        sweep_objectives.frontier_key(current, objectives, bounds),
+        lambda: _frontier(session, jobs, current, objectives, bounds),
+    )
+
+
+# Frontiers by (sweeps with their points' fingerprints, objectives, bounds); at most 200,000 frontier points
+# in all (a few hundred MB at worst). A hit answers in the time of the access checks and one aggregate.
+_FRONTIERS: LRUCache[tuple[Any, ...], FrontierOut] = LRUCache(
+    max_weight=200_000, weight=lambda out: len(out.frontier) + 1
+)
+
+
+def _frontier(
+    session: SessionDep,
+    jobs: list[uuid.UUID],
+    current: dict[uuid.UUID, sweep_objectives.Fingerprint],
+    objectives: list[tuple[str, str]],
+    bounds: list[Bound],
+) -> FrontierOut:
+    tables = sweep_objectives.load(session, jobs, current)
+    known = {name for table in tables for name in table.names}
     unknown = [name for name, _ in objectives if name not in known] + [
         b.objective for b in bounds if b.objective not in known
     ]
-    if unknown and records:
+    if unknown and any(len(table.indexes) for table in tables):
         raise InvalidRequest(f"unknown objective(s) {unknown}; these sweeps measured: {sorted(known)}")
-    result = pareto_from_records(
-        [{"id": pid, "values": values} for pid, (*_, values) in records.items()], objectives, bounds
-    )
-    frontier = [
-        FrontierPointOut(
-            id=str(pid),
-            job_id=records[str(pid)][0],
-            index=records[str(pid)][1],
-            label=records[str(pid)][2],
-            objectives=records[str(pid)][3],
-            knee=pid == result.knee,
+    used = dict.fromkeys([name for name, _ in objectives] + [b.objective for b in bounds])
+    columns = {name: np.concatenate([table.column(name) for table in tables]) for name in used}
+    where = {
+        f"{table.job_id}:{index}": (table, row)
+        for table in tables
+        for row, index in enumerate(table.indexes.tolist())
+    }
+    result = pareto_from_columns(columns, list(where), objectives, bounds)
+    frontier = []
+    for pid in result.frontier:
+        table, row = where[str(pid)]
+        frontier.append(
+            FrontierPointOut(
+                id=str(pid),
+                job_id=table.job_id,
+                index=int(table.indexes[row]),
+                label=table.labels[row],
+                objectives={
+                    name: (value if math.isfinite(value) else None)
+                    for name, value in zip(table.names, table.values[row].tolist(), strict=True)
+                },
+                knee=pid == result.knee,
+            )
         )
-        for pid in result.frontier
-    ]
     doc = result.to_dict()
     return FrontierOut(
         objectives=doc["objectives"],

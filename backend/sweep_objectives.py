@@ -1,0 +1,189 @@
+"""A sweep's objectives as one packed array, and the Pareto frontiers computed over them, cached.
+
+A frontier over 10,000 stored points used to load every point's objectives JSON (0.36 s of rows against 25 ms
+for the Pareto step, and the frontier answered 0.7 requests/s under 50 clients). Now:
+
+- **Objective table** (`SweepObjectiveTable`, one row per sweep): the points' indexes, labels, objective names
+  and an N × M float64 array (NaN where a value is missing), built from `sweep_points` the first time a
+  frontier needs the sweep and stored, so that any API process reads one row instead of N JSON documents.
+- **Fingerprint**: (count, max id) of the sweep's `sweep_points` rows, one index-only aggregate. Points are
+  written once, in the transaction that marks the sweep succeeded; a re-run deletes and re-inserts them (new
+  ids), so a changed fingerprint means changed points: a stale table is rebuilt, a cached frontier missed.
+- **Frontier cache** (per process, LRU): keyed by the sweeps with their fingerprints, the objectives and the
+  bounds. A hit costs the access checks and the fingerprint query.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from backend.db.models import SweepObjectiveTable, SweepPoint
+from backend.errors import InvalidRequest
+
+Fingerprint = tuple[int, int]  # (number of point rows, largest row id)
+
+_FLOAT = np.dtype("<f8")
+_INDEX = np.dtype("<i8")
+
+
+@dataclass(frozen=True)
+class SweepObjectives:
+    """One sweep's points: `values[i, c]` is point `indexes[i]`'s objective `names[c]` (NaN: missing)."""
+
+    job_id: uuid.UUID
+    fingerprint: Fingerprint
+    names: tuple[str, ...]
+    indexes: np.ndarray
+    labels: tuple[str, ...]
+    values: np.ndarray
+
+    def column(self, name: str) -> np.ndarray:
+        if name in self.names:
+            return np.asarray(self.values[:, self.names.index(name)])
+        return np.full(len(self.indexes), np.nan)
+
+
+def fingerprints(session: Session, job_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Fingerprint]:
+    rows = session.execute(
+        select(SweepPoint.job_id, func.count(), func.max(SweepPoint.id))
+        .where(SweepPoint.job_id.in_(job_ids))
+        .group_by(SweepPoint.job_id)
+    ).tuples()
+    found = {job: (int(count), int(top or 0)) for job, count, top in rows}
+    return {job: found.get(job, (0, 0)) for job in job_ids}
+
+
+def load(
+    session: Session, job_ids: Sequence[uuid.UUID], current: dict[uuid.UUID, Fingerprint]
+) -> list[SweepObjectives]:
+    """The sweeps' objective tables, in the order given; a missing or stale one is built and stored."""
+    stored = {
+        row.job_id: row
+        for row in session.scalars(select(SweepObjectiveTable).where(SweepObjectiveTable.job_id.in_(job_ids)))
+    }
+    out = []
+    for job_id in job_ids:
+        row = stored.get(job_id)
+        if row is not None and (row.points_count, row.points_max_id) == current[job_id]:
+            out.append(_unpack(row))
+        else:
+            table = _build(session, job_id)
+            _store(session, table)
+            out.append(table)
+    return out
+
+
+def _unpack(row: SweepObjectiveTable) -> SweepObjectives:
+    names = tuple(row.names)
+    indexes = np.frombuffer(row.point_indexes, dtype=_INDEX)
+    values = np.frombuffer(row.objective_values, dtype=_FLOAT).reshape(len(indexes), len(names))
+    return SweepObjectives(
+        row.job_id, (row.points_count, row.points_max_id), names, indexes, tuple(row.labels), values
+    )
+
+
+def _build(session: Session, job_id: uuid.UUID) -> SweepObjectives:
+    """From the points' JSON, once per sweep (and again only if its points change)."""
+    rows = session.execute(
+        select(SweepPoint.id, SweepPoint.index, SweepPoint.label, SweepPoint.objectives)
+        .where(SweepPoint.job_id == job_id)
+        .order_by(SweepPoint.index)
+    ).all()
+    names = tuple(dict.fromkeys(name for *_, objectives in rows for name in objectives))
+    values = np.full((len(rows), len(names)), np.nan)
+    for i, (*_, objectives) in enumerate(rows):
+        for c, name in enumerate(names):
+            value = objectives.get(name)
+            if value is None:
+                continue
+            try:
+                values[i, c] = float(value)
+            except (TypeError, ValueError) as exc:
+                raise InvalidRequest(
+                    f"Point '{job_id}:{rows[i][1]}': {name} must be a number, not {value!r}."
+                ) from exc
+    fingerprint = (len(rows), max((r[0] for r in rows), default=0))
+    indexes = np.array([r[1] for r in rows], dtype=_INDEX)
+    return SweepObjectives(job_id, fingerprint, names, indexes, tuple(r[2] for r in rows), values)
+
+
+def _store(session: Session, table: SweepObjectives) -> None:
+    """Upsert the table and commit. Several API processes may build the same sweep at once: the last
+    writer wins, and every writer wrote the same thing."""
+    doc = {
+        "job_id": table.job_id,
+        "names": list(table.names),
+        "labels": list(table.labels),
+        "point_indexes": table.indexes.astype(_INDEX).tobytes(),
+        "objective_values": np.ascontiguousarray(table.values, dtype=_FLOAT).tobytes(),
+        "points_count": table.fingerprint[0],
+        "points_max_id": table.fingerprint[1],
+    }
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    statement = insert(SweepObjectiveTable).values(doc)
+    update = {key: statement.excluded[key] for key in doc if key != "job_id"}
+    session.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=update))
+    session.commit()
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRUCache(Generic[K, V]):
+    """A small thread-safe LRU map (the API serves requests from a thread pool), bounded by the total
+    `weight` of its values (e.g. points on the cached frontiers) rather than by their number."""
+
+    def __init__(self, max_weight: int, weight: Callable[[V], int]) -> None:
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._total = 0
+        self.max_weight = max_weight
+        self._weight = weight
+
+    def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key][0]
+        value = compute()  # outside the lock: a slow computation does not hold up hits on other keys
+        cost = max(1, self._weight(value))
+        if cost > self.max_weight:
+            return value
+        with self._lock:
+            if key in self._items:
+                self._total -= self._items[key][1]
+            self._items[key] = (value, cost)
+            self._items.move_to_end(key)
+            self._total += cost
+            while self._total > self.max_weight:
+                _, (_, old) = self._items.popitem(last=False)
+                self._total -= old
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._total = 0
+
+
+def frontier_key(
+    fingerprints_in_order: dict[uuid.UUID, Fingerprint],
+    objectives: Sequence[tuple[str, str]],
+    bounds: Sequence[Any],
+) -> tuple[Any, ...]:
+    return (tuple(fingerprints_in_order.items()), tuple(objectives), tuple(bounds))
