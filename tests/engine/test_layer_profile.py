@@ -5,6 +5,7 @@ model's own activations), streaming, external data, mixed formats and the error 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import tempfile
@@ -38,6 +39,7 @@ LAYER_KEYS = {
     "accumulated",
     "local",
     "local_note",
+    "qdq_err",
 }
 
 
@@ -268,7 +270,12 @@ def test_perturbed_module_torch_export_local_error_only_at_that_module(
 ) -> None:
     x = digits_split.x_test
     profile = profile_layers(
-        models.golden_pt2, "torch_export", models.perturbed_pt2, "torch_export", batches(x, 64)
+        models.golden_pt2,
+        "torch_export",
+        models.perturbed_pt2,
+        "torch_export",
+        batches(x, 64),
+        memory_budget_mb=0.5,  # a few profile batches of this small model
     )
     layers = by_name(profile)
     order = ["conv1", "relu", "conv2", "relu#1", "fc"]  # relu is called twice
@@ -276,9 +283,17 @@ def test_perturbed_module_torch_export_local_error_only_at_that_module(
     assert [layers[n]["op_type"] for n in order] == ["Conv2d", "ReLU", "Conv2d", "ReLU", "Linear"]
     assert_locality(layers, order, "conv2")
 
-    golden, noisy = torch_activations(models.golden, x), torch_activations(models.perturbed, x)
+    # torch's float32 convolutions differ in the last bits with the batch's size, so the reference runs
+    # the profile's batches: a one-sample probe, then profile_batch_size samples at a time
+    cuts = [0, 1, *range(1 + profile.profile_batch_size, len(x), profile.profile_batch_size), len(x)]
+    parts = [(x[a:b], torch_activations(models.golden, x[a:b])) for a, b in itertools.pairwise(cuts)]
+    golden = {k: torch.cat([acts[k] for _, acts in parts]) for k in parts[0][1]}
+    noisy = {
+        k: torch.cat([torch_activations(models.perturbed, xs)[k] for xs, _ in parts]) for k in parts[0][1]
+    }
     with torch.inference_mode():
-        local_conv2 = models.perturbed.conv2(golden["relu"]).numpy()
+        local_conv2 = torch.cat([models.perturbed.conv2(acts["relu"]) for _, acts in parts]).numpy()
+    assert profile.n_samples == len(x) and 1 < profile.profile_batch_size < len(x) - 1
     assert layers["conv2"]["local"]["sqnr_db"] == pytest.approx(
         sqnr(golden["conv2d_1"].numpy(), local_conv2), rel=1e-9
     )
@@ -308,10 +323,18 @@ def test_progress_reports_samples_done_and_cancellation_propagates(
 ) -> None:
     x = digits_split.x_test[:100]
     seen: list[int] = []
-    profile_layers(
-        models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 40), on_progress=seen.append
+    profile = profile_layers(
+        models.golden_onnx,
+        "onnx",
+        models.int8_onnx,
+        "onnx",
+        batches(x, 40),
+        on_progress=seen.append,
+        memory_budget_mb=0.5,
     )
-    assert seen == [40, 80, 100]
+    size = profile.profile_batch_size
+    assert 1 < size < 50
+    assert seen == [1, *range(1 + size, 100, size), 100]  # the one-sample probe, then the profile's batches
 
     def cancel(done: int) -> None:
         raise JobCancelled("stop")
@@ -380,10 +403,18 @@ def test_to_dict_is_strict_json_with_the_documented_keys(models: Models, digits_
         models.golden_onnx, "onnx", models.perturbed_onnx, "onnx", batches(digits_split.x_test[:64], 32)
     )
     data = json.loads(json.dumps(profile.to_dict(), allow_nan=False))
-    assert set(data) == {"n_samples", "layers", "unmatched_golden", "unmatched_compressed", "notes"}
+    assert set(data) == {
+        "n_samples",
+        "profile_batch_size",
+        "layers",
+        "unmatched_golden",
+        "unmatched_compressed",
+        "notes",
+    }
     for layer in data["layers"]:
         assert set(layer) == LAYER_KEYS
         assert set(layer["accumulated"]) == set(layer["local"]) == STAT_KEYS
+        assert layer["qdq_err"] is None  # no quantizer in a float model
 
 
 def test_torchscript_is_reported_as_unsupported(models: Models, digits_split: DigitsSplit) -> None:

@@ -1,0 +1,244 @@
+"""profile_layers: open both models, match their layers, stream the profile's batches through them and
+fold every comparison into running sums."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
+from pathlib import Path
+
+import numpy as np
+
+from worker.engine.errors import DatasetMismatchError, ModelLoadError
+from worker.engine.layer_profile.accumulate import LayerPair, StatsAccumulator
+from worker.engine.layer_profile.batching import DEFAULT_MEMORY_BUDGET_MB, Rebatcher, profile_batch_size
+from worker.engine.layer_profile.matching import match_layers, matching_note
+from worker.engine.layer_profile.onnx_local import OnnxLocal
+from worker.engine.layer_profile.onnx_side import OnnxSide
+from worker.engine.layer_profile.results import LayerFidelity, LayerProfile, LayerStats
+from worker.engine.layer_profile.sides import Feeds, batch_size_of
+from worker.engine.layer_profile.torch_side import TorchLocal, TorchSide
+from worker.engine.loaders import extract_onnx_zip
+from worker.engine.types import ModelFormat
+
+TORCHSCRIPT_NOTE = (
+    "Per-layer profiles of TorchScript models are not supported: TorchScript modules do not run Python "
+    "forward hooks. Export the model with torch.export (.pt2) or to ONNX to profile its layers."
+)
+
+
+def _open_side(
+    path: Path, fmt: ModelFormat, workdir: Path, role: str, threads: int | None
+) -> OnnxSide | TorchSide:
+    """Load one model for capture (an onnx_zip is extracted into `workdir` first)."""
+    if fmt == "onnx":
+        return OnnxSide(Path(path), workdir, role, threads)
+    if fmt == "onnx_zip":
+        folder = workdir / f"{role}_zip"
+        folder.mkdir()
+        return OnnxSide(extract_onnx_zip(Path(path), folder), workdir, role, threads)
+    if fmt == "torch_export":
+        return TorchSide(Path(path), role, threads)
+    raise ModelLoadError(f"Unknown model format {fmt!r} for a layer profile.")
+
+
+def _make_local(
+    golden: OnnxSide | TorchSide, compressed: OnnxSide | TorchSide, pairs: list[LayerPair], workdir: Path
+) -> OnnxLocal | TorchLocal | None:
+    """The local evaluator for these formats; pairs whose local value cannot be computed say why."""
+    for pair in pairs:
+        pair.local = StatsAccumulator()
+    if isinstance(golden, TorchSide) and isinstance(compressed, TorchSide):
+        return TorchLocal(golden, compressed, pairs)
+    if not (isinstance(golden, OnnxSide) and isinstance(compressed, OnnxSide)):
+        for pair in pairs:
+            pair.drop_local("local values need both models in the same format (ONNX or torch.export)")
+        return None
+    try:
+        local = OnnxLocal(compressed, pairs, workdir)
+    except Exception as exc:  # onnx / onnxruntime refusing the extra model
+        for pair in pairs:
+            pair.drop_local(f"onnxruntime could not build the local sub-graphs: {exc}")
+        return None
+    for pair in pairs:
+        if pair.golden in local.plan.skipped:
+            pair.drop_local(local.plan.skipped[pair.golden])
+    return local
+
+
+def _plan_qdq(compressed: OnnxSide | TorchSide, pairs: list[LayerPair]) -> None:
+    """Give every pair whose compressed tensor is a DequantizeLinear output of a QuantizeLinear ->
+    DequantizeLinear pair the tensor entering that QuantizeLinear (its own quantizer's error)."""
+    if not isinstance(compressed, OnnxSide):
+        return
+    for pair in pairs:
+        pair.qdq_input = compressed.quantizer_input(pair.compressed)
+        if pair.qdq_input is not None:
+            pair.qdq = StatsAccumulator()
+
+
+def _nbytes(values: Mapping[str, np.ndarray]) -> int:
+    return sum(int(v.nbytes) for v in values.values())
+
+
+def _run_local(
+    local: OnnxLocal | TorchLocal, pairs: list[LayerPair], feeds: Feeds, g: Mapping[str, np.ndarray], n: int
+) -> tuple[OnnxLocal | TorchLocal | None, int]:
+    """Fold one batch's local values in; returns the evaluator (None, having said why, if it failed) and
+    the bytes its values took."""
+    try:
+        values = local.run(feeds, g)
+    except Exception as exc:  # e.g. a golden tensor that the compressed sub-graph cannot take
+        for pair in pairs:
+            if pair.local is not None:
+                pair.drop_local(f"the local sub-graphs failed to run: {exc}")
+        return None, 0
+    for pair in pairs:
+        if pair.local is not None and pair.golden in values:
+            pair.local.update(g[pair.golden], values[pair.golden], n)
+    return local, _nbytes(values)
+
+
+def _process(
+    golden: OnnxSide | TorchSide,
+    compressed: OnnxSide | TorchSide,
+    pairs: list[LayerPair],
+    local: OnnxLocal | TorchLocal | None,
+    batches: Rebatcher,
+    budget_mb: float,
+    on_progress: Callable[[int], None] | None,
+) -> int:
+    """Run every profile batch through both models (and the local evaluator), folding it into the pairs'
+    sums. The first batch (one sample) measures the bytes per sample that size the later batches."""
+    g_names = {p.golden for p in pairs}
+    c_names = {p.compressed for p in pairs} | {p.qdq_input for p in pairs if p.qdq_input is not None}
+    fixed = golden.fixed_batch or compressed.fixed_batch
+    done = 0
+    for feeds in batches:
+        n = batch_size_of(feeds)
+        g = golden.capture(feeds, g_names)
+        c = compressed.capture(feeds, c_names)
+        held = _nbytes(g) + _nbytes(c)
+        for pair in pairs:
+            pair.accumulated.update(g[pair.golden], c[pair.compressed], n)
+            if pair.qdq is not None and pair.qdq_input is not None:
+                pair.qdq.update(c[pair.qdq_input], c[pair.compressed], n)
+        del c
+        if local is not None:
+            local, local_bytes = _run_local(local, pairs, feeds, g, n)
+            held += local_bytes
+        if isinstance(golden, TorchSide):
+            held += golden.inputs_nbytes()
+        del g
+        if done == 0:
+            batches.size = profile_batch_size(held / n, budget_mb, fixed)
+        done += n
+        if on_progress is not None:
+            on_progress(done)
+    return done
+
+
+def _local_result(pair: LayerPair) -> tuple[LayerStats | None, str | None]:
+    """The pair's local totals and note; None with the reason when they could not be computed."""
+    if pair.local is None:
+        return None, pair.local_note
+    if pair.local.problem is not None:
+        return None, f"local output {pair.local.problem}"
+    return pair.local.result(), pair.local_note
+
+
+def _finish(pairs: list[LayerPair], notes: list[str]) -> list[LayerFidelity]:
+    """Turn the pairs into results; layers with shape problems are dropped with a note."""
+    kept = []
+    for pair in pairs:
+        if pair.accumulated.problem is not None:
+            notes.append(f"Layer {pair.golden!r} left out: {pair.accumulated.problem}.")
+        else:
+            kept.append(pair)
+    not_batch_first = [pair.golden for pair in kept if not pair.accumulated.batch_first]
+    if not_batch_first:
+        notes.append(
+            f"No cosine for {', '.join(not_batch_first)}: their tensors do not have the batch on axis 0."
+        )
+    last = max(len(kept) - 1, 1)
+    layers = []
+    for depth, pair in enumerate(kept):
+        local, note = _local_result(pair)
+        qdq = pair.qdq.result() if pair.qdq is not None and pair.qdq.problem is None else None
+        layers.append(
+            LayerFidelity(
+                pair.golden,
+                pair.compressed,
+                pair.op_type,
+                depth,
+                depth / last,
+                pair.accumulated.result(),
+                local,
+                note,
+                qdq,
+                pair.qdq_input if qdq is not None else None,
+            )
+        )
+    missing = [layer.name for layer in layers if layer.local is None]
+    if missing:
+        notes.append(f"No local value for {len(missing)} layer(s) ({', '.join(missing)}); see local_note.")
+    return layers
+
+
+def profile_layers(
+    golden_path: Path,
+    golden_fmt: ModelFormat,
+    compressed_path: Path,
+    compressed_fmt: ModelFormat,
+    feeds_batches: Iterable[Mapping[str, np.ndarray]],
+    *,
+    name_map: Mapping[str, str] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
+    intra_op_threads: int | None = None,
+) -> LayerProfile:
+    """Profile the accumulated, local and own-quantizer fidelity of every matched layer over the samples.
+
+    feeds_batches yields dicts of input arrays (batch on axis 0), bound to the models' input names (a model
+    whose names differ takes them by position); they are re-cut into the profile's own batches, sized so
+    that one batch's captured tensors fit `memory_budget_mb` (see batching.py). on_progress(samples done)
+    is called after each profile batch and may raise JobCancelled, which propagates. `intra_op_threads`
+    sizes the runtimes' intra-op thread pools. Raises ModelLoadError, DatasetMismatchError (e.g. no
+    samples) or EngineError when a model fails to run.
+    """
+    if "torchscript" in (golden_fmt, compressed_fmt):
+        return LayerProfile(layers=[], notes=[TORCHSCRIPT_NOTE])
+    if memory_budget_mb <= 0:
+        raise ValueError(f"memory_budget_mb must be positive, got {memory_budget_mb}")
+    batches = iter(feeds_batches)
+    first = next((feeds for feeds in batches if batch_size_of(feeds) > 0), None)
+    if first is None:
+        raise DatasetMismatchError("the dataset has no samples")
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="kneeboard-layers-") as tmp:
+        workdir = Path(tmp)
+        golden = _open_side(golden_path, golden_fmt, workdir, "golden", intra_op_threads)
+        compressed = _open_side(compressed_path, compressed_fmt, workdir, "compressed", intra_op_threads)
+        fixed = golden.fixed_batch or compressed.fixed_batch
+        rebatched = Rebatcher(chain([first], batches), fixed or 1)
+        probe = Rebatcher([first], fixed or 1)
+        for side in (golden, compressed):
+            if isinstance(side, TorchSide):
+                side.capture(next(iter(probe)), None)  # discovers the leaf-module calls
+        notes.append(matching_note(golden, compressed))
+        pairs = match_layers(golden, compressed, name_map or {}, notes)
+        local = _make_local(golden, compressed, pairs, workdir)
+        _plan_qdq(compressed, pairs)
+        n = _process(golden, compressed, pairs, local, rebatched, memory_budget_mb, on_progress)
+    matched_g = {p.golden for p in pairs}
+    matched_c = {p.compressed for p in pairs}
+    layers = _finish(pairs, notes)
+    return LayerProfile(
+        layers=layers,
+        unmatched_golden=[name for name in golden.candidates if name not in matched_g],
+        unmatched_compressed=[name for name in compressed.candidates if name not in matched_c],
+        notes=notes,
+        n_samples=n,
+        profile_batch_size=rebatched.size,
+    )
