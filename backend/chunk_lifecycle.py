@@ -13,6 +13,8 @@ A fan-out job runs in three steps, each on whichever worker takes the message:
 Lost workers: `reap_lost_chunks` puts a chunk whose heartbeat stopped back in the queue (or fails the job
 after max_attempts), re-sends chunk messages that waited too long, and re-sends the merge of a job whose
 chunks are all done but whose merge never finished. A killed worker costs only the chunk it was running.
+A job that fails cancels its chunks that no worker has taken. The worker's transitions are retried while
+the database is unreachable (backend.db_retry): each is one self-contained transaction.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from sqlalchemy import ColumnElement, and_, exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from backend.db.models import Job, JobChunk, JobStatus, utcnow
-from backend.job_lifecycle import Claim, changed
+from backend.db_retry import retried
+from backend.job_lifecycle import Claim, cancel_untaken_chunks, changed, resend_due
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ def _job_running(job_id: uuid.UUID) -> ColumnElement[bool]:
     return exists().where(Job.id == job_id, Job.status == JobStatus.running.value)
 
 
+@retried
 def fan_out(session: Session, claim: Claim, specs: Sequence[dict[str, Any]]) -> bool:
     """Write the job's chunks (queued) and release the planner's claim, in one transaction. False (and
     nothing written) when the claim no longer owns the job."""
@@ -79,6 +83,7 @@ def fan_out(session: Session, claim: Claim, specs: Sequence[dict[str, Any]]) -> 
     return True
 
 
+@retried
 def claim_chunk(session: Session, job_id: uuid.UUID, index: int, worker_id: str) -> ChunkClaim | None:
     """queued -> running for this worker, while the job runs. None when the chunk is not queued (taken,
     done, or a duplicate message) or its job stopped (cancelled, failed, deleted)."""
@@ -129,6 +134,7 @@ def _owned(c: ChunkClaim) -> list[ColumnElement[bool]]:
     ]
 
 
+@retried
 def chunk_heartbeat(session: Session, c: ChunkClaim) -> bool:
     """Record that the chunk's worker is alive. False when the chunk is no longer ours or its job stopped."""
     result = session.execute(update(JobChunk).where(*_owned(c)).values(heartbeat_at=utcnow()))
@@ -136,6 +142,7 @@ def chunk_heartbeat(session: Session, c: ChunkClaim) -> bool:
     return changed(result) == 1
 
 
+@retried
 def finish_chunk(session: Session, c: ChunkClaim, result: dict[str, Any]) -> bool:
     """running -> succeeded with its result; the job's progress counts the chunks done. False when the
     chunk was taken from us (reaped) or the job stopped: then nothing is written."""
@@ -172,6 +179,7 @@ def chunk_counts(session: Session, job_id: uuid.UUID) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+@retried
 def fail_chunk(session: Session, c: ChunkClaim, error: str) -> bool:
     """The chunk failed for a reason that another attempt would not change (bad input, a model that does
     not run): the chunk and its job fail with that reason. False when the chunk was no longer ours."""
@@ -219,6 +227,7 @@ def fail_chunks_held_by(session: Session, job_id: uuid.UUID, worker_id: str, err
     return False
 
 
+@retried
 def claim_merge(session: Session, job_id: uuid.UUID, worker_id: str) -> Claim | None:
     """Take the job for its merge step: only when every chunk has succeeded and nobody else holds the job.
     Exactly one of several concurrent callers gets the Claim (the others see attempt_token set)."""
@@ -261,11 +270,13 @@ class ChunkReapOutcome:
 
 
 def _fail_job(session: Session, job_id: uuid.UUID, error: str, now: datetime) -> None:
-    session.execute(
+    failed = session.execute(
         update(Job)
         .where(Job.id == job_id, Job.status == JobStatus.running.value)
         .values(status=JobStatus.failed.value, error=error, finished_at=now, attempt_token=None)
     )
+    if changed(failed) == 1:
+        cancel_untaken_chunks(session, job_id, f"not run: the job failed ({error})", now)
 
 
 def reap_lost_chunks(
@@ -275,11 +286,15 @@ def reap_lost_chunks(
     resend_after_s: float | None = None,
     now: datetime | None = None,
     wait_s: float | None = None,
+    resend_max_s: float | None = None,
+    sent_before: datetime | None = None,
 ) -> ChunkReapOutcome:
     """For running fan-out jobs: chunks whose heartbeat stopped go back to the queue (or fail the job after
     max_attempts); queued chunks whose message waited longer than resend_after_s are sent again; a chunk that
     no worker took within wait_s of its creation fails its job (nobody serves its queue); a job whose chunks
-    all succeeded but whose merge went quiet is released and its merge sent again."""
+    all succeeded but whose merge went quiet is released and its merge sent again. Re-sends back off as
+    job_lifecycle.resend_due says, up to resend_max_s; `sent_before` (the broker lost its messages then)
+    re-sends every queued chunk sent before that moment at once."""
     now = now or utcnow()
     cutoff = now - timedelta(seconds=heartbeat_timeout_s)
     job_running = and_(Job.id == JobChunk.job_id, Job.status == JobStatus.running.value)
@@ -343,13 +358,15 @@ def reap_lost_chunks(
             _fail_job(session, job_id, error, now)
             failed_jobs.append(job_id)
     if resend_after_s is not None:
-        waited = now - timedelta(seconds=resend_after_s)
+        waited = sent_before or now - timedelta(seconds=resend_after_s)
         queued = session.execute(
-            select(JobChunk.job_id, JobChunk.index, JobChunk.enqueued_at, JobChunk.spec)
+            select(JobChunk.job_id, JobChunk.index, JobChunk.enqueued_at, JobChunk.spec, JobChunk.created_at)
             .join(Job, job_running)
             .where(JobChunk.status == JobStatus.queued.value, JobChunk.enqueued_at < waited)
         ).all()
-        for job_id, index, sent_at, spec in queued:
+        for job_id, index, sent_at, spec, created_at in queued:
+            if sent_before is None and not resend_due(created_at, sent_at, now, resend_after_s, resend_max_s):
+                continue
             guard = [JobChunk.job_id == job_id, JobChunk.index == index, JobChunk.enqueued_at == sent_at]
             if changed(session.execute(update(JobChunk).where(*guard).values(enqueued_at=now))) == 1:
                 resend.append((job_id, index, (spec or {}).get("queue")))

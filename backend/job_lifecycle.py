@@ -7,6 +7,10 @@ expects, so a duplicate delivery, a late zombie worker or two reapers racing can
        ^                 │ ├─fail_held_by─> failed (its pool process was killed at the time limit, or died)
        │                 │ └──cancel──> cancelled (the worker notices at its next progress report)
        └──── reap ───────┘ (no heartbeat for heartbeat_timeout_s; after max_attempts: failed)
+
+The worker's transitions (claim, heartbeat) are retried while the database is unreachable
+(backend.db_retry); `finish` is not, because it commits rows its caller added: the caller retries the
+whole transaction (worker.runtime.write_and_finish).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
-from backend.db.models import Job, JobStatus, utcnow
+from backend.db.models import Job, JobChunk, JobStatus, utcnow
+from backend.db_retry import retried
 
 ACTIVE = (JobStatus.queued.value, JobStatus.running.value)
 
@@ -37,6 +42,7 @@ class Claim:
     attempt: int
 
 
+@retried
 def claim(session: Session, job_id: uuid.UUID, worker_id: str) -> Claim | None:
     """queued -> running for this worker. None when the job is not queued (done, cancelled, taken, deleted)."""
     token = str(uuid.uuid4())
@@ -66,6 +72,7 @@ def _owned(c: Claim) -> list[ColumnElement[bool]]:
     return [Job.id == c.job_id, Job.attempt_token == c.token, Job.status == JobStatus.running.value]
 
 
+@retried
 def heartbeat(session: Session, c: Claim, progress: float | None = None, message: str | None = None) -> bool:
     """Record that the claim's worker is alive (and its progress). False when the job is no longer ours:
     cancelled by a user, or reaped after we were presumed dead."""
@@ -117,14 +124,28 @@ def fail_held_by(session: Session, job_id: uuid.UUID, worker_id: str, error: str
 
 
 def cancel(session: Session, job_id: uuid.UUID) -> bool:
-    """queued/running -> cancelled. A running worker stops at its next progress report."""
+    """queued/running -> cancelled. A running worker stops at its next progress report; chunks that no
+    worker has taken yet are cancelled with the job."""
+    now = utcnow()
     result = session.execute(
         update(Job)
         .where(Job.id == job_id, Job.status.in_(ACTIVE))
-        .values(status=JobStatus.cancelled.value, finished_at=utcnow(), progress_message="cancelled by user")
+        .values(status=JobStatus.cancelled.value, finished_at=now, progress_message="cancelled by user")
     )
+    if changed(result) == 1:
+        cancel_untaken_chunks(session, job_id, "the job was cancelled", now)
     session.commit()
-    return result.rowcount == 1  # type: ignore[attr-defined]
+    return changed(result) == 1
+
+
+def cancel_untaken_chunks(session: Session, job_id: uuid.UUID, why: str, now: datetime) -> None:
+    """Chunks of a job that stopped (failed, cancelled) which no worker has taken: cancelled, so that no
+    chunk stays "queued" for ever (a message for one of them is skipped by claim_chunk anyway)."""
+    session.execute(
+        update(JobChunk)
+        .where(JobChunk.job_id == job_id, JobChunk.status == JobStatus.queued.value)
+        .values(status=JobStatus.cancelled.value, finished_at=now, error=why)
+    )
 
 
 @dataclass(frozen=True)
@@ -177,23 +198,49 @@ def mark_enqueued(session: Session, job_id: uuid.UUID) -> None:
     session.commit()
 
 
+def resend_due(
+    created_at: datetime | None,
+    sent_at: datetime,
+    now: datetime,
+    resend_after_s: float,
+    resend_max_s: float | None,
+) -> bool:
+    """Whether work still queued since its message was sent at `sent_at` gets the message again: after
+    resend_after_s, then after waits that double with each re-send (the wait is the time the work had
+    already been queued when it was last sent, so a job queued behind hours of work on a busy pool gets
+    a handful of duplicates, not one per round), capped at resend_max_s."""
+    waited_before = (sent_at - created_at).total_seconds() if created_at is not None else 0.0
+    wait = max(resend_after_s, waited_before)
+    if resend_max_s is not None:
+        wait = min(wait, max(resend_max_s, resend_after_s))
+    return (now - sent_at).total_seconds() >= wait
+
+
 def stale_queued_jobs(
-    session: Session, resend_after_s: float, now: datetime | None = None
+    session: Session,
+    resend_after_s: float,
+    now: datetime | None = None,
+    resend_max_s: float | None = None,
+    sent_before: datetime | None = None,
 ) -> list[tuple[uuid.UUID, str]]:
-    """Queued jobs whose message was sent longer ago than resend_after_s (it may have died with a worker
-    that had reserved it). Each is claimed for re-sending by moving its enqueued_at, so concurrent reapers
-    send it once."""
+    """Queued jobs whose message may have been lost: sent longer ago than the backoff of `resend_due`
+    allows, or (`sent_before`: the broker lost its messages then) sent before that moment. Each is claimed
+    for re-sending by moving its enqueued_at, so concurrent reapers send it once."""
     now = now or utcnow()
-    cutoff = now - timedelta(seconds=resend_after_s)
+    cutoff = sent_before or now - timedelta(seconds=resend_after_s)
     stale = session.execute(
-        select(Job.id, Job.kind, Job.enqueued_at).where(
+        select(Job.id, Job.kind, Job.enqueued_at, Job.created_at).where(
             Job.status == JobStatus.queued.value, Job.enqueued_at < cutoff
         )
     ).all()
     taken = []
-    for job_id, kind, sent_at in stale:
+    for job_id, kind, sent_at, created_at in stale:
+        if sent_at is None:
+            continue
+        if sent_before is None and not resend_due(created_at, sent_at, now, resend_after_s, resend_max_s):
+            continue
         guard = [Job.id == job_id, Job.status == JobStatus.queued.value, Job.enqueued_at == sent_at]
-        if session.execute(update(Job).where(*guard).values(enqueued_at=now)).rowcount == 1:  # type: ignore[attr-defined]
+        if changed(session.execute(update(Job).where(*guard).values(enqueued_at=now))) == 1:
             taken.append((job_id, kind))
     session.commit()
     return taken
@@ -205,10 +252,16 @@ def run_reaper_once(
     max_attempts: int,
     enqueue: Callable[[uuid.UUID, str], None],
     resend_after_s: float | None = None,
+    resend_max_s: float | None = None,
+    sent_before: datetime | None = None,
 ) -> ReapOutcome:
     with session_maker() as session:
         outcome = reap_lost_jobs(session, heartbeat_timeout_s, max_attempts)
-        resend = stale_queued_jobs(session, resend_after_s) if resend_after_s else []
+        resend = (
+            stale_queued_jobs(session, resend_after_s, resend_max_s=resend_max_s, sent_before=sent_before)
+            if resend_after_s
+            else []
+        )
     for job_id, kind in outcome.requeued + resend:
         enqueue(job_id, kind)
     return ReapOutcome(requeued=outcome.requeued + resend, failed=outcome.failed)

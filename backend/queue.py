@@ -1,15 +1,23 @@
-"""Enqueue jobs by task name. The API never imports worker code."""
+"""Enqueue jobs by task name. The API never imports worker code.
+
+Also how the reaper notices that the broker lost its messages (`BrokerWatch`): Redis without persistence
+forgets every queued message when it restarts, and nothing else would tell us.
+"""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from functools import lru_cache
 
 from celery import Celery
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from backend.celery_config import celery_config
 from backend.contracts import CHUNK_TASK, MERGE_TASK, TASK_NAMES, JobKind
 from backend.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=4)
@@ -31,3 +39,47 @@ def enqueue_chunk(settings: Settings, job_id: uuid.UUID, index: int, queue: str 
 
 def enqueue_merge(settings: Settings, job_id: uuid.UUID) -> None:
     _client(settings).send_task(MERGE_TASK, args=[str(job_id)], queue=settings.queue_name)
+
+
+def broker_error(error: BaseException) -> bool:
+    """Whether `error` is the broker being unreachable (kombu's recoverable connection error, or the Redis
+    client's, or a socket error): the message was not sent, and the reaper's re-send will send it."""
+    if isinstance(error, KombuOperationalError | ConnectionError | TimeoutError):
+        return True
+    try:
+        import redis.exceptions
+    except ImportError:  # pragma: no cover - redis is installed with celery[redis]
+        return False
+    return isinstance(error, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError)
+
+
+class BrokerWatch:
+    """Notices that the broker lost its queued messages (a Redis that keeps nothing on disk restarted, or
+    was flushed): a marker key, written once, is gone. `lost()` answers True once per loss; the reaper then
+    re-sends every queued job and chunk at once instead of waiting for the backed-off re-send. With Redis
+    persistence (appendonly) the key and the messages survive a restart, and nothing is re-sent."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.key = f"kneeboard:broker-epoch:{settings.queue_name}"
+        self.epoch: str | None = None
+
+    def lost(self) -> bool:
+        """True when the broker's data was lost since the last call. Raises when the broker is down."""
+        url = self.settings.resolved_broker_url
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            return False  # the filesystem transport keeps its messages as files
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        try:
+            client.set(self.key, uuid.uuid4().hex, nx=True)
+            raw = client.get(self.key)
+        finally:
+            client.close()
+        epoch = raw.decode() if isinstance(raw, bytes) else str(raw)
+        seen, self.epoch = self.epoch, epoch
+        if seen is not None and seen != epoch:
+            log.warning("the broker lost its data (restarted without persistence?): re-sending queued work")
+            return True
+        return False

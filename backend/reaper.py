@@ -1,6 +1,8 @@
-"""The API's background loop that finds jobs whose worker died and requeues or fails them.
+"""The API's background loop that finds jobs whose worker died and requeues or fails them, and re-sends
+messages that may have been lost (see docs/design-notes.md, "Blips").
 
 It runs in every API process; the compare-and-set updates in job_lifecycle make concurrent reapers harmless.
+A round that fails (the database or the broker is down) is logged and the next one runs as usual.
 """
 
 from __future__ import annotations
@@ -9,19 +11,25 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from datetime import datetime
 
 from starlette.concurrency import run_in_threadpool
 
 from backend import chunk_lifecycle, job_lifecycle
 from backend.contracts import JobKind
+from backend.db.models import utcnow
 from backend.db.session import session_factory
-from backend.queue import enqueue_chunk, enqueue_job, enqueue_merge
+from backend.queue import BrokerWatch, enqueue_chunk, enqueue_job, enqueue_merge
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
+def reap_once(settings: Settings, sent_before: datetime | None = None) -> job_lifecycle.ReapOutcome:
+    """One round. `sent_before`: the broker lost its messages at about this time, so every job and chunk
+    still queued that was sent before it is sent again now (otherwise re-sends back off, see
+    job_lifecycle.resend_due)."""
+
     def enqueue(job_id: uuid.UUID, kind: str) -> None:
         enqueue_job(settings, JobKind(kind), job_id)
 
@@ -31,9 +39,11 @@ def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
         settings.max_attempts,
         enqueue,
         resend_after_s=settings.queued_resend_s,
+        resend_max_s=settings.queued_resend_max_s,
+        sent_before=sent_before,
     )
     if outcome.requeued or outcome.failed:
-        log.warning("reaper: requeued %s, failed %s", outcome.requeued, outcome.failed)
+        log.warning("reaper: requeued or sent again %s, failed %s", outcome.requeued, outcome.failed)
     with session_factory(settings.resolved_database_url)() as session:
         chunks = chunk_lifecycle.reap_lost_chunks(
             session,
@@ -41,6 +51,8 @@ def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
             settings.max_attempts,
             settings.queued_resend_s,
             wait_s=settings.chunk_wait_s,
+            resend_max_s=settings.queued_resend_max_s,
+            sent_before=sent_before,
         )
     for job_id, index, queue in chunks.resend_chunks:
         enqueue_chunk(settings, job_id, index, queue)
@@ -56,13 +68,34 @@ def reap_once(settings: Settings) -> job_lifecycle.ReapOutcome:
     return job_lifecycle.ReapOutcome(requeued=outcome.requeued, failed=outcome.failed + chunks.failed_jobs)
 
 
+class Reaper:
+    """Rounds of reap_once, with the broker watched for lost messages in between."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.broker = BrokerWatch(settings)
+        self.lost_at: datetime | None = None
+        """When the broker was found to have lost its messages, until a round has re-sent them."""
+
+    def round(self) -> job_lifecycle.ReapOutcome:
+        if self.broker.lost() and self.lost_at is None:
+            self.lost_at = utcnow()
+        outcome = reap_once(self.settings, sent_before=self.lost_at)
+        self.lost_at = None  # re-sent (a round that raised keeps it for the next one)
+        return outcome
+
+
 async def reaper_loop(settings: Settings) -> None:
+    reaper = Reaper(settings)
     while True:
         await asyncio.sleep(settings.reaper_interval_s)
         try:
-            await run_in_threadpool(reap_once, settings)
-        except Exception:  # keep reaping whatever one round did
-            log.exception("reaper round failed")
+            await run_in_threadpool(reaper.round)
+        except Exception as exc:  # keep reaping whatever one round did (database or broker down, a bug)
+            log.error(
+                "reaper round failed: %s: %s", type(exc).__name__, (str(exc).splitlines() or [""])[0][:300]
+            )
+            log.debug("reaper round failed", exc_info=True)
 
 
 @contextlib.asynccontextmanager

@@ -19,24 +19,19 @@ from billiard.einfo import ExceptionWithTraceback
 from billiard.exceptions import WorkerLostError
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 from celery.worker import state as worker_state
 from celery.worker.request import Request
 
 from backend.celery_config import celery_config
 from backend.settings import get_settings
+from worker.lost_work import LOST_WORK_HOOKS
 
 log = logging.getLogger(__name__)
 
 # How a pool process ended that is not a shutdown of the worker (SIGTERM, SIGINT, SIGQUIT, SIGHUP reach
 # the pool processes too when a whole process group is stopped, and those jobs must stay for the reaper).
 _CRASH = re.compile(r"signal \d+ \((SIGSEGV|SIGBUS|SIGILL|SIGFPE|SIGABRT|SIGKILL)\)|exitcode [1-9]\d*")
-
-
-def _lost_work_hooks() -> dict[str, Any]:
-    from worker.tasks import LOST_WORK_HOOKS
-
-    return LOST_WORK_HOOKS
 
 
 class ContainingRequest(Request):
@@ -57,9 +52,13 @@ class ContainingRequest(Request):
         if isinstance(exc, WorkerLostError) and not shutting_down:
             status = _CRASH.search(str(exc))
             if status is not None:
+                from worker.oom_evidence import oom_evidence
                 from worker.runtime import crash_reason
 
-                self._fail_job(crash_reason(status.group(0), get_settings().resolved_worker_memory_limit_mb))
+                killed = "SIGKILL" in status.group(0) and self.worker_pid
+                evidence = oom_evidence(self.worker_pid) if killed else None
+                limit_mb = get_settings().resolved_worker_memory_limit_mb
+                self._fail_job(crash_reason(status.group(0), limit_mb, evidence))
         super().on_failure(exc_info, send_failed_event=send_failed_event, return_ok=return_ok)
 
     def _fail_job(self, reason: str) -> None:
@@ -69,7 +68,7 @@ class ContainingRequest(Request):
         try:
             from worker.runtime import fail_lost_work
 
-            fail_lost_work(get_settings(), str(args[0]), self.worker_pid, reason, _lost_work_hooks())
+            fail_lost_work(get_settings(), str(args[0]), self.worker_pid, reason, LOST_WORK_HOOKS)
         except Exception:  # the worker's main loop must survive; the reaper remains the backstop
             log.exception("could not fail job %s after losing its pool process", args[0])
 
@@ -86,7 +85,7 @@ class KneeboardTask(Task):
 
             settings = get_settings()
             reason = time_limit_reason(settings.task_time_limit_s)
-            fail_lost_work(settings, str(args[0]), os.getpid(), reason, _lost_work_hooks())
+            fail_lost_work(settings, str(args[0]), os.getpid(), reason, LOST_WORK_HOOKS)
 
 
 app = Celery("kneeboard", include=["worker.tasks"], task_cls=KneeboardTask)
@@ -124,6 +123,15 @@ def _address_space_bytes() -> int:
     except OSError:
         pass
     return 0
+
+
+@worker_init.connect
+def _watch_for_oom_kills(**_: object) -> None:
+    """The worker's main process notes the memory cgroup's OOM-kill counter, so that a pool process killed
+    later is blamed on the OOM killer only if the counter moved (worker.oom_evidence)."""
+    from worker.oom_evidence import start_watching
+
+    start_watching()
 
 
 @worker_process_init.connect

@@ -3,7 +3,9 @@
 Every write goes through backend.job_lifecycle's compare-and-set transitions, so a redelivered message,
 a job cancelled by its user, or a worker that was presumed dead and reaped can never overwrite the job:
 results are committed in the same transaction as the "succeeded" status, and only by the claim that owns
-the job.
+the job. While the database is unreachable those writes are retried (backend.db_retry); an error that
+outlasts the retries is raised to the task (worker.tasks), which puts the message back on the queue, instead
+of failing the job for a blip.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from backend import chunk_lifecycle, job_lifecycle
 from backend.db.models import Job, JobResult, JobStatus, SampleDivergence, SweepPoint
 from backend.db.session import make_engine, session_factory
+from backend.db_retry import in_transaction, transient_db_error
+from backend.queue import broker_error
 from backend.settings import Settings, get_settings
 from backend.storage import ArtifactStore, store_from_uri
 from worker.engine.errors import EngineError, JobCancelled
@@ -139,10 +143,12 @@ def fail_job(
     claim: job_lifecycle.Claim,
     message: str,
 ) -> None:
-    with sessions() as session:
+    def record(session: Session) -> None:
         clear_results(session, ctx.job_id)
         handler.on_failure(session, ctx, message)
         job_lifecycle.finish(session, claim, JobStatus.failed, error=message)
+
+    in_transaction(sessions, record, f"failing job {ctx.job_id}")
 
 
 def job_context(
@@ -171,18 +177,39 @@ def artifact_store(settings: Settings) -> ArtifactStore:
 def write_and_finish(
     sessions: sessionmaker[Session], claim: job_lifecycle.Claim, writer: ResultWriter
 ) -> str:
-    """Replace the job's results by the writer's, and mark it succeeded, in one transaction."""
-    with sessions() as session:
+    """Replace the job's results by the writer's, and mark it succeeded, in one transaction (replayed from
+    the start while the database is unreachable: the writer adds new rows each time)."""
+
+    def commit(session: Session) -> str:
         clear_results(session, claim.job_id)
         writer(session)
         if job_lifecycle.finish(session, claim, JobStatus.succeeded):
             return JobStatus.succeeded.value
         return "skipped"
 
+    return in_transaction(sessions, commit, f"storing the results of job {claim.job_id}")
+
+
+class ServiceUnavailable(Exception):
+    """The database or the broker stayed unreachable past the retries: not the job's fault, so the task
+    puts its message back on the queue (worker.tasks) instead of failing the job."""
+
+
+def service_error(exc: BaseException) -> bool:
+    """A database or broker outage (or one an exception was raised from)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ServiceUnavailable) or transient_db_error(seen) or broker_error(seen):
+            return True
+        seen = seen.__cause__
+    return False
+
 
 def run_guarded(job_id: uuid.UUID, body: Callable[[], str], on_error: Callable[[str], None]) -> str:
     """Run a step of a job; an engine error (bad input: the user's to fix), running out of memory or time,
-    or a crash (ours) becomes the job's failure with a message a user can act on; a cancellation just stops."""
+    or a crash (ours) becomes the job's failure with a message a user can act on; a cancellation just stops.
+    A database or broker outage is not the job's fault: it is raised as ServiceUnavailable, the job stays as
+    it is (the reaper takes it back if its heartbeat stops), and the task's message goes back to the queue."""
     try:
         return body()
     except JobCancelled:
@@ -196,6 +223,9 @@ def run_guarded(job_id: uuid.UUID, body: Callable[[], str], on_error: Callable[[
         on_error(out_of_memory_reason(str(exc)) if out_of_memory(exc) else str(exc))
         return JobStatus.failed.value
     except Exception as exc:
+        if service_error(exc):
+            log.warning("job %s: database or broker unavailable: %s", job_id, exc)
+            raise ServiceUnavailable(f"{type(exc).__name__}: {exc}") from exc
         if out_of_memory(exc):
             on_error(out_of_memory_reason(f"{type(exc).__name__}: {exc}"))
             return JobStatus.failed.value
@@ -259,12 +289,20 @@ def time_limit_reason(limit_s: float) -> str:
     )
 
 
-def crash_reason(exit_status: str, limit_mb: int) -> str:
-    """Why a job failed whose pool process died under it (`exit_status`: "signal 11 (SIGSEGV)", "exitcode 1")."""
+def crash_reason(exit_status: str, limit_mb: int, oom_evidence: str | None = None) -> str:
+    """Why a job failed whose pool process died under it (`exit_status`: "signal 11 (SIGSEGV)", "exitcode 1").
+    A SIGKILL is blamed on the kernel's out-of-memory killer only with `oom_evidence` (worker.oom_evidence:
+    the kernel log or the memory cgroup says so); otherwise the reason says only what is known."""
     if "SIGKILL" in exit_status:
-        cause = "it was killed, most likely by the kernel's out-of-memory killer"
+        if oom_evidence:
+            return (
+                f"the worker process running the model died: killed by {exit_status}, by the kernel's "
+                f"out-of-memory killer ({oom_evidence}); {memory_advice(limit_mb)}"
+            )
         return (
-            f"the worker process running the model died ({exit_status}): {cause}; {memory_advice(limit_mb)}"
+            f"the worker process running the model died: killed by {exit_status} from outside the worker (a "
+            "person, a supervisor or the kernel; neither the kernel log nor the memory cgroup, where readable, "
+            "shows an out-of-memory kill). The worker replaced the process and goes on with other jobs"
         )
     return (
         f"the worker process running the model died ({exit_status}): the model crashed its runtime, or it ran "

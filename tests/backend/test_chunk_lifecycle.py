@@ -202,3 +202,41 @@ def test_a_chunk_no_worker_takes_fails_its_job_with_the_queue_named(session: Ses
     row = _job(session, job)
     assert row.status == "failed" and "kneeboard.device.rpi5" in (row.error or "")
     assert "--device" in (row.error or "")
+
+
+def test_a_failed_job_cancels_its_untaken_chunks(session: Session) -> None:
+    job, _ = _fanned_out(session, 3)
+    running = cl.claim_chunk(session, job.id, 0, "w1")
+    assert running is not None and cl.fail_chunk(session, running, "chunk 0: bad input")
+    assert _job(session, job).status == "failed"
+    assert _chunk(session, job, 0).status == "failed"
+    for index in (1, 2):
+        untaken = _chunk(session, job, index)
+        assert untaken.status == "cancelled" and "bad input" in (untaken.error or ""), untaken.error
+        assert untaken.finished_at is not None
+
+
+def test_a_cancelled_job_cancels_its_untaken_chunks_but_not_finished_ones(session: Session) -> None:
+    job, _ = _fanned_out(session, 2)
+    done = cl.claim_chunk(session, job.id, 0, "w1")
+    assert done is not None and cl.finish_chunk(session, done, {"ok": 1})
+    assert jl.cancel(session, job.id)
+    assert [_chunk(session, job, i).status for i in (0, 1)] == ["succeeded", "cancelled"]
+
+
+def test_chunk_resends_back_off_and_a_lost_broker_resends_at_once(session: Session) -> None:
+    job, _ = _fanned_out(session, 1)
+    created = utcnow() - timedelta(seconds=1000)
+    session.execute(update(JobChunk).values(created_at=created, enqueued_at=created + timedelta(seconds=400)))
+    session.commit()
+    sent = created + timedelta(seconds=400)
+    # Queued 400 s when last sent: the next re-send waits 400 s (not 60), capped by resend_max_s.
+    at_300 = sent + timedelta(seconds=300)
+    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=at_300).resend_chunks == []
+    capped = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=at_300, resend_max_s=200)
+    assert capped.resend_chunks == [(job.id, 0, None)]
+    # The broker lost its messages after that re-send: everything sent before is sent again at once.
+    lost_at = at_300 + timedelta(seconds=1)
+    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at).resend_chunks == []
+    again = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at, sent_before=lost_at)
+    assert again.resend_chunks == [(job.id, 0, None)]

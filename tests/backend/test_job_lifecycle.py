@@ -108,3 +108,46 @@ def test_queued_jobs_waiting_too_long_are_resent_once(session: Session) -> None:
     assert lc.stale_queued_jobs(session, resend_after_s=60, now=much_later) == [], (
         "running jobs are not resent"
     )
+
+
+@pytest.mark.parametrize(
+    ("queued_before_send_s", "since_send_s", "cap_s", "due"),
+    [
+        (0, 29, None, False),  # first send: the base wait (30 s)
+        (0, 30, None, True),
+        (100, 99, None, False),  # queued 100 s when last sent: wait 100 s
+        (100, 100, None, True),
+        (10_000, 899, 900, False),  # the cap bounds the wait
+        (10_000, 900, 900, True),
+    ],
+)
+def test_resend_waits_double_with_each_resend_up_to_the_cap(
+    queued_before_send_s: float, since_send_s: float, cap_s: float | None, due: bool
+) -> None:
+    created = utcnow()
+    sent = created + timedelta(seconds=queued_before_send_s)
+    now = sent + timedelta(seconds=since_send_s)
+    assert lc.resend_due(created, sent, now, resend_after_s=30, resend_max_s=cap_s) is due
+
+
+def test_a_job_queued_behind_long_work_gets_few_duplicate_messages(session: Session) -> None:
+    """A job that waits an hour on a busy pool is sent again about log2(3600 / 30) times, not every round."""
+    job = _job(session)
+    created = session.get_one(Job, job.id).created_at
+    session.execute(update(Job).where(Job.id == job.id).values(enqueued_at=created))
+    session.commit()
+    resends = 0
+    for second in range(0, 3600, 10):  # a reaper round every 10 s
+        now = created + timedelta(seconds=second)
+        resends += len(lc.stale_queued_jobs(session, resend_after_s=30, now=now, resend_max_s=900))
+    assert 5 <= resends <= 8, resends  # at 30, 60, 120, 240, 480, 960 s, then every 900 s (the cap)
+
+
+def test_a_lost_broker_resends_every_job_queued_before_the_loss(session: Session) -> None:
+    job = _job(session)
+    lc.mark_enqueued(session, job.id)
+    lost_at = utcnow() + timedelta(seconds=1)
+    assert lc.stale_queued_jobs(session, resend_after_s=60, now=lost_at) == []
+    assert lc.stale_queued_jobs(session, resend_after_s=60, now=lost_at, sent_before=lost_at) == [
+        (job.id, "fidelity")
+    ]
