@@ -91,15 +91,31 @@ def hash_password(password: str) -> str:
 
 def check_password(session: Session, username: str, password: str) -> User | None:
     """The user, if the password is theirs; None otherwise (as slowly for an unknown name)."""
-    user = session.scalar(select(User).where(User.username == username.strip().lower()))
-    if user is None or not user.password_hash:
-        _verify(_DUMMY_HASH, password)
+    user = user_named(session, username)
+    if not password_matches(user.password_hash if user else None, password):
         return None
-    if not _verify(user.password_hash, password):
-        return None
-    if _hasher.check_needs_rehash(user.password_hash):
+    assert user is not None
+    if password_needs_rehash(user.password_hash):
         user.password_hash = _hasher.hash(password)
     return user
+
+
+def user_named(session: Session, username: str) -> User | None:
+    return session.scalar(select(User).where(User.username == username.strip().lower()))
+
+
+def password_matches(password_hash: str | None, password: str) -> bool:
+    """Whether the password matches the stored hash; with no hash (unknown user, token-only account) it is
+    checked against a dummy hash, as slowly, and does not match. The expensive step: the API runs it in its
+    bounded hashing pool (backend/api/password_pool.py)."""
+    if not password_hash:
+        _verify(_DUMMY_HASH, password)
+        return False
+    return _verify(password_hash, password)
+
+
+def password_needs_rehash(password_hash: str) -> bool:
+    return _hasher.check_needs_rehash(password_hash)
 
 
 def _verify(hashed: str, password: str) -> bool:

@@ -63,6 +63,28 @@ class Unauthenticated(KneeboardError):
     headers = {"WWW-Authenticate": "Bearer"}  # noqa: RUF012 (read-only)
 
 
+class TooManyAttempts(KneeboardError):
+    """Sign-in attempts of this account or address are throttled; Retry-After says when to try again."""
+
+    status_code = 429
+    code = "too_many_attempts"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after_s)}
+
+
+class Busy(KneeboardError):
+    """A bounded pool (e.g. password hashing) is full: try again after Retry-After."""
+
+    status_code = 503
+    code = "busy"
+
+    def __init__(self, message: str, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after_s)}
+
+
 class Forbidden(KneeboardError):
     """The caller can see the resource but their role does not allow this change."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -171,6 +172,22 @@ def staging_file(store: ArtifactStore) -> Iterator[Path]:
         yield path
     finally:
         path.unlink(missing_ok=True)
+
+
+def sweep_staging(store: ArtifactStore, max_age_s: float, now: float | None = None) -> list[Path]:
+    """Delete the staging files not written for max_age_s (uploads cut off by a killed API, downloads of a
+    killed worker); returns what was deleted. The age is the file's mtime, which every write of a streaming
+    upload renews, so a live upload (cut off at KNEEBOARD_UPLOAD_MAX_LIFE_S) is never swept."""
+    cutoff = (time.time() if now is None else now) - max_age_s
+    swept = []
+    for entry in os.scandir(store.staging_dir):
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+                swept.append(Path(entry.path))
+        except FileNotFoundError:  # moved into the store or deleted meanwhile
+            continue
+    return swept
 
 
 def copy_file_to_staging(src: Path, store: ArtifactStore) -> StagedFile:

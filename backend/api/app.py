@@ -14,6 +14,8 @@ from sqlalchemy import text
 from backend.api.auth import authenticated_caller
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses, install_error_handlers
+from backend.api.housekeeping import running_housekeeping
+from backend.api.password_pool import HashingPool
 from backend.api.routes import (
     auth,
     dataset_preview,
@@ -26,6 +28,7 @@ from backend.api.routes import (
     sweep,
     teams,
 )
+from backend.api.security_headers import SecurityHeadersMiddleware
 from backend.api.upload_limit import UploadLimitMiddleware
 from backend.api.validation import refuse_unstorable_input
 from backend.errors import InvalidRequest, Unauthenticated
@@ -65,15 +68,26 @@ SIGNED_IN_ROUTERS = (
 )
 
 
-def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> FastAPI:
+class DashboardAssets(StaticFiles):
+    """The dashboard's bundles; when the dashboard is not built every path is a 404 (StaticFiles raises a
+    RuntimeError, a 500, for a directory that does not exist)."""
+
+    async def check_config(self) -> None:
+        if self.directory is not None and Path(self.directory).is_dir():
+            await super().check_config()
+
+
+def create_app(
+    settings: Settings | None = None, *, run_reaper: bool = True, frontend_dist: Path = FRONTEND_DIST
+) -> FastAPI:
     settings = settings or get_settings()
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        if run_reaper:
-            async with running_reaper(settings):
-                yield
-        else:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(running_housekeeping(settings, app.state.store))
+            if run_reaper:
+                await stack.enter_async_context(running_reaper(settings))
             yield
 
     app = FastAPI(
@@ -87,8 +101,10 @@ def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> 
     app.state.store = store_from_uri(
         settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
     )
+    app.state.hashing_pool = HashingPool(settings.password_hash_workers, settings.password_hash_queue)
     install_error_handlers(app)
     app.add_middleware(UploadLimitMiddleware, limit_bytes=settings.max_upload_bytes)
+    app.add_middleware(SecurityHeadersMiddleware)  # added last: outermost, so every response has them
 
     api = APIRouter(
         prefix="/api/v1",
@@ -109,11 +125,11 @@ def create_app(settings: Settings | None = None, *, run_reaper: bool = True) -> 
 
     # The built single-page app: index.html at /, its hashed bundles under /assets (vite's assetsDir).
     # Routes live in the URL fragment (#/jobs/12), so no other path needs to fall back to index.html.
-    app.mount("/assets", StaticFiles(directory=FRONTEND_DIST / "assets", check_dir=False), name="assets")
+    app.mount("/assets", DashboardAssets(directory=frontend_dist / "assets", check_dir=False), name="assets")
 
     @app.get("/", include_in_schema=False, response_model=None)
     def index() -> FileResponse | HTMLResponse:
-        built = FRONTEND_DIST / "index.html"
+        built = frontend_dist / "index.html"
         return FileResponse(built) if built.is_file() else HTMLResponse(NOT_BUILT_PAGE)
 
     return app

@@ -8,6 +8,7 @@ Small form fields are kept in memory (capped).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -118,12 +119,20 @@ async def receive_upload(
             "send the upload as multipart/form-data with the file in the field 'file' (curl -F file=@model.onnx)"
         )
     state = _State(staging=staging, limit=limit_bytes)
+    max_life_s = _max_life_s(request)
     try:
         # The constructor refuses a boundary it cannot use (e.g. longer than 256 bytes): also malformed.
         parser = MultipartParser(boundary, _callbacks(state))  # type: ignore[arg-type]
-        async for chunk in request.stream():
-            parser.write(chunk)
+        # Bounded, so that the staging sweep (backend/storage.py) can tell abandoned files by their age.
+        async with asyncio.timeout(max_life_s):
+            async for chunk in request.stream():
+                parser.write(chunk)
         parser.finalize()
+    except TimeoutError as exc:
+        raise InvalidUpload(
+            f"the upload took longer than {max_life_s:g} s (KNEEBOARD_UPLOAD_MAX_LIFE_S) and was cut off; "
+            "upload it again over a faster connection"
+        ) from exc
     except FormParserError as exc:
         raise InvalidUpload(
             f"the multipart body is malformed ({exc}); send the file with curl -F file=@PATH"
@@ -153,6 +162,11 @@ async def receive_upload(
         )
     staged = StagedFile(path=staging, sha256=state.digest.hexdigest(), size_bytes=state.size)
     return staged, filename, state.fields
+
+
+def _max_life_s(request: Request) -> float | None:
+    settings = getattr(request.app.state, "settings", None)
+    return getattr(settings, "upload_max_life_s", None)
 
 
 def multipart_openapi(description: str, fields: dict[str, str]) -> dict[str, Any]:

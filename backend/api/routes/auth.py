@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
+from typing import NoReturn
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Request, Response, status
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
+from backend import login_throttle
 from backend.accounts import (
+    Caller,
     TokenKind,
-    check_password,
     hash_password,
     issue_token,
     now,
+    password_matches,
+    password_needs_rehash,
     revoke_token,
     roles_of,
+    user_named,
 )
 from backend.api.account_schemas import (
     LoginIn,
@@ -30,14 +38,24 @@ from backend.api.account_schemas import (
 from backend.api.auth import SESSION_COOKIE, CallerDep
 from backend.api.deps import SessionDep, SettingsDep
 from backend.api.errors import error_responses
+from backend.api.password_pool import HashingPool
 from backend.db.models import ApiToken, Team, User
-from backend.errors import InvalidRequest, KneeboardError, NotFound, Unauthenticated
+from backend.errors import (
+    Busy,
+    InvalidRequest,
+    KneeboardError,
+    NotFound,
+    TooManyAttempts,
+    Unauthenticated,
+)
+from backend.login_throttle import Policy, ThrottleKey, account_key, address_key, retry_after_s
+from backend.settings import Settings
 
 public_router = APIRouter(prefix="/auth", tags=["auth"])
 router = APIRouter(prefix="/auth", tags=["auth"])
 
 
-def _me(session: SessionDep, user_id: uuid.UUID, via_cookie: bool) -> MeOut:
+def _me(session: Session, user_id: uuid.UUID, via_cookie: bool) -> MeOut:
     user = session.get_one(User, user_id)
     roles = roles_of(session, user_id)
     teams = session.scalars(select(Team).where(Team.id.in_(list(roles))).order_by(Team.name))
@@ -50,17 +68,61 @@ def _me(session: SessionDep, user_id: uuid.UUID, via_cookie: bool) -> MeOut:
     )
 
 
+def _throttle_keys(username: str, address: str, settings: Settings) -> tuple[ThrottleKey, ThrottleKey]:
+    def policy(free: int) -> Policy:
+        return Policy(free, settings.login_delay_s, settings.login_max_delay_s, settings.login_forget_s)
+
+    return (
+        ThrottleKey(address_key(address), policy(settings.login_free_attempts_per_address)),
+        ThrottleKey(account_key(username), policy(settings.login_free_attempts)),
+    )
+
+
+def hashing_pool(request: Request) -> HashingPool:
+    pool: HashingPool = request.app.state.hashing_pool
+    return pool
+
+
+async def _refuse_throttled(wait_s: float, settings: Settings) -> NoReturn:
+    # An idle wait (no thread, no CPU): a client that ignores Retry-After gets about one answer a second per
+    # connection, so a flood of refused guesses costs the API next to nothing.
+    await asyncio.sleep(min(wait_s, settings.login_tarpit_s))
+    retry = retry_after_s(wait_s)
+    raise TooManyAttempts(
+        f"too many failed sign-ins for this account or from this address; try again in {retry} s",
+        retry_after_s=retry,
+    )
+
+
 @public_router.post(
-    "/login", operation_id="login", responses=error_responses(KneeboardError, Unauthenticated, InvalidRequest)
+    "/login",
+    operation_id="login",
+    responses=error_responses(KneeboardError, Unauthenticated, InvalidRequest, TooManyAttempts, Busy),
 )
-def login(body: LoginIn, response: Response, session: SessionDep, settings: SettingsDep) -> MeOut:
-    """Sign in to the dashboard: sets an HttpOnly, SameSite=Strict session cookie."""
-    user = check_password(session, body.username, body.password)
-    if user is None:
+async def login(
+    body: LoginIn, request: Request, response: Response, session: SessionDep, settings: SettingsDep
+) -> MeOut:
+    """Sign in to the dashboard: sets an HttpOnly, SameSite=Strict session cookie. After
+    KNEEBOARD_LOGIN_FREE_ATTEMPTS failures of one account (or ..._PER_ADDRESS from one address) each
+    further attempt waits, doubling: 429 with Retry-After."""
+    keys = _throttle_keys(body.username, request.client.host if request.client else "unknown", settings)
+    wait = await run_in_threadpool(login_throttle.claim_attempt, session, keys, now())
+    if wait is not None:
+        await _refuse_throttled(wait, settings)
+    pool = hashing_pool(request)
+    user_id, password_hash = await run_in_threadpool(_password_hash_of, session, body.username)
+    try:
+        matches = await pool.run(password_matches, password_hash, body.password)
+    except Busy:  # never checked: the attempt does not count
+        await run_in_threadpool(login_throttle.give_back, session, keys)
+        raise
+    if not matches or user_id is None or password_hash is None:
         raise Unauthenticated("wrong username or password")
+    rehashed = None
+    if password_needs_rehash(password_hash):
+        rehashed = await pool.run(hash_password, body.password)
+    secret = await run_in_threadpool(_signed_in, session, settings, user_id, keys, rehashed)
     lifetime = timedelta(hours=settings.session_ttl_h)
-    _, secret = issue_token(session, user.id, TokenKind.session, "dashboard", lifetime)
-    session.commit()
     response.set_cookie(
         SESSION_COOKIE,
         secret,
@@ -70,7 +132,37 @@ def login(body: LoginIn, response: Response, session: SessionDep, settings: Sett
         secure=settings.cookie_secure,
         path="/",
     )
-    return _me(session, user.id, via_cookie=True)
+    return await run_in_threadpool(_me, session, user_id, True)
+
+
+def _password_hash_of(session: Session, username: str) -> tuple[uuid.UUID | None, str | None]:
+    """The user's id and password hash, read in a transaction that ends here: no database connection is
+    held while the password waits for (and takes) a hashing thread."""
+    user = user_named(session, username)
+    found = (user.id, user.password_hash) if user else (None, None)
+    session.rollback()
+    return found
+
+
+def _signed_in(
+    session: Session,
+    settings: Settings,
+    user_id: uuid.UUID,
+    keys: tuple[ThrottleKey, ThrottleKey],
+    rehashed: str | None,
+) -> str:
+    """The right password: the account's failures are forgotten, the address gets its attempt back, and a
+    new session token is issued. Committed; returns the token's secret."""
+    address, account = keys
+    login_throttle.forget(session, account.key)
+    login_throttle.give_back(session, [address])
+    if rehashed is not None:
+        session.get_one(User, user_id).password_hash = rehashed
+    _, secret = issue_token(
+        session, user_id, TokenKind.session, "dashboard", timedelta(hours=settings.session_ttl_h)
+    )
+    session.commit()
+    return secret
 
 
 @router.post("/logout", status_code=status.HTTP_204_NO_CONTENT, operation_id="logout")
@@ -92,15 +184,24 @@ def get_me(session: SessionDep, caller: CallerDep) -> MeOut:
     "/password",
     status_code=status.HTTP_204_NO_CONTENT,
     operation_id="changePassword",
-    responses=error_responses(KneeboardError, Unauthenticated, InvalidRequest),
+    responses=error_responses(KneeboardError, Unauthenticated, InvalidRequest, Busy),
 )
-def change_password(
-    body: PasswordChange, session: SessionDep, settings: SettingsDep, caller: CallerDep
+async def change_password(
+    body: PasswordChange, request: Request, session: SessionDep, settings: SettingsDep, caller: CallerDep
 ) -> None:
     """Change your password; your other dashboard sessions end (API tokens keep working)."""
-    if check_password(session, caller.username, body.current_password) is None:
+    pool = hashing_pool(request)
+    _, password_hash = await run_in_threadpool(_password_hash_of, session, caller.username)
+    if not await pool.run(password_matches, password_hash, body.current_password):
         raise Unauthenticated("the current password is wrong")
-    session.get_one(User, caller.user_id).password_hash = hash_password(body.new_password)
+    new_hash = await pool.run(hash_password, body.new_password)
+    await run_in_threadpool(_store_new_password, session, caller, new_hash)
+    if caller.username == settings.first_admin:  # the generated first password is no longer valid
+        settings.first_admin_password_file.unlink(missing_ok=True)
+
+
+def _store_new_password(session: Session, caller: Caller, new_hash: str) -> None:
+    session.get_one(User, caller.user_id).password_hash = new_hash
     session.execute(
         update(ApiToken)
         .where(
@@ -112,8 +213,6 @@ def change_password(
         .values(revoked_at=now())
     )
     session.commit()
-    if caller.username == settings.first_admin:  # the generated first password is no longer valid
-        settings.first_admin_password_file.unlink(missing_ok=True)
 
 
 @router.get("/tokens", operation_id="listTokens")
