@@ -204,64 +204,6 @@ class Settings(BaseSettings):
     staging_sweep_interval_s: float = Field(
         default=600.0, gt=0, description="How often the API deletes abandoned staging files."
     )
-    # Hardening: sign-in throttle, password hashing, image decoding, upload staging --------------------
-    login_free_attempts: int = Field(
-        default=5,
-        ge=1,
-        description="Sign-in attempts an account may fail before each further one waits (429, Retry-After).",
-    )
-    login_free_attempts_per_address: int = Field(
-        default=20,
-        ge=1,
-        description="The same for one client address (more: several people may share one address).",
-    )
-    login_delay_s: float = Field(
-        default=1.0, gt=0, description="Wait after the free attempts; it doubles with every further failure."
-    )
-    login_max_delay_s: float = Field(
-        default=900.0, gt=0, description="Longest wait between sign-in attempts of one account or address."
-    )
-    login_forget_s: float = Field(
-        default=3600.0,
-        gt=0,
-        description="Failures older than this (counted from the last one) are forgotten.",
-    )
-    login_tarpit_s: float = Field(
-        default=1.0,
-        ge=0,
-        description="A throttled attempt is answered 429 after this long at most (an idle wait, no thread), so "
-        "a client that ignores Retry-After sends about one request a second per connection.",
-    )
-    password_hash_workers: int = Field(
-        default=2,
-        ge=1,
-        description="Password hashes (Argon2id, 64 MiB each) each API process computes at once.",
-    )
-    password_hash_queue: int = Field(
-        default=8,
-        ge=0,
-        description="Sign-ins that may wait for a hashing worker; beyond that they are answered 503 at once.",
-    )
-    image_max_pixels: int = Field(
-        default=25_000_000,
-        gt=0,
-        description="Largest image (width × height) a zip of images may hold: checked at upload and before "
-        "every preview decode (a 25-megapixel RGBA image decodes to 100 MB).",
-    )
-    preview_renders: int = Field(
-        default=2,
-        ge=1,
-        description="Image decodes (thumbnails, sample statistics) each API process runs at once; more wait.",
-    )
-    upload_max_life_s: float = Field(
-        default=6 * 3600.0,
-        gt=0,
-        description="An upload still streaming after this long is cut off; staging files not written for "
-        "this long belong to no live upload and are deleted at API start and every staging_sweep_interval_s.",
-    )
-    staging_sweep_interval_s: float = Field(
-        default=600.0, gt=0, description="How often the API deletes abandoned staging files."
-    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
