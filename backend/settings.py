@@ -125,6 +125,13 @@ class Settings(BaseSettings):
         description="Database connections each process (API process, worker) may hold, no overflow: size it "
         "so that API processes × pool size + the workers' connections ≤ Postgres max_connections.",
     )
+    profile_memory_budget_mb: float = Field(
+        default=384.0,
+        gt=0,
+        description="Memory for one batch of a fidelity job's per-layer profile, in MiB: the profile runs as "
+        "many samples at once as fit (it holds every layer of both models for each), whatever the job's "
+        "batch_size. The default keeps a pool process under 1.5 GB on EfficientNet-Lite0 at 224 px.",
+    )
     host: str = Field(default="127.0.0.1", description="Address the API binds to.")
     port: int = Field(default=8000, description="Port the API binds to.")
     seed_demo: bool = Field(default=True, description="`kneeboard up` seeds the demo project on first start.")
