@@ -18,17 +18,20 @@ over configs (ties: larger maximum, then depth order).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from worker.engine.compression import as_compressible
 from worker.engine.compression.configs import Config, Schedule, config_from_dict, weight_bits
-from worker.engine.compression.divergence import Divergence, golden_outputs, measure
+from worker.engine.compression.divergence import Divergence, Golden, golden_outputs, measure
 from worker.engine.compression.importance import ChannelImportance, ImportanceMethod, channel_importance
+from worker.engine.compression.layers import CompressionOutcome
 from worker.engine.compression.mixed_precision import InfeasibleBudgetError, allocate
 from worker.engine.compression.model import Calibration, CompressibleModel, Feeds, compressed, first_sample
+from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.errors import EngineError
+from worker.engine.sensitivity_suffix import only_cells_from_suffix
 
 __all__ = [
     "ChannelImportance",
@@ -245,6 +248,8 @@ def layer_sensitivity(
     batch_size: int = 64,
     whole_model: bool = False,
     on_progress: Progress | None = None,
+    reuse_prefix: bool = True,
+    reference: Golden | None = None,
 ) -> SensitivityResult:
     """Sensitivity of each layer in `layers` (default: every compressible layer) to each config.
 
@@ -252,6 +257,9 @@ def layer_sensitivity(
     ModelProto, torch.export program, TorchRunner...). mode "only": compress the layer alone; "all_but":
     compress every other layer. whole_model: also measure each config on all layers at once.
     on_progress(done, total) is called after each cell; it may raise JobCancelled.
+    reuse_prefix: compute "only" cells of ONNX models from the golden prefix (`sensitivity_suffix`);
+    False re-runs the whole model for every cell (the reference the fast path is tested against).
+    reference: golden outputs computed beforehand in batches of `batch_size` (shared by fan-out chunks).
     """
     if mode not in ("only", "all_but"):
         raise EngineError(f"mode must be 'only' or 'all_but', got {mode!r}")
@@ -263,33 +271,24 @@ def layer_sensitivity(
     all_layers = [layer.name for layer in model.layers()]
     targets = list(dict.fromkeys(layers)) if layers is not None else all_layers
     model.check_layers(targets)
-    reference = golden_outputs(model, calibration_feeds, batch_size)
+    if reference is None:
+        reference = golden_outputs(model, calibration_feeds, batch_size)
+    elif reference.batch_size != batch_size:
+        raise EngineError(
+            f"the golden outputs were computed in batches of {reference.batch_size}, not {batch_size}"
+        )
     calibration = Calibration(model, calibration_feeds, batch_size)
     cells: dict[tuple[str, str], SensitivityCell] = {}
     total = len(targets) * len(parsed) + (len(parsed) if whole_model else 0)
     done = 0
-    for config in parsed:
-        cache: dict[Any, Any] = {}  # compressed tensors of each layer, reused by the cells of this config
-        for layer in targets:
-            chosen = [layer] if mode == "only" else [name for name in all_layers if name != layer]
-            plan = dict.fromkeys(chosen, config)
-            with compressed(model, plan, calibration, cache) as (runner, outcome):
-                divergence = measure(runner, calibration_feeds, reference)
-            affected = sorted({a for lst in outcome.affected_layers.values() for a in lst} - set(chosen))
-            notes = list(outcome.notes)
-            if mode == "all_but" and layer in affected:
-                notes.append(f"{layer} shares a tensor with a compressed layer, so it was compressed too")
-            if divergence.n_nonfinite:
-                notes.append(
-                    f"{divergence.n_nonfinite} of {divergence.n_samples} compressed outputs hold NaN/Inf"
-                )
-            changed = [name for lst in outcome.changed.values() for name in lst]
-            cells[(layer, config.id)] = SensitivityCell(
-                layer, config.id, divergence, changed, affected, notes
-            )
-            done += 1
-            if on_progress is not None:
-                on_progress(done, total)
+    for layer, config, divergence, outcome in _only_or_all_but(
+        model, calibration_feeds, parsed, targets, all_layers, mode, reference, calibration, reuse_prefix
+    ):
+        chosen = [layer] if mode == "only" else [name for name in all_layers if name != layer]
+        cells[(layer, config.id)] = _cell(layer, config, divergence, outcome, chosen, mode)
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)
     whole: dict[str, Divergence] = {}
     if whole_model:
         for config in parsed:
@@ -314,6 +313,50 @@ def layer_sensitivity(
         whole_model=whole,
         notes=list(model.notes),
     )
+
+
+def _only_or_all_but(
+    model: CompressibleModel,
+    feeds: Feeds,
+    configs: list[Config],
+    targets: list[str],
+    all_layers: list[str],
+    mode: Mode,
+    reference: Golden,
+    calibration: Calibration,
+    reuse_prefix: bool,
+) -> Iterator[tuple[str, Config, Divergence, CompressionOutcome]]:
+    """Every layer × config cell: from the golden prefix where it applies, else by re-running the model."""
+    if reuse_prefix and mode == "only" and isinstance(model, OnnxCompressible):
+        fast = only_cells_from_suffix(model, feeds, configs, targets, reference, calibration)
+        if fast is not None:
+            yield from fast
+            return
+    for config in configs:
+        cache: dict[Any, Any] = {}  # compressed tensors of each layer, reused by the cells of this config
+        for layer in targets:
+            chosen = [layer] if mode == "only" else [name for name in all_layers if name != layer]
+            with compressed(model, dict.fromkeys(chosen, config), calibration, cache) as (runner, outcome):
+                divergence = measure(runner, feeds, reference)
+            yield layer, config, divergence, outcome
+
+
+def _cell(
+    layer: str,
+    config: Config,
+    divergence: Divergence,
+    outcome: CompressionOutcome,
+    chosen: list[str],
+    mode: Mode,
+) -> SensitivityCell:
+    affected = sorted({a for lst in outcome.affected_layers.values() for a in lst} - set(chosen))
+    notes = list(outcome.notes)
+    if mode == "all_but" and layer in affected:
+        notes.append(f"{layer} shares a tensor with a compressed layer, so it was compressed too")
+    if divergence.n_nonfinite:
+        notes.append(f"{divergence.n_nonfinite} of {divergence.n_samples} compressed outputs hold NaN/Inf")
+    changed = [name for lst in outcome.changed.values() for name in lst]
+    return SensitivityCell(layer, config.id, divergence, changed, affected, notes)
 
 
 def merge_sensitivity(results: Sequence[SensitivityResult | Mapping[str, Any]]) -> SensitivityResult:

@@ -118,34 +118,53 @@ class Divergence:
         return math.inf if self.sqnr_db is None else -self.sqnr_db
 
 
-def measure(runner: Runner, feeds: Feeds, golden: Golden) -> Divergence:
-    """Run `runner` over the calibration set (same batches as the golden run) and compare."""
-    numerics = NumericalAccumulator()
-    kl_sum, kl_max, agree, n_finite, n_total = 0.0, -math.inf, 0, 0, 0
-    for index, batch in enumerate(batches(feeds, golden.batch_size)):
-        c = np.asarray(runner.run(batch)[golden.output], dtype=np.float64)
+class DivergenceAccumulator:
+    """Running sums of a `Divergence`, fed one batch of compressed primary outputs at a time (batch
+    `index` of the golden run), so a scan can interleave cells and batches and still get the numbers
+    `measure` gets: both go through this one piece of arithmetic."""
+
+    def __init__(self, golden: Golden) -> None:
+        self.golden = golden
+        self._numerics = NumericalAccumulator()
+        self._kl_sum, self._kl_max = 0.0, -math.inf
+        self._agree, self._n_finite, self._n_total = 0, 0, 0
+
+    def update(self, index: int, output: np.ndarray) -> None:
+        golden = self.golden
+        c = np.asarray(output, dtype=np.float64)
         g = np.asarray(golden.outputs[index], dtype=np.float64)
         if c.shape != g.shape:
             raise EngineError(f"compressed output {golden.output!r} has shape {c.shape}, golden {g.shape}")
         finite = np.all(np.isfinite(c.reshape(len(c), -1)), axis=1)
-        n_total += len(c)
-        n_finite += int(finite.sum())
-        numerics.update(g[finite], c[finite])
+        self._n_total += len(c)
+        self._n_finite += int(finite.sum())
+        self._numerics.update(g[finite], c[finite])
         if golden.log_probs is not None and finite.any():
             lq = _log_probs(c[finite], golden.probabilities)
             kl = distributions.kl(golden.log_probs[index][finite], lq)
-            kl_sum += float(kl.sum())
-            kl_max = max(kl_max, float(kl.max()))
-            agree += int(agreement.top1_match(g[finite], c[finite]).sum())
-    totals = numerics.to_dict()
-    classification = golden.log_probs is not None and n_finite > 0
-    return Divergence(
-        kl_mean=json_float(kl_sum / n_finite) if classification else None,
-        kl_max=json_float(kl_max) if classification else None,
-        top1_agreement=agree / n_total if classification else None,  # a non-finite output disagrees
-        sqnr_db=totals["sqnr_db"],
-        sqnr_db_infinite=bool(totals["sqnr_db_infinite"]),
-        mse=totals["mse"],
-        n_samples=n_total,
-        n_nonfinite=n_total - n_finite,
-    )
+            self._kl_sum += float(kl.sum())
+            self._kl_max = max(self._kl_max, float(kl.max()))
+            self._agree += int(agreement.top1_match(g[finite], c[finite]).sum())
+
+    def result(self) -> Divergence:
+        totals = self._numerics.to_dict()
+        n_finite, n_total = self._n_finite, self._n_total
+        classification = self.golden.log_probs is not None and n_finite > 0
+        return Divergence(
+            kl_mean=json_float(self._kl_sum / n_finite) if classification else None,
+            kl_max=json_float(self._kl_max) if classification else None,
+            top1_agreement=self._agree / n_total if classification else None,  # non-finite = disagrees
+            sqnr_db=totals["sqnr_db"],
+            sqnr_db_infinite=bool(totals["sqnr_db_infinite"]),
+            mse=totals["mse"],
+            n_samples=n_total,
+            n_nonfinite=n_total - n_finite,
+        )
+
+
+def measure(runner: Runner, feeds: Feeds, golden: Golden) -> Divergence:
+    """Run `runner` over the calibration set (same batches as the golden run) and compare."""
+    accumulator = DivergenceAccumulator(golden)
+    for index, batch in enumerate(batches(feeds, golden.batch_size)):
+        accumulator.update(index, runner.run(batch)[golden.output])
+    return accumulator.result()
