@@ -26,7 +26,8 @@ from backend.contracts import (
 from backend.db.models import Dataset, JobResult, Model, ModelStatus
 from worker.engine.errors import EngineError, ModelLoadError
 from worker.fanout import ChunkResults
-from worker.handlers import detached_row, load_dataset, model_format
+from worker.handlers import detached_row, load_dataset
+from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter
 
 MAX_LAYERS_PER_CHUNK_DEFAULT = 4
@@ -72,9 +73,7 @@ class SensitivityHandler:
         )
         arrays.pop("labels", None)
         arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
-        handle = open_compressible(
-            ctx.store.local_path(model.artifact_sha256), model_format(model), intra_op_threads=params.threads
-        )
+        handle = open_compressible(*model_file(ctx, model), intra_op_threads=params.threads)
         feeds = bind_inputs(arrays, handle.inputs)
         handle.prepare(first_sample(feeds))
         loaded = _Loaded(params, handle, feeds)

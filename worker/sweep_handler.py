@@ -24,7 +24,8 @@ from backend.db.models import Dataset, JobResult, Model, ModelStatus, SweepPoint
 from backend.storage import copy_file_to_staging
 from worker.engine.errors import EngineError, ModelLoadError
 from worker.fanout import ChunkResults
-from worker.handlers import detached_row, load_dataset, model_format
+from worker.handlers import detached_row, load_dataset
+from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 GOLDEN_LABEL = "fp32"
@@ -87,9 +88,7 @@ class SweepHandler:
         labels = arrays.pop("labels", None)
         arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
         labels = None if labels is None else labels[: params.max_samples]
-        handle = open_compressible(
-            ctx.store.local_path(model.artifact_sha256), model_format(model), intra_op_threads=params.threads
-        )
+        handle = open_compressible(*model_file(ctx, model), intra_op_threads=params.threads)
         feeds = bind_inputs(arrays, handle.inputs)
         handle.prepare(first_sample(feeds))
         reference = GoldenReference(handle, feeds, params.batch_size)

@@ -11,11 +11,13 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from backend.zip_formats import ArchiveLimits
+from backend.settings import Settings
+from backend.zip_formats import ArchiveLimits, archive_problem
 from worker.engine.demo_models import DigitsCNN, DigitsSplit
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.loaders import OnnxRunner, extract_onnx_zip, load_model
 from worker.engine.types import ModelFormat, Runner
+from worker.model_files import archive_check
 
 FORMATS: list[ModelFormat] = ["onnx", "onnx_zip", "torch_export", "torchscript"]
 
@@ -250,8 +252,8 @@ def test_hostile_or_ambiguous_zips_are_refused(
 def test_zips_over_the_archive_limits_are_refused_before_extraction(
     cnn_files: dict[str, Path], tmp_path: Path, limits: ArchiveLimits, expected: str
 ) -> None:
-    """The worker applies the upload checks' archive rules (backend/zip_formats.py) again before it writes
-    anything: here to a model plus 64 KiB of zeros (compressed 60 times)."""
+    """The engine applies the caller's archive rules (here the upload checks', backend/zip_formats.py) before
+    it writes anything: here to a model plus 64 KiB of zeros (compressed 60 times)."""
     archive = tmp_path / "model.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("model.onnx", cnn_files["onnx"].read_bytes())
@@ -260,6 +262,16 @@ def test_zips_over_the_archive_limits_are_refused_before_extraction(
     dest = tmp_path / "out"
     dest.mkdir()
     with pytest.raises(ModelLoadError, match=expected):
-        extract_onnx_zip(archive, dest, limits)
+        extract_onnx_zip(archive, dest, lambda infos, size: archive_problem(infos, size, limits))
     assert list(dest.iterdir()) == []
-    assert extract_onnx_zip(archive, dest, ArchiveLimits()) == dest / "model.onnx"
+    assert extract_onnx_zip(archive, dest, archive_check(Settings())) == dest / "model.onnx"
+
+
+def test_the_worker_check_uses_the_workers_settings(cnn_files: dict[str, Path], tmp_path: Path) -> None:
+    """worker/model_files.py builds the engine's check from the worker's settings, not the environment's."""
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("model.onnx", cnn_files["onnx"].read_bytes())
+        zf.writestr("notes.txt", b"x")
+    with pytest.raises(ModelLoadError, match="KNEEBOARD_ARCHIVE_MAX_MEMBERS"):
+        extract_onnx_zip(archive, tmp_path / "a", archive_check(Settings(archive_max_members=1)))

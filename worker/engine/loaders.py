@@ -12,15 +12,15 @@ model does not pay for importing torch and vice versa.
 from __future__ import annotations
 
 import json
+import stat
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from backend.zip_formats import ArchiveLimits, archive_problem, default_limits
 from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
 from worker.engine.types import Dim, ModelFormat, Runner, TensorSpec
 
@@ -196,18 +196,24 @@ def _load_onnx_zip(path: Path, intra_op_threads: int | None) -> OnnxRunner:
         raise
 
 
-def extract_onnx_zip(path: Path, dest: Path, limits: ArchiveLimits | None = None) -> Path:
+ArchiveCheck = Callable[[Sequence[zipfile.ZipInfo], int], "str | None"]
+"""The archive rules of the service that calls the engine: given a zip's directory and its size on disk, the
+first problem as a phrase that completes "the zip archive ...", or None. The worker passes its settings'
+limits (worker/model_files.py); the engine itself knows no limits and reads no settings."""
+
+
+def extract_onnx_zip(path: Path, dest: Path, check: ArchiveCheck | None = None) -> Path:
     """Extract a zip holding exactly one .onnx (plus its external data) into `dest`; return the .onnx.
 
-    Refuses, by raising ModelLoadError, archives that break the archive rules of the upload checks
-    (backend.zip_formats: member count, total size, zip bombs, absolute or '..' paths, links; `limits`
-    or the settings' limits), and archives with zero or several .onnx files. The API checked the archive
-    at upload already; this runs again because the worker is what writes the files to disk.
-    `__MACOSX/` resource-fork entries are skipped.
+    Refuses, by raising ModelLoadError, archives for which `check` names a problem (the caller's archive
+    rules: member count, total size, zip bombs, unsafe paths), members that would be written outside `dest`,
+    and archives with zero or several .onnx files. `__MACOSX/` resource-fork entries are skipped.
     """
     try:
         with zipfile.ZipFile(path) as archive:
-            problem = archive_problem(archive.infolist(), path.stat().st_size, limits or default_limits())
+            problem = _unsafe_member(archive.infolist())
+            if problem is None and check is not None:
+                problem = check(archive.infolist(), path.stat().st_size)
             if problem is not None:
                 raise ModelLoadError(f"{path.name}: the zip archive {problem}; refusing it.")
             members = [info for info in archive.infolist() if not info.filename.startswith("__MACOSX/")]
@@ -223,9 +229,23 @@ def extract_onnx_zip(path: Path, dest: Path, limits: ArchiveLimits | None = None
     return dest / models[0]
 
 
+def _unsafe_member(infos: Sequence[zipfile.ZipInfo]) -> str | None:
+    """Why extracting some member could write outside its folder or create a link; None when none could.
+    The engine refuses these whatever the caller's rules (the service's own, stricter check runs first)."""
+    for info in infos:
+        name = info.filename.replace("\\", "/")
+        if name.startswith("/") or PureWindowsPath(info.filename).drive:
+            return f"holds member {info.filename!r} with an absolute path"
+        if ".." in PurePosixPath(name).parts:
+            return f"holds member {info.filename!r}, which points outside the archive ('..')"
+        if stat.S_ISLNK(info.external_attr >> 16):
+            return f"holds member {info.filename!r}, a symbolic link"
+    return None
+
+
 def _extract_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path) -> None:
     target = dest.joinpath(*PurePosixPath(info.filename.replace("\\", "/")).parts)
-    if not target.resolve().is_relative_to(dest.resolve()):  # belt and braces after archive_problem
+    if not target.resolve().is_relative_to(dest.resolve()):  # even when the caller's check let it through
         raise ModelLoadError(f"Zip entry {info.filename!r} would be written outside its folder; refusing it.")
     if info.is_dir():
         target.mkdir(parents=True, exist_ok=True)
