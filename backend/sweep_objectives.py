@@ -15,12 +15,10 @@ for the Pareto step, and the frontier answered 0.7 requests/s under 50 clients).
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, select
@@ -135,50 +133,6 @@ def _store(session: Session, table: SweepObjectives) -> None:
     update = {key: statement.excluded[key] for key in doc if key != "job_id"}
     session.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=update))
     session.commit()
-
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class LRUCache(Generic[K, V]):
-    """A small thread-safe LRU map (the API serves requests from a thread pool), bounded by the total
-    `weight` of its values (e.g. points on the cached frontiers) rather than by their number."""
-
-    def __init__(self, max_weight: int, weight: Callable[[V], int]) -> None:
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._total = 0
-        self.max_weight = max_weight
-        self._weight = weight
-
-    def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key][0]
-        value = compute()  # outside the lock: a slow computation does not hold up hits on other keys
-        cost = max(1, self._weight(value))
-        if cost > self.max_weight:
-            return value
-        with self._lock:
-            if key in self._items:
-                self._total -= self._items[key][1]
-            self._items[key] = (value, cost)
-            self._items.move_to_end(key)
-            self._total += cost
-            while self._total > self.max_weight:
-                _, (_, old) = self._items.popitem(last=False)
-                self._total -= old
-        return value
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._total = 0
 
 
 def frontier_key(

@@ -24,6 +24,7 @@ from backend.api.schemas import (
 from backend.contracts import RESULT_FIDELITY_LAYERS, RESULT_FIDELITY_SUMMARY, JobKind
 from backend.db.models import Dataset, Job, JobResult, JobStatus, Model, Project, SampleDivergence
 from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.sample_order import sample_page
 
 router = APIRouter(tags=["fidelity"])
 
@@ -81,7 +82,7 @@ def list_fidelity_samples(
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Offset = 0,
 ) -> Page[SampleDivergenceOut]:
-    _fidelity_job(session, job_id, caller)
+    job = _fidelity_job(session, job_id, caller)
     if output is None:
         output = session.execute(
             select(SampleDivergence.output_name).where(SampleDivergence.job_id == job_id).limit(1)
@@ -93,16 +94,17 @@ def list_fidelity_samples(
         conditions.append(SampleDivergence.top1_match == (not flipped))
     column = SORTABLE[sort]
     ordering = column.desc().nulls_last() if order == "desc" else column.asc().nulls_last()
-    total = session.execute(
-        select(func.count()).select_from(SampleDivergence).where(*conditions)
-    ).scalar_one()
-    rows = session.execute(
-        select(SampleDivergence)
-        .where(*conditions)
-        .order_by(ordering, SampleDivergence.sample_index)
-        .limit(limit)
-        .offset(offset)
-    ).scalars()
+    total, rows = sample_page(
+        session,
+        job.id,
+        job.finished_at,
+        output,
+        conditions,
+        [ordering, SampleDivergence.sample_index],
+        (sort, order, flagged, flipped),
+        offset,
+        limit,
+    )
     return Page[SampleDivergenceOut](
         items=[SampleDivergenceOut.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
     )

@@ -31,18 +31,29 @@ from backend.contracts import (
 )
 from backend.db.models import Job, Model
 from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.lru_cache import LRUCache
 
 router = APIRouter(tags=["sensitivity"])
 RESULT_ERRORS = error_responses(NotFound, Conflict)
 
 
+# Reports by (job, finish time, view, cells): a succeeded job's results never change, and a report of 60
+# layers × 6 configurations cost 50-70 ms a request to parse (every cell's record, even when left out) and
+# validate. The access check runs before the cache, on every request.
+_REPORTS: LRUCache[tuple[Any, ...], SensitivityReportOut] = LRUCache(max_weight=32)
+
+
 def _report(session: SessionDep, job: Job, key: str, missing: str, cells: bool) -> SensitivityReportOut:
-    doc = job_result(session, job.id, key, missing)
-    if not cells:
-        doc.pop("cells", None)
-    return SensitivityReportOut.model_validate(
-        doc | {"job_id": job.id, "model_id": job.params["model_id"], "dataset_id": job.params["dataset_id"]}
-    )
+    def build() -> SensitivityReportOut:
+        doc = job_result(session, job.id, key, missing)
+        if not cells:
+            doc.pop("cells", None)
+        return SensitivityReportOut.model_validate(
+            doc
+            | {"job_id": job.id, "model_id": job.params["model_id"], "dataset_id": job.params["dataset_id"]}
+        )
+
+    return _REPORTS.get_or_compute((job.id, job.finished_at, key, cells), build)
 
 
 @router.get("/jobs/{job_id}/sensitivity", operation_id="getSensitivityReport", responses=RESULT_ERRORS)

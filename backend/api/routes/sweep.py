@@ -27,8 +27,8 @@ from backend.api.schemas import Offset, Page
 from backend.contracts import JobKind
 from backend.db.models import Job, SweepPoint
 from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.lru_cache import LRUCache
 from backend.pareto import Bound, pareto_from_columns
-from backend.sweep_objectives import LRUCache
 
 router = APIRouter(tags=["sweep"])
 RESULT_ERRORS = error_responses(NotFound, Conflict)
