@@ -60,13 +60,13 @@ def _serve(settings: Settings) -> None:
 
     processes = settings.resolved_api_processes
     if processes == 1:
-        from backend.api.app import create_app
+        from backend.api.served_app import served_app
 
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(served_app(settings), host=settings.host, port=settings.port, log_level="info")
         return
     log.info("serving the API with %d processes", processes)
     uvicorn.run(
-        "backend.api.app:create_app",
+        "backend.api.served_app:served_app",
         factory=True,
         workers=processes,
         host=settings.host,
