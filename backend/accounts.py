@@ -107,7 +107,7 @@ def user_named(session: Session, username: str) -> User | None:
 def password_matches(password_hash: str | None, password: str) -> bool:
     """Whether the password matches the stored hash; with no hash (unknown user, token-only account) it is
     checked against a dummy hash, as slowly, and does not match. The expensive step: the API runs it in its
-    bounded hashing pool (backend/api/password_pool.py)."""
+    bounded hashing pool (backend/api/bounded_pool.py)."""
     if not password_hash:
         _verify(_DUMMY_HASH, password)
         return False

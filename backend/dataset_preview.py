@@ -8,7 +8,9 @@ never torch). A preview reads only the samples it shows:
 - a compressed member (``np.savez_compressed``) is streamed: the rows are read at their offsets, decompressing
   forward in bounded chunks, so memory stays flat even for a multi-GB array;
 - an image zip decodes only the requested members (sample order = sorted member names, as in
-  ``backend.image_datasets``), refusing images over Pillow's ``MAX_IMAGE_PIXELS``.
+  ``backend.image_datasets``), refusing images over the pixel limit that uploads are checked against
+  (KNEEBOARD_IMAGE_MAX_PIXELS) before decoding them; a JPEG thumbnail decodes at a reduced scale, and
+  statistics of 8-bit images come from Pillow's histograms (no copy of the pixels).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from numpy.lib import format as npy_format
 
 from backend.dataset_formats import LABELS
 from backend.errors import Conflict, InvalidRequest, NotFound
-from backend.image_datasets import describe_image_zip
+from backend.image_datasets import describe_image_zip, too_many_pixels
 from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error
 
 THUMBNAIL_MAX_SIDE = 128
@@ -426,11 +428,12 @@ def npz_thumbnail(
 
 
 @contextmanager
-def _open_member_image(zf: zipfile.ZipFile, member: str) -> Iterator[Any]:
-    """The member as a Pillow image (header read, pixels not yet decoded), refused over MAX_IMAGE_PIXELS."""
+def _open_member_image(zf: zipfile.ZipFile, member: str, max_pixels: int | None) -> Iterator[Any]:
+    """The member as a Pillow image (header read, pixels not yet decoded), refused over max_pixels (the
+    limit uploads are checked against; default Pillow's MAX_IMAGE_PIXELS) before anything is decoded."""
     from PIL import Image
 
-    limit = Image.MAX_IMAGE_PIXELS
+    limit = max_pixels if max_pixels is not None else Image.MAX_IMAGE_PIXELS
     with zf.open(member) as raw:
         data = io.BytesIO(raw.read())
     try:
@@ -440,21 +443,26 @@ def _open_member_image(zf: zipfile.ZipFile, member: str) -> Iterator[Any]:
     except Exception as exc:  # Pillow reports a damaged file in many ways
         raise Conflict(f"image {member!r} is not a readable image: {exc}") from exc
     with image:
-        if limit is not None and image.width * image.height > limit:
-            raise Conflict(
-                f"image {member!r} is {image.width}x{image.height} pixels, over the {limit} pixels decoded "
-                "safely; resize it first"
-            )
+        refusal = too_many_pixels(member, image.width, image.height, limit) if limit is not None else None
+        if refusal:
+            raise Conflict(refusal)
         yield image
 
 
+EIGHT_BIT_MODES = ("L", "LA", "RGB", "RGBA")
+WIDE_MODES = ("I", "I;16", "I;16B", "I;16L", "F")
+
+
 def _displayable(image: Any) -> Any:
-    """A decoded copy in a mode PNG and numpy both understand (L, LA, RGB or RGBA)."""
-    if image.mode in ("1", "L", "LA", "RGB", "RGBA"):
-        return image.convert("L") if image.mode == "1" else image.copy()
+    """The decoded image in a mode PNG and numpy both understand (L, LA, RGB or RGBA). Not a copy when it
+    is one already: a 25-megapixel RGB image takes 100 MB in Pillow (4 bytes a pixel), a copy as much again."""
+    if image.mode in EIGHT_BIT_MODES:
+        return image
+    if image.mode == "1":
+        return image.convert("L")
     if image.mode == "P":
         return image.convert("RGBA" if "transparency" in image.info else "RGB")
-    if image.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
+    if image.mode in WIDE_MODES:
         pixels = np.asarray(image, dtype=np.float64)
         lo, hi = float(pixels.min()), float(pixels.max())
         scaled = np.zeros(pixels.shape, np.uint8) if hi <= lo else (pixels - lo) / (hi - lo) * 255.0
@@ -464,13 +472,27 @@ def _displayable(image: Any) -> Any:
     return image.convert("RGB")
 
 
-def _decode(zf: zipfile.ZipFile, member: str) -> np.ndarray:
-    with _open_member_image(zf, member) as image:
+def _histogram_stats(image: Any) -> ArrayStats:
+    """min / max / mean of every value of an 8-bit image from its per-band histograms (exact, and no copy of
+    the pixels: numpy's float64 copy of a 25-megapixel RGBA image would take 800 MB)."""
+    bands = len(image.getbands())
+    counts = np.asarray(image.histogram(), dtype=np.int64).reshape(bands, 256).sum(axis=0)
+    present = np.flatnonzero(counts)
+    total = int(counts.sum())
+    shape = (image.height, image.width) if bands == 1 else (image.height, image.width, bands)
+    if total == 0:
+        return ArrayStats(shape, "uint8", None, None, None, 0, True)
+    mean = int((counts * np.arange(256, dtype=np.int64)).sum()) / total
+    return ArrayStats(shape, "uint8", float(present[0]), float(present[-1]), mean, 0, True)
+
+
+def _sample_stats(zf: zipfile.ZipFile, member: str, max_pixels: int | None) -> ArrayStats:
+    with _open_member_image(zf, member, max_pixels) as image:
         try:
             image.load()
-            if image.mode in ("I", "I;16", "I;16B", "I;16L", "F"):
-                return np.asarray(image)
-            return np.asarray(_displayable(image))
+            if image.mode in WIDE_MODES:
+                return replace(array_stats(np.asarray(image)), image=True)
+            return _histogram_stats(_displayable(image))
         except Exception as exc:
             raise Conflict(f"image {member!r} could not be decoded: {exc}") from exc
 
@@ -481,7 +503,7 @@ def _image_zip_listing(path: Path) -> tuple[list[str], list[int] | None]:
     return description.images, description.labels
 
 
-def preview_image_zip(path: Path, offset: int, limit: int) -> SamplePage:
+def preview_image_zip(path: Path, offset: int, limit: int, max_pixels: int | None = None) -> SamplePage:
     images, labels = _image_zip_listing(path)
     indices = list(range(offset, min(offset + limit, len(images))))
     items = []
@@ -489,7 +511,7 @@ def preview_image_zip(path: Path, offset: int, limit: int) -> SamplePage:
         for index in indices:
             label = None if labels is None else labels[index]
             try:
-                stats = replace(array_stats(_decode(zf, images[index])), image=True)  # RGBA too
+                stats = _sample_stats(zf, images[index], max_pixels)
             except Conflict as exc:  # one bad image (too large, undecodable) does not hide the others
                 items.append(
                     SamplePreview(index, label, {}, image=False, name=images[index], error=exc.message)
@@ -499,13 +521,22 @@ def preview_image_zip(path: Path, offset: int, limit: int) -> SamplePage:
     return SamplePage(total=len(images), items=items)
 
 
-def image_zip_thumbnail(path: Path, index: int, max_side: int = THUMBNAIL_MAX_SIDE) -> bytes:
+def image_zip_thumbnail(
+    path: Path, index: int, max_side: int = THUMBNAIL_MAX_SIDE, max_pixels: int | None = None
+) -> bytes:
     images, _ = _image_zip_listing(path)
     _check_indices([index], len(images))
     member = images[index]
-    with _readable("zip of images"), zipfile.ZipFile(path) as zf, _open_member_image(zf, member) as image:
+    with (
+        _readable("zip of images"),
+        zipfile.ZipFile(path) as zf,
+        _open_member_image(zf, member, max_pixels) as image,
+    ):
         try:
-            image.draft("RGB", (max_side, max_side))  # JPEG: decode at a reduced scale
+            # JPEG: decode at 1/2, 1/4 or 1/8 scale (a 9000x9000 photo as 1125x1125); other formats decode
+            # whole (their size is bounded by max_pixels) and are reduced in place by thumbnail().
+            image.draft(image.mode if image.mode in EIGHT_BIT_MODES else "RGB", (max_side, max_side))
+            image.load()  # before _fit: an image not yet loaded is "readonly", and _fit would copy it
             return _png(_fit(_displayable(image), max_side))
         except Conflict:
             raise
@@ -516,17 +547,25 @@ def image_zip_thumbnail(path: Path, index: int, max_side: int = THUMBNAIL_MAX_SI
 # --- by dataset kind ----------------------------------------------------------------------------------
 
 
-def preview_samples(path: Path, kind: str, offset: int, limit: int) -> SamplePage:
-    """Samples offset .. offset+limit-1 (fewer at the end) of a stored dataset of this kind."""
+def preview_samples(
+    path: Path, kind: str, offset: int, limit: int, max_pixels: int | None = None
+) -> SamplePage:
+    """Samples offset .. offset+limit-1 (fewer at the end) of a stored dataset of this kind; images over
+    max_pixels are listed with the reason instead of being decoded."""
     if kind == "npz":
         return preview_npz(path, offset, limit)
     if kind == "image_zip":
-        return preview_image_zip(path, offset, limit)
+        return preview_image_zip(path, offset, limit, max_pixels)
     raise Conflict(f"datasets of kind {kind!r} have no preview")
 
 
 def sample_thumbnail(
-    path: Path, kind: str, index: int, array: str | None = None, max_side: int = THUMBNAIL_MAX_SIDE
+    path: Path,
+    kind: str,
+    index: int,
+    array: str | None = None,
+    max_side: int = THUMBNAIL_MAX_SIDE,
+    max_pixels: int | None = None,
 ) -> bytes:
     """A PNG (longest side at most max_side) of one sample; Conflict when it is not an image."""
     if kind == "npz":
@@ -534,5 +573,5 @@ def sample_thumbnail(
     if kind == "image_zip":
         if array is not None and array != IMAGE_ARRAY:
             raise InvalidRequest(f"a zip of images has one array per sample, {IMAGE_ARRAY!r}, not {array!r}")
-        return image_zip_thumbnail(path, index, max_side)
+        return image_zip_thumbnail(path, index, max_side, max_pixels)
     raise Conflict(f"datasets of kind {kind!r} have no thumbnails")

@@ -66,14 +66,30 @@ def _read_labels(zf: zipfile.ZipFile, member: str, images: list[str]) -> list[in
     return labels
 
 
-def _check_image_headers(zf: zipfile.ZipFile, images: list[str]) -> None:
+def too_many_pixels(name: str, width: int, height: int, max_pixels: int) -> str | None:
+    """Why an image of this size is refused, or None. The same limit holds at upload and before every
+    decode of a preview (backend/dataset_preview.py), so an accepted dataset can always be previewed."""
+    if width * height <= max_pixels:
+        return None
+    return (
+        f"image {name!r} is {width}x{height} = {width * height:,} pixels, over the limit of {max_pixels:,} "
+        "pixels (KNEEBOARD_IMAGE_MAX_PIXELS); resize it, or raise the limit"
+    )
+
+
+def _check_image_headers(zf: zipfile.ZipFile, images: list[str], max_pixels: int) -> None:
     from PIL import Image
 
     for name in images:
         with zf.open(name) as f:
             try:
-                with Image.open(f) as img:
+                with Image.open(f) as img:  # reads the header only: the size, not the pixels
+                    refusal = too_many_pixels(name, img.width, img.height, max_pixels)
+                    if refusal:
+                        raise InvalidUpload(refusal)
                     img.verify()
+            except InvalidUpload:
+                raise
             except Image.DecompressionBombError as exc:
                 raise InvalidUpload(
                     f"image {name!r} in the zip is too large to decode safely ({exc}); resize it first"
@@ -84,11 +100,22 @@ def _check_image_headers(zf: zipfile.ZipFile, images: list[str]) -> None:
                 raise InvalidUpload(f"image {name!r} in the zip is not a readable image: {exc}") from exc
 
 
+def _pillow_limit() -> int:
+    from PIL import Image
+
+    return int(Image.MAX_IMAGE_PIXELS or 2**62)
+
+
 def describe_image_zip(
-    path: str, compressed_size: int, verify_images: bool = True, limits: ArchiveLimits | None = None
+    path: str,
+    compressed_size: int,
+    verify_images: bool = True,
+    limits: ArchiveLimits | None = None,
+    max_pixels: int | None = None,
 ) -> ImageZipDescription:
     """Sorted image names and labels; refuses unsafe, bomb-like or unreadable archives (the rules of
-    backend.zip_formats.check_archive, with `limits` or the settings' limits)."""
+    backend.zip_formats.check_archive, with `limits` or the settings' limits) and, when verifying the
+    images, any image over `max_pixels` (default: Pillow's MAX_IMAGE_PIXELS)."""
     try:
         zf = zipfile.ZipFile(path)
     except UNREADABLE_ZIP_ERRORS as exc:
@@ -107,5 +134,5 @@ def describe_image_zip(
         csvs = [f for f in files if PurePosixPath(f).name == LABELS_CSV]
         labels = _read_labels(zf, csvs[0], images) if csvs else None
         if verify_images:
-            _check_image_headers(zf, images)
+            _check_image_headers(zf, images, max_pixels or _pillow_limit())
     return ImageZipDescription(images=images, labels=labels)

@@ -12,10 +12,10 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
 from backend.api.auth import authenticated_caller
+from backend.api.bounded_pool import hashing_pool, render_pool
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses, install_error_handlers
 from backend.api.housekeeping import running_housekeeping
-from backend.api.password_pool import HashingPool
 from backend.api.routes import (
     auth,
     dataset_preview,
@@ -101,7 +101,8 @@ def create_app(
     app.state.store = store_from_uri(
         settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
     )
-    app.state.hashing_pool = HashingPool(settings.password_hash_workers, settings.password_hash_queue)
+    app.state.hashing_pool = hashing_pool(settings.password_hash_workers, settings.password_hash_queue)
+    app.state.render_pool = render_pool(settings.preview_renders)
     install_error_handlers(app)
     app.add_middleware(UploadLimitMiddleware, limit_bytes=settings.max_upload_bytes)
     app.add_middleware(SecurityHeadersMiddleware)  # added last: outermost, so every response has them

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from backend import login_throttle
 from backend.api.app import create_app
-from backend.api.password_pool import HASHING_NICE, HashingPool
+from backend.api.bounded_pool import POOL_NICE, hashing_pool
 from backend.db.models import LoginThrottle
 from backend.db.session import session_factory
 from backend.errors import Busy
@@ -97,7 +97,7 @@ def test_concurrent_attempts_get_exactly_the_free_ones_through(settings: Setting
 
 
 def test_the_hashing_pool_refuses_beyond_its_queue_and_runs_at_low_priority() -> None:
-    pool = HashingPool(workers=1, queue=1)
+    pool = hashing_pool(workers=1, queue=1)
     release = threading.Event()
     base_nice = os.getpriority(os.PRIO_PROCESS, 0)
 
@@ -109,7 +109,7 @@ def test_the_hashing_pool_refuses_beyond_its_queue_and_runs_at_low_priority() ->
         release.set()
         assert await asyncio.gather(*running) == [True, True]
         nice = await pool.run(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-        assert nice == min(19, base_nice + HASHING_NICE)
+        assert nice == min(19, base_nice + POOL_NICE)
 
     asyncio.run(scenario())
     assert pool.admitted == 0

@@ -36,9 +36,9 @@ from backend.api.account_schemas import (
     role_name,
 )
 from backend.api.auth import SESSION_COOKIE, CallerDep
+from backend.api.bounded_pool import BoundedPool
 from backend.api.deps import SessionDep, SettingsDep
 from backend.api.errors import error_responses
-from backend.api.password_pool import HashingPool
 from backend.db.models import ApiToken, Team, User
 from backend.errors import (
     Busy,
@@ -78,8 +78,8 @@ def _throttle_keys(username: str, address: str, settings: Settings) -> tuple[Thr
     )
 
 
-def hashing_pool(request: Request) -> HashingPool:
-    pool: HashingPool = request.app.state.hashing_pool
+def hashing_pool(request: Request) -> BoundedPool:
+    pool: BoundedPool = request.app.state.hashing_pool
     return pool
 
 

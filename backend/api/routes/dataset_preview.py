@@ -6,13 +6,18 @@ Reads only the samples asked for from the stored file (backend/dataset_preview.p
 from __future__ import annotations
 
 import uuid
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
+from backend.accounts import Caller
 from backend.api.auth import CallerDep
-from backend.api.deps import SessionDep, StoreDep
+from backend.api.bounded_pool import BoundedPool
+from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_or_404
 from backend.dataset_preview import (
@@ -23,7 +28,8 @@ from backend.dataset_preview import (
     sample_thumbnail,
 )
 from backend.db.models import Dataset
-from backend.errors import Conflict, InvalidRequest, NotFound, StorageError
+from backend.errors import Busy, Conflict, InvalidRequest, NotFound, StorageError
+from backend.storage import ArtifactStore
 
 router = APIRouter(tags=["datasets"])
 
@@ -95,25 +101,46 @@ def _sample_out(sample: SamplePreview) -> DatasetSampleOut:
     )
 
 
+def _stored_dataset(
+    session: Session, store: ArtifactStore, dataset_id: uuid.UUID, caller: Caller
+) -> tuple[Dataset, FilePath]:
+    """The dataset (access-checked) and a local file of it; the transaction ends here, so no database
+    connection is held while the preview waits for the render pool."""
+    dataset = get_or_404(session, Dataset, dataset_id, caller)
+    path = store.local_path(dataset.artifact_sha256)
+    session.expunge(dataset)
+    session.rollback()
+    return dataset, path
+
+
+def _render_pool(request: Request) -> BoundedPool:
+    pool: BoundedPool = request.app.state.render_pool
+    return pool
+
+
 @router.get(
     "/datasets/{dataset_id}/samples",
     operation_id="listDatasetSamples",
-    responses=error_responses(NotFound, Conflict, InvalidRequest, StorageError),
+    responses=error_responses(NotFound, Conflict, InvalidRequest, StorageError, Busy),
     summary="A preview of samples offset..offset+limit-1: per array shape, dtype, min/max/mean, label, and "
     "whether a thumbnail can be drawn",
 )
-def list_dataset_samples(
+async def list_dataset_samples(
     dataset_id: uuid.UUID,
+    request: Request,
     session: SessionDep,
     store: StoreDep,
+    settings: SettingsDep,
     caller: CallerDep,
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     limit: Annotated[int, Query(ge=1, le=64)] = 8,
 ) -> DatasetSamplesOut:
     """Reads only these samples from the stored file (a multi-GB .npz is never loaded whole). An offset past
-    the end gives no items."""
-    dataset = get_or_404(session, Dataset, dataset_id, caller)
-    page = preview_samples(store.local_path(dataset.artifact_sha256), dataset.kind, offset, limit)
+    the end gives no items. Decoding runs in the API's bounded render pool (503 when it is full)."""
+    dataset, path = await run_in_threadpool(_stored_dataset, session, store, dataset_id, caller)
+    page = await _render_pool(request).run(
+        preview_samples, path, dataset.kind, offset, limit, settings.image_max_pixels
+    )
     return DatasetSamplesOut(
         dataset_id=dataset.id,
         kind=dataset.kind,
@@ -128,15 +155,17 @@ def list_dataset_samples(
     "/datasets/{dataset_id}/samples/{index}/thumbnail.png",
     operation_id="getDatasetSampleThumbnail",
     response_class=Response,
-    responses=PNG_RESPONSE | error_responses(NotFound, Conflict, InvalidRequest, StorageError),
+    responses=PNG_RESPONSE | error_responses(NotFound, Conflict, InvalidRequest, StorageError, Busy),
     summary="A small PNG of one sample: the image of a zip of images, or an image-like .npz array "
     "((H, W), (1|3, H, W) or (H, W, 1|3))",
 )
-def get_dataset_sample_thumbnail(
+async def get_dataset_sample_thumbnail(
     dataset_id: uuid.UUID,
     index: Annotated[int, Path(ge=0, le=2**31 - 1)],
+    request: Request,
     session: SessionDep,
     store: StoreDep,
+    settings: SettingsDep,
     caller: CallerDep,
     array: Annotated[
         str | None,
@@ -146,6 +175,8 @@ def get_dataset_sample_thumbnail(
     ] = None,
 ) -> Response:
     """404 for an index past the end; 409 when the sample is not an image (e.g. a feature vector)."""
-    dataset = get_or_404(session, Dataset, dataset_id, caller)
-    png = sample_thumbnail(store.local_path(dataset.artifact_sha256), dataset.kind, index, array)
+    dataset, path = await run_in_threadpool(_stored_dataset, session, store, dataset_id, caller)
+    png = await _render_pool(request).run(
+        sample_thumbnail, path, dataset.kind, index, array, THUMBNAIL_MAX_SIDE, settings.image_max_pixels
+    )
     return Response(content=png, media_type="image/png", headers={"Cache-Control": THUMBNAIL_CACHE})

@@ -77,7 +77,9 @@ async def upload_dataset(
             _describe_npz_into(dataset, staged.path, limits)
         else:
             recipe = _parse_recipe(fields)
-            _describe_images_into(dataset, staged.path, staged.size_bytes, recipe, limits)
+            _describe_images_into(
+                dataset, staged.path, staged.size_bytes, recipe, limits, settings.image_max_pixels
+            )
 
         def add_rows(s: Session) -> None:
             s.add(dataset)
@@ -115,9 +117,14 @@ def _describe_npz_into(dataset: Dataset, path: Path, limits: ArchiveLimits) -> N
 
 
 def _describe_images_into(
-    dataset: Dataset, path: Path, size: int, recipe: ImagePreprocessing, limits: ArchiveLimits
+    dataset: Dataset,
+    path: Path,
+    size: int,
+    recipe: ImagePreprocessing,
+    limits: ArchiveLimits,
+    max_pixels: int,
 ) -> None:
-    description = describe_image_zip(str(path), size, limits=limits)
+    description = describe_image_zip(str(path), size, limits=limits, max_pixels=max_pixels)
     n = len(description.images)
     dataset.kind = "image_zip"
     dataset.n_samples = n
