@@ -11,6 +11,7 @@ import uuid
 from functools import lru_cache
 
 from celery import Celery
+from kombu.exceptions import ConnectionError as KombuConnectionError
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from backend.celery_config import celery_config
@@ -43,8 +44,9 @@ def enqueue_merge(settings: Settings, job_id: uuid.UUID) -> None:
 
 def broker_error(error: BaseException) -> bool:
     """Whether `error` is the broker being unreachable (kombu's recoverable connection error, or the Redis
-    client's, or a socket error): the message was not sent, and the reaper's re-send will send it."""
-    if isinstance(error, KombuOperationalError | ConnectionError | TimeoutError):
+    client's, or a socket error; kombu's InconsistencyError: a Redis that restarted empty before the workers
+    declared their queues again): the message was not sent, and the reaper's re-send will send it."""
+    if isinstance(error, KombuOperationalError | KombuConnectionError | ConnectionError | TimeoutError):
         return True
     try:
         import redis.exceptions

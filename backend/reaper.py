@@ -74,14 +74,15 @@ class Reaper:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.broker = BrokerWatch(settings)
-        self.lost_at: datetime | None = None
-        """When the broker was found to have lost its messages, until a round has re-sent them."""
+        self.resend_all = False
+        """The broker lost its messages; set until a round has re-sent every queued job and chunk."""
 
     def round(self) -> job_lifecycle.ReapOutcome:
-        if self.broker.lost() and self.lost_at is None:
-            self.lost_at = utcnow()
-        outcome = reap_once(self.settings, sent_before=self.lost_at)
-        self.lost_at = None  # re-sent (a round that raised keeps it for the next one)
+        self.resend_all = self.broker.lost() or self.resend_all
+        # Everything sent before this round, including what a failed round marked as re-sent and then could
+        # not send (e.g. the broker answered before its queues were declared again).
+        outcome = reap_once(self.settings, sent_before=utcnow() if self.resend_all else None)
+        self.resend_all = False
         return outcome
 
 
