@@ -1,12 +1,25 @@
-"""A sensitivity scan fanned out over the worker pool: the same job with one worker process and with two,
-against the same scan computed in this process with no queue at all (the baseline).
+"""Sensitivity scans of real models: the product scan (each cell re-runs only the suffix downstream of its
+layer, from the golden prefix) against a naive loop measured in the same run (each layer × config:
+compress that layer alone, build an onnxruntime session of the whole model, run every batch), at the
+same thread count, with the largest relative difference between the two over every cell and metric.
 
-Embedded mode (SQLite, kombu's filesystem broker) so that nothing but this repository is needed; every
-worker runs torch / onnxruntime on one thread, so two workers can use the machine's two cores.
+* EfficientNet-Lite0 (the pretrained weights the tests use) at 224 px, 256 photo crops, weight
+  quantization at 8 and 4 bits per layer;
+* a ResNet-18-shaped model (21 conv / linear layers, batch-norm folded by the exporter) at 64 px;
+* a 500-layer residual MLP: a whole scan completes, with its time and the scan process's peak RSS;
+* the same scan as a job with one worker process and with two (embedded stack: SQLite, kombu's
+  filesystem broker), as bench_sweep measures its sweep.
+
+`--quick` scans a few layers spread over the depth on fewer samples (for development). The naive loop
+always runs on the layers the product scan runs on; without --quick, EfficientNet's naive loop runs on
+every third layer to bound the bench's time (the ratio compares the same cells).
 """
 
 from __future__ import annotations
 
+import argparse
+import multiprocessing
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -17,39 +30,191 @@ import numpy as np
 from bench.common import report
 
 CONFIGS = [{"type": "weight_quant", "bits": 8}, {"type": "weight_quant", "bits": 4}]
-SAMPLES = 4000
-LAYERS = 8
+METRICS = ("kl_mean", "kl_max", "top1_agreement", "sqnr_db", "mse")
+THREADS = 1
 
 
-def _model(folder: Path) -> tuple[Path, Path]:
+# ------------------------------------------------------------------------------------------- models
+
+
+def _photo_crops(n: int, size: int, seed: int = 0) -> np.ndarray:
+    """`n` square crops of scikit-learn's two sample photos (random position and scale, some mirrored),
+    resized to `size` and scaled as EfficientNet-Lite expects."""
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    from tests.support.pretrained import normalise
+
+    rng = np.random.default_rng(seed)
+    photos = [Image.fromarray(p) for p in load_sample_images().images]
+    crops = []
+    for i in range(n):
+        photo = photos[i % len(photos)]
+        side = int(rng.integers(min(photo.size) // 3, min(photo.size)))
+        x, y = int(rng.integers(0, photo.size[0] - side)), int(rng.integers(0, photo.size[1] - side))
+        pixels = np.asarray(
+            photo.crop((x, y, x + side, y + side)).resize((size, size), Image.Resampling.BICUBIC)
+        )
+        crops.append(pixels[:, ::-1] if rng.random() < 0.5 else pixels)
+    return normalise(np.ascontiguousarray(np.stack(crops), dtype=np.uint8))
+
+
+def _efficientnet(folder: Path, samples: int) -> tuple[Path, np.ndarray]:
     import torch
+
+    from tests.support.pretrained import efficientnet_lite0
+    from worker.engine.demo_models import export_onnx
+
+    images = _photo_crops(samples, 224)
+    with torch.inference_mode():
+        path = export_onnx(efficientnet_lite0().eval(), images[:2], folder / "efficientnet_lite0.onnx")
+    return path, images
+
+
+def _resnet18_shape(folder: Path, samples: int, size: int = 64) -> tuple[Path, np.ndarray]:
+    """ResNet-18's layout (BasicBlocks [2, 2, 2, 2], 64..512 channels, 1000 classes), random weights and
+    batch-norm statistics; inputs are the photo crops."""
+    import torch
+    from torch import nn
 
     from worker.engine.demo_models import export_onnx
 
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = (
+                nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                if stride != 1 or cin != cout
+                else nn.Identity()
+            )
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.relu(self.bn1(self.conv1(x)))
+            return torch.relu(self.bn2(self.conv2(y)) + self.down(x))
+
     torch.manual_seed(0)
-    width = 512
-    layers: list[torch.nn.Module] = [torch.nn.Flatten(), torch.nn.Linear(64, width), torch.nn.ReLU()]
-    for _ in range(LAYERS - 2):
-        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-    layers.append(torch.nn.Linear(width, 10))
-    model = torch.nn.Sequential(*layers).eval()
-    onnx_path = export_onnx(model, np.zeros((2, 1, 8, 8), dtype=np.float32), folder / "mlp.onnx")
-    data = folder / "calibration.npz"
-    np.savez(data, input=np.random.default_rng(0).random((SAMPLES, 1, 8, 8), dtype=np.float32))
-    return onnx_path, data
+    widths = [64, 128, 256, 512]
+    blocks: list[nn.Module] = []
+    cin = 64
+    for i, width in enumerate(widths):
+        blocks += [Block(cin, width, 1 if i == 0 else 2), Block(width, width, 1)]
+        cin = width
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+        nn.MaxPool2d(3, 2, 1),
+        *blocks,
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(512, 1000),
+    )
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_var.uniform_(0.5, 1.5)  # type: ignore[union-attr]
+            module.weight.data.uniform_(0.5, 1.5)
+    images = _photo_crops(samples, size, seed=1)
+    with torch.inference_mode():
+        path = export_onnx(model.eval(), images[:2], folder / "resnet18_shape.onnx")
+    return path, images
 
 
-def _in_process(model: Path, data: Path) -> float:
+def _deep_mlp(folder: Path, samples: int, layers: int = 500, width: int = 32) -> tuple[Path, np.ndarray]:
+    """`layers` Linear layers: residual blocks of two (Linear, ReLU, Linear) and a 10-class head."""
     import torch
+    from torch import nn
 
+    from worker.engine.demo_models import export_onnx
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(width, width), nn.Linear(width, width)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 0.1 * self.fc2(torch.relu(self.fc1(x)))
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[Residual() for _ in range((layers - 1) // 2)], nn.Linear(width, 10)).eval()
+    x = np.random.default_rng(2).standard_normal((samples, width)).astype(np.float32)
+    with torch.inference_mode():
+        path = export_onnx(model, x[:2], folder / "deep_mlp.onnx")
+    return path, x
+
+
+# ------------------------------------------------------------------------------------------- scans
+
+
+def _scan(path: Path, x: np.ndarray, layers: list[str] | None, reuse_prefix: bool) -> tuple[float, Any]:
     from worker.engine.compression import open_compressible
     from worker.engine.sensitivity import layer_sensitivity
 
-    torch.set_num_threads(1)
-    feeds = {"input": np.load(data)["input"]}
     start = time.perf_counter()
-    layer_sensitivity(open_compressible(model, "onnx", intra_op_threads=1), feeds, CONFIGS, batch_size=500)
-    return time.perf_counter() - start
+    handle = open_compressible(path, "onnx", intra_op_threads=THREADS)
+    result = layer_sensitivity(
+        handle, {"input": x}, CONFIGS, layers=layers, batch_size=32, reuse_prefix=reuse_prefix
+    )
+    return time.perf_counter() - start, result
+
+
+def _max_relative_difference(a: Any, b: Any) -> float:
+    worst = 0.0
+    for key, cell in a.cells.items():
+        for metric in METRICS:
+            x, y = getattr(cell.divergence, metric), getattr(b.cells[key].divergence, metric)
+            if x is None or y is None or x == y:
+                if (x is None) != (y is None):
+                    return float("inf")
+                continue
+            worst = max(worst, abs(x - y) / max(abs(x), abs(y)))
+    return worst
+
+
+def _layers(path: Path, every: int) -> list[str]:
+    from worker.engine.compression import open_compressible
+
+    names = [layer.name for layer in open_compressible(path, "onnx").layers()]
+    return names[::every] if every > 1 else names
+
+
+def _product_vs_naive(name: str, path: Path, x: np.ndarray, every: int) -> None:
+    layers = _layers(path, every)
+    product, fast = _scan(path, x, layers, reuse_prefix=True)
+    naive, full = _scan(path, x, layers, reuse_prefix=False)
+    print(f"{name}: {len(layers)} layers x {len(CONFIGS)} configs on {len(x)} inputs, {THREADS} thread")
+    report("naive loop (whole model per cell)", naive, "naive", naive)
+    report("product scan (suffix from the golden prefix)", product, "naive", naive)
+    print(f"{'speed-up of the product scan':<46} {naive / product:10.2f}x")
+    print(f"{'max relative difference over every cell':<46} {_max_relative_difference(fast, full):10.3g}")
+
+
+def _peak_rss_child(path: str, samples: int, queue: Any) -> None:
+    x = np.load(path + ".npy")
+    seconds, result = _scan(Path(path), x[:samples], None, reuse_prefix=True)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    queue.put((seconds, len(result.cells), peak_kib / 1024))
+
+
+def _deep(folder: Path, samples: int, layers: int) -> None:
+    path, x = _deep_mlp(folder, samples, layers)
+    np.save(str(path) + ".npy", x)
+    context = multiprocessing.get_context("spawn")  # a fresh process: its peak RSS is the scan's own
+    queue = context.Queue()
+    child = context.Process(target=_peak_rss_child, args=(str(path), samples, queue))
+    child.start()
+    seconds, cells, peak_mib = queue.get()
+    child.join()
+    print(f"deep residual MLP: {layers} Linear layers x {len(CONFIGS)} configs on {samples} inputs")
+    print(
+        f"{'product scan, ' + str(cells) + ' cells':<46} {seconds * 1000:10.1f} ms   peak RSS {peak_mib:.0f} MiB"
+    )
+
+
+# ------------------------------------------------------------------------------------------- fan-out
 
 
 def _through_the_queue_job(
@@ -89,35 +254,45 @@ def _through_the_queue_job(
         api.stop()
 
 
-def _through_the_queue(root: Path, model: Path, data: Path, workers: int) -> tuple[float, set[str]]:
+def _fan_out(root: Path, model: Path, x: np.ndarray, chunks: int) -> None:
+    data = root / "calibration.npz"
+    np.savez(data, input=x)
     params: dict[str, Any] = {
         "configs": CONFIGS,
-        "max_samples": SAMPLES,
-        "batch_size": 500,
+        "max_samples": len(x),
+        "batch_size": 32,
         "whole_model": False,
         "mixed_precision_bits": [],
         "importance_methods": [],
         "threads": 1,
-        "chunks": LAYERS,
+        "chunks": chunks,
     }
-    return _through_the_queue_job(root, model, data, workers, "sensitivity", params)
+    one, _ = _through_the_queue_job(root, model, data, 1, "sensitivity", params)
+    two, used = _through_the_queue_job(root, model, data, 2, "sensitivity", params)
+    print(f"sensitivity job: ResNet-18 shape at 64 px, {len(x)} inputs, {chunks} chunks, 1 thread per worker")
+    report("sensitivity job, 1 worker process", one, "1 worker", one)
+    report(f"sensitivity job, 2 worker processes ({len(used)} used)", two, "1 worker", one)
+    print(f"{'speed-up of 2 workers over 1':<46} {one / two:10.2f}x")
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few layers and samples (development)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["efficientnet", "resnet", "deep", "fanout"])
+    args = parser.parse_args()
+    quick = args.quick
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        model, data = _model(root)
-        baseline = _in_process(model, data)
-        one, _ = _through_the_queue(root, model, data, workers=1)
-        two, used = _through_the_queue(root, model, data, workers=2)
-        print(
-            f"sensitivity: {LAYERS} Linear layers (512 wide) x {len(CONFIGS)} configs on {SAMPLES} samples, "
-            f"{LAYERS} chunks, 1 thread per worker"
-        )
-        report("one scan in this process (no queue)", baseline, "baseline", baseline)
-        report("sensitivity job, 1 worker process", one, "baseline", baseline)
-        report(f"sensitivity job, 2 worker processes ({len(used)} used)", two, "baseline", baseline)
-        print(f"{'speed-up of 2 workers over 1':<46} {one / two:10.2f}x")
+        if "efficientnet" not in args.skip:
+            path, images = _efficientnet(root, 32 if quick else 256)
+            _product_vs_naive("EfficientNet-Lite0 at 224 px", path, images, every=12 if quick else 3)
+        resnet, inputs = _resnet18_shape(root, 64 if quick else 256)
+        if "resnet" not in args.skip:
+            _product_vs_naive("ResNet-18 shape at 64 px", resnet, inputs, every=5 if quick else 1)
+        if "deep" not in args.skip:
+            _deep(root, 64, 50 if quick else 500)
+        if "fanout" not in args.skip:
+            _fan_out(root, resnet, inputs, chunks=4 if quick else 8)
 
 
 if __name__ == "__main__":

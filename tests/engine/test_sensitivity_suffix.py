@@ -20,6 +20,7 @@ from worker.engine.compression import (
     WeightQuant,
     open_compressible,
 )
+from worker.engine.compression.configs import Config
 from worker.engine.compression.divergence import golden_outputs
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.demo_models import export_onnx
@@ -29,7 +30,7 @@ from worker.engine.suffix_onnx import CellSuffix, OnnxSuffixes
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 W = 8
-CONFIGS = [
+CONFIGS: list[Config] = [
     WeightQuant(8),
     WeightQuant(4, per_channel=True),
     Quantize(WeightQuant(6), ActivationQuant(6)),
@@ -99,6 +100,7 @@ def _trained_like(model: nn.Module, seed: int) -> nn.Module:
     torch.manual_seed(seed)
     for module in model.modules():
         if isinstance(module, nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None
             module.running_mean.uniform_(-0.2, 0.2)
             module.running_var.uniform_(0.5, 1.5)
             module.weight.data.uniform_(0.5, 1.5)

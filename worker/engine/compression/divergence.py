@@ -65,6 +65,12 @@ def golden_outputs(runner: Runner, feeds: Feeds, batch_size: int) -> Golden:
             name, kind = _primary(result)
         outputs.append(np.asarray(result[name]))
     assert name is not None
+    return golden_from_outputs(name, kind, batch_size, outputs)
+
+
+def golden_from_outputs(name: str, kind: str, batch_size: int, outputs: list[np.ndarray]) -> Golden:
+    """A `Golden` from outputs computed elsewhere (a fan-out job's plan step shares them with its
+    chunks); the log-probabilities are derived here, as `golden_outputs` derives them."""
     if kind != "classification":
         return Golden(name, kind, batch_size, outputs, None, False)
     finite = [o[np.all(np.isfinite(o.reshape(len(o), -1)), axis=1)] for o in outputs]
