@@ -22,12 +22,19 @@ Why each cell has its own suffix session rather than one per layer with the weig
 onnxruntime reorders and pre-packs constant weights only (the NCHWc convolutions need an initializer), so
 a weight fed as an input would run through another kernel with another summation order.
 
-Memory: `OnnxSuffixes` holds the optimised golden graph; a scan keeps the golden cut tensors of all
-calibration batches for a group of consecutive layers, sized to a budget (`sensitivity_suffix`).
+Cost per cell: onnxruntime writes optimised graphs with their weights in a side file, so nothing
+copies weights through protobuf but `OnnxCompressible.build`; a suffix carries only its changed weights
+and reads the others from the golden side file. (With weights inline, serialising and comparing them
+made a ResNet-18 cell at 64 px cost more than re-running the whole model.)
+
+Memory: `OnnxSuffixes` holds the optimised golden graph (weights on disk, in a temporary folder); a scan
+keeps the golden cut tensors of all calibration batches for a group of consecutive layers, sized to a
+budget (`sensitivity_suffix`).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -70,8 +77,27 @@ def _node_key(node: onnx.NodeProto) -> tuple[object, ...]:
     )
 
 
-def _initializer_bytes(init: onnx.TensorProto) -> bytes:
-    return init.raw_data if init.raw_data else init.SerializeToString()
+def _data(init: onnx.TensorProto, side_file: np.ndarray) -> np.ndarray:
+    """An initializer's bytes: inline, or a view of the side file onnxruntime wrote them to."""
+    if init.data_location != 1:  # TensorProto.EXTERNAL
+        return np.frombuffer(init.raw_data if init.raw_data else init.SerializeToString(), np.uint8)
+    where = {entry.key: entry.value for entry in init.external_data}
+    offset = int(where.get("offset", 0))
+    return side_file[offset : offset + int(where["length"])]
+
+
+def _inline(init: onnx.TensorProto, data: np.ndarray) -> onnx.TensorProto:
+    """A copy of an initializer with its bytes inline (its side file is about to go)."""
+    import onnx
+
+    if init.data_location != onnx.TensorProto.EXTERNAL:
+        return init
+    copy = onnx.TensorProto()
+    copy.CopyFrom(init)
+    del copy.external_data[:]
+    copy.data_location = onnx.TensorProto.DEFAULT
+    copy.raw_data = data.tobytes()
+    return copy
 
 
 class OnnxSuffixes:
@@ -86,11 +112,18 @@ class OnnxSuffixes:
         )
         if not self.supported:
             return
-        self.golden = self._optimised(handle.model)
+        self._folder = tempfile.TemporaryDirectory(prefix="kneeboard-suffixes-")
+        self._dir = Path(self._folder.name)
+        self._cells = itertools.count()
+        self.golden = self._optimised(handle.model, "golden")
         graph = self.golden.graph
         self._nodes = list(graph.node)
         self._keys = {_node_key(node) for node in self._nodes}
-        self._inits = {init.name: _initializer_bytes(init) for init in graph.initializer}
+        golden_file = self._dir / "golden.bin"
+        weights = (
+            np.memmap(golden_file, np.uint8, mode="r") if golden_file.is_file() else np.zeros(0, np.uint8)
+        )
+        self._inits = {init.name: _data(init, weights) for init in graph.initializer}
         self._graph_inputs = {value.name for value in graph.input} - set(self._inits)
         self._producer = {out: i for i, node in enumerate(self._nodes) for out in node.output if out}
         self._elem_types: dict[str, int] = {}
@@ -110,33 +143,43 @@ class OnnxSuffixes:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         return options
 
-    def _optimised(self, model: onnx.ModelProto) -> onnx.ModelProto:
-        """The graph onnxruntime runs for `model` (its default optimisation level, this CPU's kernels)."""
+    def _optimised(self, model: onnx.ModelProto, stem: str) -> onnx.ModelProto:
+        """The graph onnxruntime runs for `model` (its default optimisation level, this CPU's kernels),
+        written to <stem>.onnx with its weights in <stem>.bin, and read back without them."""
         import onnx
         import onnxruntime as ort
 
         options = self._options(optimise=True)
-        fd, name = tempfile.mkstemp(prefix="kneeboard-optimised-", suffix=".onnx")
-        os.close(fd)
+        options.optimized_model_filepath = str(self._dir / f"{stem}.onnx")  # type: ignore[attr-defined]
+        entries = {
+            "session.optimized_model_external_initializers_file_name": f"{stem}.bin",
+            "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
+            "session.disable_prepacking": "1",  # this session only writes the graph
+        }
+        for key, value in entries.items():
+            options.add_session_config_entry(key, value)  # type: ignore[attr-defined]
         try:
-            options.optimized_model_filepath = name  # type: ignore[attr-defined]
-            try:
-                ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-            except Exception as exc:  # onnxruntime's pybind errors share no public base class
-                raise EngineError(f"onnxruntime could not load the (compressed) ONNX model: {exc}") from exc
-            return onnx.load(name)
-        finally:
-            Path(name).unlink(missing_ok=True)
+            ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's pybind errors share no public base class
+            raise EngineError(f"onnxruntime could not load the (compressed) ONNX model: {exc}") from exc
+        return onnx.load(str(self._dir / f"{stem}.onnx"), load_external_data=False)
 
     def _runner(self, data: bytes) -> OnnxRunner:
+        """A session of a part of the optimised graph, loaded from a file beside golden.bin (where its
+        unchanged weights are read), with optimisation off."""
         import onnxruntime as ort
 
+        fd, name = tempfile.mkstemp(suffix=".onnx", dir=self._dir)
         try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
             session = ort.InferenceSession(
-                data, self._options(optimise=False), providers=["CPUExecutionProvider"]
+                name, self._options(optimise=False), providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
             raise EngineError(f"onnxruntime could not load a suffix of the model: {exc}") from exc
+        finally:
+            Path(name).unlink(missing_ok=True)
         return OnnxRunner(session)
 
     def _sub_model(
@@ -145,6 +188,7 @@ class OnnxSuffixes:
         nodes: Sequence[onnx.NodeProto],
         inputs: Sequence[str],
         outputs: Sequence[str],
+        replaced: Mapping[str, onnx.TensorProto] | None = None,
     ) -> bytes:
         import onnx
         from onnx import helper
@@ -155,7 +199,11 @@ class OnnxSuffixes:
             "kneeboard_part",
             [helper.make_tensor_value_info(name, self._elem_types[name], None) for name in inputs],
             [onnx.ValueInfoProto(name=name) for name in outputs],
-            initializer=[init for init in source.graph.initializer if init.name in used],
+            initializer=[
+                (replaced or {}).get(init.name, init)
+                for init in source.graph.initializer
+                if init.name in used
+            ],
         )
         model = helper.make_model(graph, opset_imports=list(source.opset_import))
         model.ir_version = source.ir_version
@@ -203,11 +251,28 @@ class OnnxSuffixes:
 
     def cell(self, tensors: Mapping[str, torch.Tensor], chains: Chains) -> CellSuffix:
         """The suffix of the model compressed by (tensors, chains)."""
-        compressed = self._optimised(self.handle.build(tensors, chains))
+        stem = f"cell-{next(self._cells)}"
+        compressed = self._optimised(self.handle.build(tensors, chains), stem)
         graph = compressed.graph
-        changed = {
-            init.name for init in graph.initializer if self._inits.get(init.name) != _initializer_bytes(init)
-        }
+        side_file = self._dir / f"{stem}.bin"
+        # every weight either equals the golden one (then the suffix reads it from golden.bin) or is
+        # changed (then the suffix carries it inline)
+        own: dict[str, onnx.TensorProto] = {}
+        try:
+            weights = (
+                np.memmap(side_file, np.uint8, mode="r") if side_file.is_file() else np.zeros(0, np.uint8)
+            )
+            for init in graph.initializer:
+                data = _data(init, weights)
+                golden = self._inits.get(init.name)
+                if golden is None or not np.array_equal(golden, data):
+                    own[init.name] = _inline(init, data)
+            del weights
+        finally:
+            (self._dir / f"{stem}.onnx").unlink(missing_ok=True)
+            side_file.unlink(missing_ok=True)
+        changed = set(own)
+        replaced = own | {init.name: init for init in self.golden.graph.initializer if init.name not in own}
         producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
         dirty_values: set[str] = set()
         dirty: set[int] = set()
@@ -238,7 +303,7 @@ class OnnxSuffixes:
         if missing:
             raise EngineError(f"the suffix needs tensors the golden graph does not compute: {missing}")
         nodes = [graph.node[i] for i in sorted(dirty)]
-        return CellSuffix(self._sub_model(compressed, nodes, cut, [self.output]), tuple(cut))
+        return CellSuffix(self._sub_model(compressed, nodes, cut, [self.output], replaced), tuple(cut))
 
     # ------------------------------------------------------------------------------------ running
 
