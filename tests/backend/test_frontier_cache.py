@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, event, select
 
+from backend import sweep_objectives
 from backend.db.models import Job, SweepObjectiveTable, SweepPoint
 from backend.db.session import engine_for, session_factory
 from backend.settings import Settings
@@ -102,10 +103,18 @@ def test_points_are_read_once_and_a_repeated_frontier_reads_nothing_of_them(
     assert _frontier(client, job_id) == _brute_force(values)
     assert reads("sweep_points.objectives") == 0 and reads("sweep_objective_tables") == 0
 
-    # Other objectives of the same sweep: from the stored table, not from the points.
+    # Other objectives of the same sweep: from the process's unpacked table, reading nothing.
     statements.clear()
     flipped = values * np.array([1.0, -1.0])
     assert _frontier(client, job_id, ["kl_mean:min", "size_bytes:max"]) == _brute_force(flipped)
+    assert reads("sweep_points.objectives") == 0 and reads("sweep_objective_tables") == 0
+
+    # Another process (its caches empty): the stored table, not the points.
+    sweep_objectives._TABLES.clear()
+    statements.clear()
+    assert _frontier(client, job_id, ["kl_mean:max", "size_bytes:min"]) == _brute_force(
+        -values * np.array([1.0, -1.0])
+    )
     assert reads("sweep_points.objectives") == 0 and reads("sweep_objective_tables") == 1
 
 
