@@ -7,6 +7,7 @@ from bench import (
     bench_auth,
     bench_fidelity,
     bench_frontier,
+    bench_load,
     bench_pareto,
     bench_sensitivity,
     bench_sweep,
@@ -28,6 +29,8 @@ def main() -> None:
     bench_sweep.main()
     print()
     bench_auth.main()
+    print()
+    bench_load.main([])
 
 
 if __name__ == "__main__":
