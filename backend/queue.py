@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import UTC, datetime
 from functools import lru_cache
 
 from celery import Celery
@@ -57,31 +58,38 @@ def broker_error(error: BaseException) -> bool:
 
 class BrokerWatch:
     """Notices that the broker lost its queued messages (a Redis that keeps nothing on disk restarted, or
-    was flushed): a marker key, written once, is gone. `lost()` answers True once per loss; the reaper then
-    re-sends every queued job and chunk at once instead of waiting for the backed-off re-send. With Redis
-    persistence (appendonly) the key and the messages survive a restart, and nothing is re-sent."""
+    was flushed): a marker key, written once with the time it was written, is gone or was written anew.
+    The reaper then re-sends every queued job and chunk sent before the new key, at once, instead of waiting
+    for the backed-off re-send. Every API process watches; since they all read the same key, they all
+    re-send what was sent before the same moment, and the compare-and-set on enqueued_at lets only the first
+    one send each message. With Redis persistence (appendonly) the key and the messages survive a restart,
+    and nothing is re-sent."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.key = f"kneeboard:broker-epoch:{settings.queue_name}"
         self.epoch: str | None = None
 
-    def lost(self) -> bool:
-        """True when the broker's data was lost since the last call. Raises when the broker is down."""
+    def lost(self) -> datetime | None:
+        """When the broker started afresh, if its data was lost since the last call; else None. Raises when
+        the broker cannot be reached."""
         url = self.settings.resolved_broker_url
         if not url.startswith(("redis://", "rediss://", "unix://")):
-            return False  # the filesystem transport keeps its messages as files
+            return None  # the filesystem transport keeps its messages as files
         import redis
 
         client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
         try:
-            client.set(self.key, uuid.uuid4().hex, nx=True)
+            client.set(self.key, f"{uuid.uuid4().hex} {datetime.now(UTC).isoformat()}", nx=True)
             raw = client.get(self.key)
         finally:
             client.close()
         epoch = raw.decode() if isinstance(raw, bytes) else str(raw)
         seen, self.epoch = self.epoch, epoch
-        if seen is not None and seen != epoch:
-            log.warning("the broker lost its data (restarted without persistence?): re-sending queued work")
-            return True
-        return False
+        if seen is None or seen == epoch:
+            return None
+        log.warning("the broker lost its data (restarted without persistence?): re-sending queued work")
+        try:
+            return datetime.fromisoformat(epoch.split(" ", 1)[1])
+        except (IndexError, ValueError):  # a key written otherwise: re-send everything sent until now
+            return datetime.now(UTC)

@@ -74,15 +74,19 @@ class Reaper:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.broker = BrokerWatch(settings)
-        self.resend_all = False
-        """The broker lost its messages; set until a round has re-sent every queued job and chunk."""
+        self.sent_before: datetime | None = None
+        """The broker lost its messages: re-send what was sent before this; kept until a round succeeds."""
 
     def round(self) -> job_lifecycle.ReapOutcome:
-        self.resend_all = self.broker.lost() or self.resend_all
-        # Everything sent before this round, including what a failed round marked as re-sent and then could
-        # not send (e.g. the broker answered before its queues were declared again).
-        outcome = reap_once(self.settings, sent_before=utcnow() if self.resend_all else None)
-        self.resend_all = False
+        fresh_since = self.broker.lost()
+        if fresh_since is not None:
+            self.sent_before = fresh_since
+        elif self.sent_before is not None:
+            # A round that saw the loss failed (e.g. the broker answered before a worker had declared its
+            # queue again): it may have marked messages as re-sent without sending them; send everything.
+            self.sent_before = utcnow()
+        outcome = reap_once(self.settings, sent_before=self.sent_before)
+        self.sent_before = None
         return outcome
 
 
