@@ -203,8 +203,13 @@ def _layer_profile(
     runtime_outputs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The per-layer profile over the first n_profiled samples, as a JSON document. A profile that cannot
-    be made (e.g. a model the instrumented runtime refuses) does not fail the job: the output-level report
-    stands, and the document says why the profile is missing.
+    be made, for any reason (a model the instrumented runtime refuses, an allocation that fails, a bug),
+    does not fail the job: the output-level report stands, and the document's ``error`` says why the
+    profile is missing and what to change. Only a cancellation and the soft time limit go through (the
+    job must stop then).
+
+    The profile re-cuts the samples into its own batches, sized from KNEEBOARD_PROFILE_MEMORY_BUDGET_MB
+    (settings.profile_memory_budget_mb), whatever the job's batch_size.
 
     runtime_outputs (ONNX pairs only): the deployed runtimes' output metrics over the same n_profiled
     samples (FidelityReport.outputs). With them the document gets ``kernel_gap``, one entry per model
@@ -212,14 +217,11 @@ def _layer_profile(
     worker/engine/kernel_gap.py); a significant gap also gets a note, in the entry's ``note`` and in the
     profile's notes. Without them ``kernel_gap`` is None.
     """
+    from celery.exceptions import SoftTimeLimitExceeded
+
     from worker.engine.kernel_gap import cpu_vnni, kernel_gap_note, kernel_gaps
     from worker.engine.layer_profile import profile_layers
-
-    batch = params.batch_size
-    batches = (
-        {name: a[i : min(i + batch, n_profiled)] for name, a in arrays.items()}
-        for i in range(0, n_profiled, batch)
-    )
+    from worker.runtime import out_of_memory
 
     def on_progress(done: int) -> None:
         ctx.progress(
@@ -227,25 +229,58 @@ def _layer_profile(
         )
 
     ctx.progress(start, "layer profile: capturing the layers of both models")
+    budget = ctx.settings.profile_memory_budget_mb
     try:
         profile = profile_layers(
-            *models[0], *models[1], batches, name_map=params.layer_name_map, on_progress=on_progress
+            *models[0],
+            *models[1],
+            [{name: a[:n_profiled] for name, a in arrays.items()}],  # memory-mapped: sliced per batch
+            name_map=params.layer_name_map,
+            on_progress=on_progress,
+            memory_budget_mb=budget,
+            intra_op_threads=params.threads,
         )
-    except JobCancelled:
+        entries: list[dict[str, Any]] | None = None
+        if runtime_outputs is not None:
+            gaps = kernel_gaps(profile.layers, runtime_outputs)
+            vnni = cpu_vnni() if any(gap.significant for gap in gaps) else None
+            entries = []
+            for gap in gaps:
+                note = kernel_gap_note(gap, profile.n_samples, vnni) if gap.significant else None
+                if note is not None:
+                    profile.notes.append(note)
+                entries.append(gap.to_dict() | {"note": note})
+        return cast(dict[str, Any], json_safe(profile.to_dict() | {"kernel_gap": entries}))
+    except (JobCancelled, SoftTimeLimitExceeded):
         raise
-    except EngineError as exc:
-        return {"error": f"the layer profile could not be made: {exc}"}
-    entries: list[dict[str, Any]] | None = None
-    if runtime_outputs is not None:
-        gaps = kernel_gaps(profile.layers, runtime_outputs)
-        vnni = cpu_vnni() if any(gap.significant for gap in gaps) else None
-        entries = []
-        for gap in gaps:
-            note = kernel_gap_note(gap, profile.n_samples, vnni) if gap.significant else None
-            if note is not None:
-                profile.notes.append(note)
-            entries.append(gap.to_dict() | {"note": note})
-    return cast(dict[str, Any], json_safe(profile.to_dict() | {"kernel_gap": entries}))
+    except Exception as exc:  # the profile is extra: whatever stops it must not take the report with it
+        cause: BaseException | None = exc
+        while cause is not None:  # the engine wraps runtime failures; a time limit inside one still stops
+            if isinstance(cause, SoftTimeLimitExceeded | JobCancelled):
+                raise cause from exc
+            cause = cause.__cause__
+        return {"error": _profile_error(exc, out_of_memory(exc), budget)}
+
+
+def _profile_error(exc: Exception, memory: bool, budget_mb: float) -> str:
+    """Why the profile is missing, and what to change."""
+    import logging
+    import traceback
+
+    if memory:
+        return (
+            f"the layer profile ran out of memory ({type(exc).__name__}: {exc}). The output-level report "
+            f"is complete. Lower KNEEBOARD_PROFILE_MEMORY_BUDGET_MB (now {budget_mb:g} MiB: the profile's "
+            "batches hold every layer of both models) or raise the worker's memory limit "
+            "(KNEEBOARD_WORKER_MEMORY_LIMIT_MB), or run the job with layer_profile=false."
+        )
+    if isinstance(exc, EngineError):
+        return f"the layer profile could not be made: {exc}"
+    logging.getLogger(__name__).error("the layer profile failed:\n%s", traceback.format_exc())
+    return (
+        f"the layer profile could not be made (internal error {type(exc).__name__}: {exc}; please report "
+        "it). The output-level report is complete; run the job with layer_profile=false to skip the profile."
+    )
 
 
 def _floats(values: np.ndarray) -> list[float | None]:

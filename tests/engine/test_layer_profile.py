@@ -172,6 +172,35 @@ def test_accumulated_sqnr_matches_onnxruntime_qdq_loss_debug(
     assert profile.n_samples == len(x)
 
 
+def test_qdq_err_matches_onnxruntime_qdq_loss_debug(
+    models: Models, digits_split: DigitsSplit, tmp_path: Path
+) -> None:
+    """The own-quantizer error of every quantized tensor against qdq_loss_debug's qdq_err (its SQNR of
+    the QuantizeLinear input against the DequantizeLinear output, in the QDQ model's own run)."""
+    x = digits_split.x_test
+    errors, matching = ort_reference(models, x, tmp_path)
+    expected = {name: err["qdq_err"] for name, err in errors.items()}
+    profile = profile_layers(models.golden_onnx, "onnx", models.int8_onnx, "onnx", batches(x, 64))
+    got = {layer.name: layer for layer in profile.layers if layer.qdq_err is not None}
+    assert set(got) == set(expected) and len(got) >= 4
+    for name, value in expected.items():
+        qdq = got[name].qdq_err
+        # the QuantizeLinear's input: the float tensor (renamed when it is a graph output, as 'logits' is)
+        assert qdq is not None and got[name].qdq_input in (name, name + "_QuantizeLinear_Input")
+        pre = np.concatenate(matching[name]["pre_qdq"]).reshape(len(x), -1).astype(np.float64)
+        post = np.concatenate(matching[name]["post_qdq"]).reshape(len(x), -1).astype(np.float64)
+        if np.array_equal(pre, post):  # re-quantizing already quantized values (a Reshape's output):
+            assert qdq.sqnr_db == math.inf, name  # ORT clamps the zero error at float eps instead
+        else:
+            assert qdq.sqnr_db == pytest.approx(value, abs=1e-3), name
+        cos = np.sum(pre * post, 1) / (np.linalg.norm(pre, axis=1) * np.linalg.norm(post, axis=1))
+        assert qdq.cosine_mean == pytest.approx(cos.mean(), abs=1e-9)
+        assert qdq.cosine_min == pytest.approx(cos.min(), abs=1e-9)
+    # float models have no quantizer of their own
+    plain = profile_layers(models.golden_onnx, "onnx", models.perturbed_onnx, "onnx", batches(x[:64], 64))
+    assert all(layer.qdq_err is None for layer in plain.layers)
+
+
 def test_local_of_quantized_layer_matches_a_direct_computation(
     models: Models, digits_split: DigitsSplit, tmp_path: Path
 ) -> None:

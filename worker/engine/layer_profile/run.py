@@ -17,7 +17,7 @@ from worker.engine.layer_profile.matching import match_layers, matching_note
 from worker.engine.layer_profile.onnx_local import OnnxLocal
 from worker.engine.layer_profile.onnx_side import OnnxSide
 from worker.engine.layer_profile.results import LayerFidelity, LayerProfile, LayerStats
-from worker.engine.layer_profile.sides import Feeds, batch_size_of
+from worker.engine.layer_profile.sides import Feeds, batch_size_of, stops_the_job
 from worker.engine.layer_profile.torch_side import TorchLocal, TorchSide
 from worker.engine.loaders import extract_onnx_zip
 from worker.engine.types import ModelFormat
@@ -58,6 +58,8 @@ def _make_local(
     try:
         local = OnnxLocal(compressed, pairs, workdir)
     except Exception as exc:  # onnx / onnxruntime refusing the extra model
+        if stops_the_job(exc):
+            raise
         for pair in pairs:
             pair.drop_local(f"onnxruntime could not build the local sub-graphs: {exc}")
         return None
@@ -90,6 +92,8 @@ def _run_local(
     try:
         values = local.run(feeds, g)
     except Exception as exc:  # e.g. a golden tensor that the compressed sub-graph cannot take
+        if stops_the_job(exc):
+            raise
         for pair in pairs:
             if pair.local is not None:
                 pair.drop_local(f"the local sub-graphs failed to run: {exc}")

@@ -59,3 +59,18 @@ def batch_size_of(feeds: Feeds) -> int:
     if first.ndim == 0:
         raise DatasetMismatchError("input arrays need a batch dimension (axis 0)")
     return int(first.shape[0])
+
+
+def stops_the_job(exc: BaseException) -> bool:
+    """Whether `exc`, or one it was raised from, must stop the job rather than be recorded as a layer's
+    missing value: a cancellation, or the task's soft time limit (celery's SoftTimeLimitExceeded, an
+    Exception subclass raised wherever Python happens to be, recognised by name because the engine does
+    not import the service)."""
+    from worker.engine.errors import JobCancelled
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, JobCancelled) or type(seen).__name__ == "SoftTimeLimitExceeded":
+            return True
+        seen = seen.__cause__
+    return False

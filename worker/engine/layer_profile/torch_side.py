@@ -17,7 +17,7 @@ import numpy as np
 
 from worker.engine.errors import EngineError, ModelLoadError
 from worker.engine.layer_profile.accumulate import LayerPair
-from worker.engine.layer_profile.sides import Feeds, bind_feeds
+from worker.engine.layer_profile.sides import Feeds, bind_feeds, stops_the_job
 from worker.engine.loaders import TorchRunner, load_model
 
 if TYPE_CHECKING:
@@ -210,6 +210,8 @@ class TorchLocal:
                     cache[key] = self._compressed.call(pair.compressed, self._golden.last_inputs[g_call])
                 results[name] = _to_numpy(cache[key][self._compressed.layers[pair.compressed].leaf])
             except Exception as exc:  # the compressed module may not accept the golden inputs
+                if stops_the_job(exc):
+                    raise
                 pair.drop_local(f"the compressed module failed on the golden inputs: {exc}")
                 del self._pairs[name]
         return results
