@@ -146,3 +146,26 @@ def test_after_the_broker_lost_its_data_the_reaper_resends_queued_jobs_at_once(
     assert sent == [job.id], "sent once, by one of the API processes"
     session.execute(update(Job).values(status=JobStatus.running.value))
     session.commit()
+
+
+def test_the_reaper_loop_outlives_rounds_that_fail(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A database that cannot be reached fails each round; the loop logs it and keeps going."""
+    import asyncio
+
+    unreachable = Settings(
+        data_dir=tmp_path,
+        database_url="postgresql+psycopg://postgres@127.0.0.1:1/none",  # nothing listens on port 1
+        reaper_interval_s=0.05,
+        seed_demo=False,
+    )
+
+    async def run_briefly() -> bool:
+        task = asyncio.create_task(reaper_module.reaper_loop(unreachable))
+        await asyncio.sleep(1.0)
+        alive = not task.done()
+        task.cancel()
+        return alive
+
+    assert asyncio.run(run_briefly()), "the loop must still be running"
+    failures = [r for r in caplog.records if "reaper round failed" in r.getMessage()]
+    assert len(failures) >= 2, [r.getMessage() for r in caplog.records]
