@@ -13,7 +13,9 @@ export interface paths {
         put?: never;
         /**
          * Login
-         * @description Sign in to the dashboard: sets an HttpOnly, SameSite=Strict session cookie.
+         * @description Sign in to the dashboard: sets an HttpOnly, SameSite=Strict session cookie. After
+         *     KNEEBOARD_LOGIN_FREE_ATTEMPTS failures of one account (or ..._PER_ADDRESS from one address) each
+         *     further attempt waits, doubling: 429 with Retry-After.
          */
         post: operations["login"];
         delete?: never;
@@ -158,7 +160,7 @@ export interface paths {
         /**
          * A preview of samples offset..offset+limit-1: per array shape, dtype, min/max/mean, label, and whether a thumbnail can be drawn
          * @description Reads only these samples from the stored file (a multi-GB .npz is never loaded whole). An offset past
-         *     the end gives no items.
+         *     the end gives no items. Decoding runs in the API's bounded render pool (503 when it is full).
          */
         get: operations["listDatasetSamples"];
         put?: never;
@@ -2239,6 +2241,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
+            /** @description Too Many Requests: error is too_many_attempts. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is busy. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
         };
     };
     logout: {
@@ -2355,6 +2375,15 @@ export interface operations {
             };
             /** @description Unprocessable Entity: error is invalid_request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is busy. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2664,7 +2693,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Service Unavailable: error is storage_unavailable. */
+            /** @description Service Unavailable: error is busy or storage_unavailable. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2735,7 +2764,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Service Unavailable: error is storage_unavailable. */
+            /** @description Service Unavailable: error is busy or storage_unavailable. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2820,6 +2849,7 @@ export interface operations {
             query?: {
                 kind?: components["schemas"]["JobKind"] | null;
                 limit?: number;
+                /** @description Items to skip (at most 2**31 - 1). */
                 offset?: number;
                 project_id?: string | null;
                 status?: components["schemas"]["JobStatus"] | null;
@@ -3300,6 +3330,7 @@ export interface operations {
                 /** @description Only samples whose top-1 class changed (or not). */
                 flipped?: boolean | null;
                 limit?: number;
+                /** @description Items to skip (at most 2**31 - 1). */
                 offset?: number;
                 order?: "asc" | "desc";
                 /** @description Output name; default: the first output. */
@@ -3609,6 +3640,7 @@ export interface operations {
                 /** @description Include each point's full document and manifest. */
                 details?: boolean;
                 limit?: number;
+                /** @description Items to skip (at most 2**31 - 1). */
                 offset?: number;
             };
             header?: never;
@@ -4210,6 +4242,7 @@ export interface operations {
                 dataset_id?: string | null;
                 golden_model_id?: string | null;
                 limit?: number;
+                /** @description Items to skip (at most 2**31 - 1). */
                 offset?: number;
             };
             header?: never;
@@ -4672,6 +4705,7 @@ export interface operations {
                 /** @description Only this action, e.g. job.launched. */
                 action?: string | null;
                 limit?: number;
+                /** @description Items to skip (at most 2**31 - 1). */
                 offset?: number;
             };
             header?: never;
