@@ -6,7 +6,7 @@ import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast, get_args
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from sqlalchemy import insert
@@ -23,6 +23,7 @@ from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDive
 from backend.image_datasets import describe_image_zip
 from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, ModelLoadError
 from worker.engine.types import ModelFormat
+from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 Row = TypeVar("Row", Model, Dataset)
@@ -37,12 +38,6 @@ def detached_row(ctx: JobContext, table: type[Row], row_id: uuid.UUID) -> Row:
             raise error(f"{table.__name__.lower()} {row_id} was deleted while the job waited")
         session.expunge(row)
         return row
-
-
-def model_format(model: Model) -> ModelFormat:
-    if model.format not in get_args(ModelFormat):
-        raise ModelLoadError(f"model {model.name!r} has unknown format {model.format!r}")
-    return cast(ModelFormat, model.format)
 
 
 def load_dataset(path: Path, dataset: Dataset, cache_dir: Path | None = None) -> dict[str, np.ndarray]:
@@ -86,11 +81,11 @@ class InspectHandler:
 
         params = InspectParams.model_validate(ctx.params)
         model = detached_row(ctx, Model, params.model_id)
-        path = ctx.store.local_path(model.artifact_sha256)
+        path, fmt = model_file(ctx, model)
         ctx.progress(0.1, f"loading the {model.format} model in its runtime")
-        load_model(path, model_format(model))  # the runtime that will run it must accept it
+        load_model(path, fmt)  # the runtime that will run it must accept it
         ctx.progress(0.5, "inspecting layers, parameters and MACs")
-        inspection = inspect_model(path, model_format(model), model.declared_input_shapes)
+        inspection = inspect_model(path, fmt, model.declared_input_shapes)
         report = json_safe(inspection.to_dict())
 
         def write(session: Session) -> None:
@@ -126,7 +121,7 @@ class FidelityHandler:
             if model.status == ModelStatus.invalid.value:
                 raise ModelLoadError(f"the {role} model {model.name!r} is invalid: {model.error}")
             ctx.progress(0.0, f"loading the {role} model {model.name!r}")
-            models.append((ctx.store.local_path(model.artifact_sha256), model_format(model)))
+            models.append(model_file(ctx, model))
             runners.append(load_model(*models[-1], intra_op_threads=params.threads))
         dataset = detached_row(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
