@@ -279,6 +279,20 @@ def _fail_job(session: Session, job_id: uuid.UUID, error: str, now: datetime) ->
         cancel_untaken_chunks(session, job_id, f"not run: the job failed ({error})", now)
 
 
+def mark_chunks_unsent(session: Session, chunks: Sequence[tuple[uuid.UUID, int]]) -> None:
+    """Queued chunks marked as sent whose message could not be sent (the broker is down): enqueued_at goes
+    back to their creation, so the next reaper round tries again (job_lifecycle.mark_unsent for jobs)."""
+    for job_id, index in chunks:
+        session.execute(
+            update(JobChunk)
+            .where(
+                JobChunk.job_id == job_id, JobChunk.index == index, JobChunk.status == JobStatus.queued.value
+            )
+            .values(enqueued_at=func.coalesce(JobChunk.created_at, JobChunk.enqueued_at))
+        )
+    session.commit()
+
+
 def reap_lost_chunks(
     session: Session,
     heartbeat_timeout_s: float,

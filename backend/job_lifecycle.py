@@ -262,6 +262,25 @@ def run_reaper_once(
             if resend_after_s
             else []
         )
-    for job_id, kind in outcome.requeued + resend:
-        enqueue(job_id, kind)
-    return ReapOutcome(requeued=outcome.requeued + resend, failed=outcome.failed)
+    to_send = outcome.requeued + resend
+    for sent, (job_id, kind) in enumerate(to_send):
+        try:
+            enqueue(job_id, kind)
+        except Exception:
+            with session_maker() as session:
+                mark_unsent(session, [job for job, _kind in to_send[sent:]])
+            raise
+    return ReapOutcome(requeued=to_send, failed=outcome.failed)
+
+
+def mark_unsent(session: Session, job_ids: list[uuid.UUID]) -> None:
+    """Queued jobs marked as sent whose message could not be sent (the broker is down): their enqueued_at
+    goes back to their creation, so the next reaper round tries again (and the re-send backoff starts over)
+    instead of waiting as if the message had gone out."""
+    if job_ids:
+        session.execute(
+            update(Job)
+            .where(Job.id.in_(job_ids), Job.status == JobStatus.queued.value)
+            .values(enqueued_at=Job.created_at)
+        )
+        session.commit()

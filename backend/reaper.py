@@ -54,8 +54,14 @@ def reap_once(settings: Settings, sent_before: datetime | None = None) -> job_li
             resend_max_s=settings.queued_resend_max_s,
             sent_before=sent_before,
         )
-    for job_id, index, queue in chunks.resend_chunks:
-        enqueue_chunk(settings, job_id, index, queue)
+    for sent, (job_id, index, queue) in enumerate(chunks.resend_chunks):
+        try:
+            enqueue_chunk(settings, job_id, index, queue)
+        except Exception:  # the broker is down: the next round tries the unsent ones again
+            with session_factory(settings.resolved_database_url)() as session:
+                unsent = [(job, i) for job, i, _queue in chunks.resend_chunks[sent:]]
+                chunk_lifecycle.mark_chunks_unsent(session, unsent)
+            raise
     for job_id in chunks.resend_merges:
         enqueue_merge(settings, job_id)
     if chunks.resend_chunks or chunks.resend_merges or chunks.failed_jobs:

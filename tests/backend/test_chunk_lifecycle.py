@@ -240,3 +240,18 @@ def test_chunk_resends_back_off_and_a_lost_broker_resends_at_once(session: Sessi
     assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at).resend_chunks == []
     again = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at, sent_before=lost_at)
     assert again.resend_chunks == [(job.id, 0, None)]
+
+
+def test_chunks_whose_resend_failed_are_due_again(session: Session) -> None:
+    job, _ = _fanned_out(session, 2)
+    long_ago = utcnow() - timedelta(seconds=120)
+    session.execute(update(JobChunk).values(created_at=long_ago, enqueued_at=long_ago))
+    session.commit()
+    marked = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks
+    assert sorted(index for _job, index, _queue in marked) == [0, 1]
+    cl.mark_chunks_unsent(session, [(job.id, 1)])  # chunk 0 went out, then the broker refused chunk 1
+    unsent, out = _chunk(session, job, 1), _chunk(session, job, 0)
+    assert unsent.enqueued_at == unsent.created_at and out.enqueued_at != out.created_at
+    later = utcnow() + timedelta(seconds=1)  # chunk 0 was just sent; chunk 1 was not
+    again = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=later).resend_chunks
+    assert again == [(job.id, 1, None)]

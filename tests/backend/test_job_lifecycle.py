@@ -151,3 +151,21 @@ def test_a_lost_broker_resends_every_job_queued_before_the_loss(session: Session
     assert lc.stale_queued_jobs(session, resend_after_s=60, now=lost_at, sent_before=lost_at) == [
         (job.id, "fidelity")
     ]
+
+
+def test_a_resend_the_broker_refused_is_tried_again_next_round(pg_url: str, session: Session) -> None:
+    job = _job(session)
+    created = session.get_one(Job, job.id).created_at
+    session.execute(update(Job).where(Job.id == job.id).values(enqueued_at=created))
+    session.commit()
+    sent: list[uuid.UUID] = []
+
+    def broker_down(_job_id: uuid.UUID, _kind: str) -> None:
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    with pytest.raises(ConnectionError):
+        lc.run_reaper_once(session_factory(pg_url), 60, 2, broker_down, resend_after_s=0.001)
+    session.expire_all()
+    assert session.get_one(Job, job.id).enqueued_at == created, "not marked as sent"
+    lc.run_reaper_once(session_factory(pg_url), 60, 2, lambda j, _k: sent.append(j), resend_after_s=0.001)
+    assert sent == [job.id]
