@@ -12,7 +12,7 @@ from backend import job_lifecycle
 from backend.contracts import JobKind
 from backend.db.models import Job, JobStatus, utcnow
 from backend.errors import QueueUnavailable
-from backend.queue import enqueue_job
+from backend.queue import broker_error, enqueue_job
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -35,11 +35,20 @@ def new_job(
 
 
 def dispatch(session: Session, settings: Settings, job: Job) -> None:
-    """Send a committed job to the queue; if the broker cannot be reached, the job fails with the reason."""
+    """Send a committed job to the queue. While the broker is unreachable (a restart, a blip) the job stays
+    queued and the API's reaper sends it once the broker answers (backend/reaper.py); any other error in
+    sending fails the job with the reason."""
     try:
         job_lifecycle.mark_enqueued(session, job.id)
         enqueue_job(settings, JobKind(job.kind), job.id)
     except Exception as exc:
+        if broker_error(exc):
+            log.warning("job %s: the broker is unreachable (%s); the reaper will send it", job.id, exc)
+            job.progress_message = (
+                "waiting for the job queue (the broker is unreachable); sent when it answers"
+            )
+            session.commit()
+            return
         log.exception("could not enqueue job %s", job.id)
         job.status = JobStatus.failed.value
         job.error = f"could not reach the job queue ({exc}); check that the broker is running, then retry"
