@@ -59,4 +59,5 @@ def sample_page(
         )
     )
     by_index = {row.sample_index: row for row in rows}
-    return len(order), [by_index[i] for i in wanted]
+    # A row can be gone only when its job is being deleted: the page then leaves it out instead of failing.
+    return len(order), [by_index[i] for i in wanted if i in by_index]

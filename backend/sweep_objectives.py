@@ -26,6 +26,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from backend.db.models import SweepObjectiveTable, SweepPoint
@@ -143,8 +144,11 @@ def _store(session: Session, table: SweepObjectives) -> None:
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     statement = insert(SweepObjectiveTable).values(doc)
     update = {key: statement.excluded[key] for key in doc if key != "job_id"}
-    session.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=update))
-    session.commit()
+    try:
+        session.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=update))
+        session.commit()
+    except IntegrityError:  # the sweep was deleted meanwhile: nothing to keep, and its frontier is a 404 next
+        session.rollback()
 
 
 def frontier_key(
