@@ -86,6 +86,19 @@ def _data(init: onnx.TensorProto, side_file: np.ndarray) -> np.ndarray:
     return side_file[offset : offset + int(where["length"])]
 
 
+def _with_data(init: onnx.TensorProto, values: np.ndarray) -> onnx.TensorProto:
+    """A copy of a float initializer holding `values`, inline."""
+    import onnx
+
+    copy = onnx.TensorProto()
+    copy.CopyFrom(init)
+    del copy.external_data[:]
+    del copy.float_data[:]
+    copy.data_location = onnx.TensorProto.DEFAULT
+    copy.raw_data = np.ascontiguousarray(values, dtype="<f4").tobytes()
+    return copy
+
+
 def _inline(init: onnx.TensorProto, data: np.ndarray) -> onnx.TensorProto:
     """A copy of an initializer with its bytes inline (its side file is about to go)."""
     import onnx
@@ -98,6 +111,23 @@ def _inline(init: onnx.TensorProto, data: np.ndarray) -> onnx.TensorProto:
     copy.data_location = onnx.TensorProto.DEFAULT
     copy.raw_data = data.tobytes()
     return copy
+
+
+@dataclass(frozen=True)
+class _WeightMaps:
+    """Where the golden weights' elements sit in the optimised graph's initializers (see _weight_maps)."""
+
+    index: dict[str, np.ndarray]
+    """Optimised initializer → for each of its elements, 1 + its position in the probe's numbering of all
+    weights (0: padding)."""
+    offsets: dict[str, int]
+    sizes: dict[str, int]
+    users: dict[str, list[str]]
+    """Source weight → the optimised initializers that hold its elements."""
+    sources: dict[str, list[str]]
+    """Optimised initializer → the source weights it holds elements of."""
+    covered: set[str]
+    """Source weights whose every element the probe found again (only those are rearranged by numpy)."""
 
 
 class OnnxSuffixes:
@@ -115,6 +145,8 @@ class OnnxSuffixes:
         self._folder = tempfile.TemporaryDirectory(prefix="kneeboard-suffixes-")
         self._dir = Path(self._folder.name)
         self._cells = itertools.count()
+        self._external_inits: set[str] = set()
+        self._maps: _WeightMaps | None = None
         self.golden = self._optimised(handle.model, "golden")
         graph = self.golden.graph
         self._nodes = list(graph.node)
@@ -143,13 +175,19 @@ class OnnxSuffixes:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         return options
 
-    def _optimised(self, model: onnx.ModelProto, stem: str) -> onnx.ModelProto:
+    def _optimised(
+        self, model: onnx.ModelProto | Path, stem: str, replaced: Mapping[str, np.ndarray] | None = None
+    ) -> onnx.ModelProto:
         """The graph onnxruntime runs for `model` (its default optimisation level, this CPU's kernels),
-        written to <stem>.onnx with its weights in <stem>.bin, and read back without them."""
+        written to <stem>.onnx with its weights in <stem>.bin, and read back without them. `model` may
+        be a file, whose initializers `replaced` overrides (onnxruntime's add_external_initializers)."""
         import onnx
         import onnxruntime as ort
 
         options = self._options(optimise=True)
+        values = {name: ort.OrtValue.ortvalue_from_numpy(a) for name, a in (replaced or {}).items()}
+        if values:  # replaced before any optimisation (add_initializer's would not be written out)
+            options.add_external_initializers(list(values), list(values.values()))  # type: ignore[attr-defined]
         options.optimized_model_filepath = str(self._dir / f"{stem}.onnx")  # type: ignore[attr-defined]
         entries = {
             "session.optimized_model_external_initializers_file_name": f"{stem}.bin",
@@ -159,10 +197,46 @@ class OnnxSuffixes:
         for key, value in entries.items():
             options.add_session_config_entry(key, value)  # type: ignore[attr-defined]
         try:
-            ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            source = str(model) if isinstance(model, Path) else model.SerializeToString()
+            ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's pybind errors share no public base class
             raise EngineError(f"onnxruntime could not load the (compressed) ONNX model: {exc}") from exc
         return onnx.load(str(self._dir / f"{stem}.onnx"), load_external_data=False)
+
+    def _source_file(self) -> Path:
+        """The golden ONNX file, weights in a side file (written once)."""
+        import onnx
+
+        path = self._dir / "source.onnx"
+        if not path.is_file():
+            model = onnx.ModelProto()
+            model.CopyFrom(self.handle.model)  # onnx.save converts the model it is given in place
+            onnx.save(
+                model, str(path), save_as_external_data=True, location="source.bin", size_threshold=1024
+            )  # small tensors stay inline: shape inference reads them (Reshape's shape, ReduceMean's axes)
+            self._external_inits = {
+                init.name
+                for init in model.graph.initializer
+                if init.data_location == onnx.TensorProto.EXTERNAL
+            }
+        return path
+
+    def _changed_arrays(self, tensors: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
+        """New values of the ONNX values that `tensors` change (as OnnxCompressible.build writes them)."""
+        handle = self.handle
+        arrays: dict[str, np.ndarray] = {}
+        for key, tensor in tensors.items():
+            value, index = handle._tensors[key]
+            if value not in arrays:
+                arrays[value] = np.array(handle._values[value], copy=True)
+            target = arrays[value]
+            if index:
+                target[index] = tensor.numpy().astype(target.dtype)
+            else:
+                arrays[value] = np.ascontiguousarray(
+                    tensor.numpy().astype(target.dtype).reshape(target.shape)
+                )
+        return arrays
 
     def _runner(self, data: bytes) -> OnnxRunner:
         """A session of a part of the optimised graph, loaded from a file beside golden.bin (where its
@@ -252,7 +326,17 @@ class OnnxSuffixes:
     def cell(self, tensors: Mapping[str, torch.Tensor], chains: Chains) -> CellSuffix:
         """The suffix of the model compressed by (tensors, chains)."""
         stem = f"cell-{next(self._cells)}"
-        compressed = self._optimised(self.handle.build(tensors, chains), stem)
+        arrays = self._changed_arrays(tensors)
+        maps = self._weight_maps()
+        if not chains and arrays and all(name in maps.covered for name in arrays):
+            # where onnxruntime puts each weight element is known: no optimisation pass for this cell
+            return self._suffix(self.golden, self._mapped(maps, arrays))
+        source = self._source_file()  # onnxruntime replaces only weights held in a side file
+        if not chains and all(name in self._external_inits for name in arrays):
+            # the golden file with the changed weights swapped in: no copy of the model per cell
+            compressed = self._optimised(source, stem, arrays)
+        else:  # new nodes, or weights computed in the graph: the edited copy
+            compressed = self._optimised(self.handle.build(tensors, chains), stem)
         graph = compressed.graph
         side_file = self._dir / f"{stem}.bin"
         # every weight either equals the golden one (then the suffix reads it from golden.bin) or is
@@ -271,6 +355,12 @@ class OnnxSuffixes:
         finally:
             (self._dir / f"{stem}.onnx").unlink(missing_ok=True)
             side_file.unlink(missing_ok=True)
+        return self._suffix(compressed, own)
+
+    def _suffix(self, compressed: onnx.ModelProto, own: dict[str, onnx.TensorProto]) -> CellSuffix:
+        """The nodes of an optimised compressed graph that differ from the golden graph's (new nodes,
+        or reading a changed weight of `own`) and everything downstream of them."""
+        graph = compressed.graph
         changed = set(own)
         replaced = own | {init.name: init for init in self.golden.graph.initializer if init.name not in own}
         producer = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
@@ -304,6 +394,103 @@ class OnnxSuffixes:
             raise EngineError(f"the suffix needs tensors the golden graph does not compute: {missing}")
         nodes = [graph.node[i] for i in sorted(dirty)]
         return CellSuffix(self._sub_model(compressed, nodes, cut, [self.output], replaced), tuple(cut))
+
+    def _weight_maps(self) -> _WeightMaps:
+        """Where onnxruntime's optimiser puts every element of each golden weight (learnt once).
+
+        A probe: every weight held in the side file is replaced by the numbers 1..n of its elements
+        (globally distinct, exact in float32 below 2^24 in all), and the graph optimised once. An
+        optimised initializer that differs from the golden one must then hold only such numbers (0 where
+        it pads): it is a pure rearrangement (NCHWc blocking, transposes) of the weights, and a cell's
+        compressed weights can be rearranged the same way with numpy. Anything else (a weight scaled by
+        a fused batch norm, say) turns the probe off and every cell is optimised by onnxruntime."""
+        if self._maps is not None:
+            return self._maps
+        import onnx
+
+        self._maps = _WeightMaps({}, {}, {}, {}, {}, set())
+        source = self._source_file()
+        floats = [
+            init
+            for init in self.handle.model.graph.initializer
+            if init.name in self._external_inits and init.data_type == onnx.TensorProto.FLOAT
+        ]
+        offsets, total = {}, 0
+        for init in floats:
+            offsets[init.name] = total
+            total += int(np.prod(init.dims))
+        if not floats or total >= 1 << 24:
+            return self._maps
+        probe_values = {
+            init.name: (np.arange(1, int(np.prod(init.dims)) + 1, dtype=np.float64) + offsets[init.name])
+            .astype(np.float32)
+            .reshape(tuple(init.dims))
+            for init in floats
+        }
+        probe = self._optimised(source, "probe", probe_values)
+        side_file = self._dir / "probe.bin"
+        maps: dict[str, np.ndarray] = {}
+        try:
+            if {_node_key(node) for node in probe.graph.node} != self._keys:
+                return self._maps
+            weights = (
+                np.memmap(side_file, np.uint8, mode="r") if side_file.is_file() else np.zeros(0, np.uint8)
+            )
+            for init in probe.graph.initializer:
+                data = _data(init, weights)
+                golden = self._inits.get(init.name)
+                if golden is not None and np.array_equal(golden, data):
+                    continue  # does not depend on any probed weight
+                if init.data_type != onnx.TensorProto.FLOAT or golden is None:
+                    return self._maps
+                values = np.frombuffer(data.tobytes(), np.float32)
+                index = values.astype(np.int64)
+                if not (np.array_equal(index, values) and index.min() >= 0 and index.max() <= total):
+                    return self._maps
+                maps[init.name] = index
+            del weights
+        finally:
+            (self._dir / "probe.onnx").unlink(missing_ok=True)
+            side_file.unlink(missing_ok=True)
+        ends = {name: offsets[name] + int(probe_values[name].size) for name in offsets}
+        seen = np.zeros(total + 1, dtype=bool)
+        users: dict[str, list[str]] = {}
+        sources: dict[str, list[str]] = {}
+        names = list(offsets)  # in increasing offset order
+        starts = np.array([offsets[name] for name in names])
+        for derived, index in maps.items():
+            seen[index] = True
+            held = np.unique(np.searchsorted(starts, index[index > 0] - 1, side="right") - 1)
+            sources[derived] = [names[k] for k in held]
+            for name in sources[derived]:
+                users.setdefault(name, []).append(derived)
+        covered = {name for name in offsets if seen[offsets[name] + 1 : ends[name] + 1].all()}
+        sizes = {name: ends[name] - offsets[name] for name in offsets}
+        self._maps = _WeightMaps(maps, offsets, sizes, users, sources, covered)
+        return self._maps
+
+    def _golden_value(self, name: str) -> np.ndarray:
+        from onnx import numpy_helper
+
+        init = next(i for i in self.handle.model.graph.initializer if i.name == name)
+        return numpy_helper.to_array(init)
+
+    def _mapped(self, maps: _WeightMaps, arrays: Mapping[str, np.ndarray]) -> dict[str, onnx.TensorProto]:
+        """The optimised initializers that `arrays` (new weight values) change, rearranged as the probe
+        showed, inline."""
+        golden_inits = {init.name: init for init in self.golden.graph.initializer}
+        own: dict[str, onnx.TensorProto] = {}
+        for derived in sorted({d for name in arrays for d in maps.users.get(name, [])}):
+            index = maps.index[derived]
+            values = np.zeros(index.shape, dtype=np.float32)
+            for name in maps.sources[derived]:
+                offset = maps.offsets[name]
+                inside = index > offset
+                inside &= index <= offset + maps.sizes[name]
+                source = arrays[name] if name in arrays else self._golden_value(name)
+                values[inside] = np.asarray(source, dtype=np.float32).reshape(-1)[index[inside] - offset - 1]
+            own[derived] = _with_data(golden_inits[derived], values)
+        return own
 
     # ------------------------------------------------------------------------------------ running
 
