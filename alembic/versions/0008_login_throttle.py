@@ -6,15 +6,13 @@ Create Date: 2026-12-03 19:00:00.000000
 """
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
 
 
 revision: str = '0008'
-# TEMPORARY while 0007 (sweep-point columns) is being written in parallel: chain onto 0006 until it exists.
-down_revision: str | None = '0007' if any(Path(__file__).parent.glob('0007_*.py')) else '0006'
+down_revision: str | None = '0007'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
