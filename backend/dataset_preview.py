@@ -3,10 +3,8 @@
 Plain functions over the stored file, no HTTP or SQL; they run in the API process (numpy and Pillow only,
 never torch). A preview reads only the samples it shows:
 
-- an ``.npz`` member stored without compression (what ``np.savez`` writes) is memory-mapped from the archive
-  at its data offset and only the requested rows are copied out;
-- a compressed member (``np.savez_compressed``) is streamed: the rows are read at their offsets, decompressing
-  forward in bounded chunks, so memory stays flat even for a multi-GB array;
+- an ``.npz``: only the requested rows of each array (backend/npz_rows.py: stored members memory-mapped,
+  compressed ones streamed forward in bounded chunks);
 - an image zip decodes only the requested members (sample order = sorted member names, as in
   ``backend.image_datasets``), refusing images over the pixel limit that uploads are checked against
   (KNEEBOARD_IMAGE_MAX_PIXELS) before decoding them; a JPEG thumbnail decodes at a reduced scale, and
@@ -17,32 +15,25 @@ from __future__ import annotations
 
 import io
 import math
-import struct
 import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
-from numpy.lib import format as npy_format
 
 from backend.dataset_formats import LABELS
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.image_datasets import describe_image_zip, too_many_pixels
+from backend.npz_rows import npz_members, npz_rows, npz_total
 from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error
 
 THUMBNAIL_MAX_SIDE = 128
 MIN_IMAGE_SIDE = 4
-MAX_SAMPLE_BYTES = 256 * 1024**2
-"""One sample of one array larger than this is not read for a preview (refused with a clear message)."""
 IMAGE_ARRAY = "image"
 """Name of the decoded picture in the preview of an image-zip sample."""
-
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
-_STREAM_CHUNK = 4 * 1024 * 1024
-_SKIP_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -181,157 +172,6 @@ def array_thumbnail(sample: np.ndarray, max_side: int = THUMBNAIL_MAX_SIDE) -> b
     return _png(_fit(image, max_side))
 
 
-# --- .npz members, read a few rows at a time ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Member:
-    name: str
-    info: zipfile.ZipInfo
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-    fortran: bool
-    data_offset: int  # where the array's data starts: in the archive (stored) or in the member (compressed)
-
-    @property
-    def sample_shape(self) -> tuple[int, ...]:
-        return self.shape[1:]
-
-    @property
-    def row_items(self) -> int:
-        return math.prod(self.sample_shape)
-
-    @property
-    def row_bytes(self) -> int:
-        return self.row_items * self.dtype.itemsize
-
-
-def _read_npy_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
-    version = npy_format.read_magic(f)
-    if version == (1, 0):
-        shape, fortran, dtype = npy_format.read_array_header_1_0(f)
-    elif version == (2, 0):
-        shape, fortran, dtype = npy_format.read_array_header_2_0(f)
-    else:
-        raise Conflict(f"array {name!r} uses an unsupported .npy format version {version}")
-    if dtype.hasobject:
-        raise Conflict(f"array {name!r} has dtype object, which is never unpickled")
-    return tuple(int(s) for s in shape), bool(fortran), np.dtype(dtype)
-
-
-def _stored_data_start(raw: IO[bytes], info: zipfile.ZipInfo) -> int:
-    """Where a stored member's bytes begin in the archive (after its local header)."""
-    raw.seek(info.header_offset)
-    fields = _LOCAL_HEADER.unpack(raw.read(_LOCAL_HEADER.size))
-    if fields[0] != b"PK\x03\x04":
-        raise Conflict(f"{info.filename}: damaged zip local header")
-    return info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]
-
-
-def _members(path: Path, zf: zipfile.ZipFile) -> dict[str, _Member]:
-    members: dict[str, _Member] = {}
-    with path.open("rb") as raw:
-        for info in zf.infolist():
-            if info.is_dir() or not info.filename.endswith(".npy"):
-                continue
-            name = info.filename[: -len(".npy")]
-            if info.compress_type == zipfile.ZIP_STORED:
-                raw.seek(_stored_data_start(raw, info))
-                shape, fortran, dtype = _read_npy_header(raw, name)
-                offset = raw.tell()
-            else:
-                with zf.open(info) as f:
-                    shape, fortran, dtype = _read_npy_header(f, name)
-                    offset = f.tell()
-            if not shape:
-                raise Conflict(f"array {name!r} is a scalar; it has no samples")
-            members[name] = _Member(name, info, shape, dtype, fortran, offset)
-    return members
-
-
-def _rows_stored(path: Path, member: _Member, indices: Sequence[int]) -> list[np.ndarray]:
-    if member.row_items == 0 or not indices:
-        return [np.zeros(member.sample_shape, member.dtype) for _ in indices]
-    mapped = np.memmap(
-        path,
-        dtype=member.dtype,
-        mode="r",
-        offset=member.data_offset,
-        shape=member.shape,
-        order="F" if member.fortran else "C",
-    )
-    try:
-        return [np.array(mapped[i]) for i in indices]
-    finally:
-        del mapped
-
-
-def _rows_compressed(zf: zipfile.ZipFile, member: _Member, indices: Sequence[int]) -> list[np.ndarray]:
-    """Rows of a compressed member, decompressing forward only, in bounded chunks."""
-    if member.row_items == 0 or not indices:
-        return [np.zeros(member.sample_shape, member.dtype) for _ in indices]
-    order = sorted(range(len(indices)), key=lambda k: indices[k])
-    out: list[np.ndarray | None] = [None] * len(indices)
-    with zf.open(member.info) as f:
-        if not member.fortran:
-            for k in order:
-                _advance(f, member.data_offset + indices[k] * member.row_bytes)
-                data = f.read(member.row_bytes)
-                if len(data) != member.row_bytes:
-                    raise Conflict(f"array {member.name!r} ends before sample {indices[k]}")
-                out[k] = np.frombuffer(data, dtype=member.dtype).reshape(member.sample_shape).copy()
-        else:
-            out = _gather_fortran(f, member, indices)
-    return [row for row in out if row is not None]
-
-
-def _advance(f: IO[bytes], target: int) -> None:
-    """Move a member's read position to `target` by decompressing forward in small chunks (zipfile's own
-    seek reads up to 16 MiB at a time); a position behind restarts from the beginning."""
-    position = f.tell()
-    if target < position:
-        f.seek(0)
-        position = 0
-    while position < target:
-        skipped = f.read(min(_SKIP_CHUNK, target - position))
-        if not skipped:
-            raise Conflict("an array of the .npz ends early")
-        position += len(skipped)
-
-
-def _gather_fortran(f: IO[bytes], member: _Member, indices: Sequence[int]) -> list[np.ndarray | None]:
-    """Rows of a Fortran-ordered member: element t of sample i lies at flat position i + n * t, so one
-    forward pass in chunks picks them out (time proportional to the member, memory to the rows)."""
-    n, itemsize = member.shape[0], member.dtype.itemsize
-    wanted = np.asarray(indices, dtype=np.int64)[:, None] + n * np.arange(member.row_items, dtype=np.int64)
-    flat = wanted.ravel()
-    order = np.argsort(flat, kind="stable")
-    positions = flat[order]
-    values = np.empty(flat.size, dtype=member.dtype)
-    _advance(f, member.data_offset)
-    start, done = 0, 0
-    chunk_items = max(1, _STREAM_CHUNK // itemsize)
-    while done < positions.size:
-        data = f.read(chunk_items * itemsize)
-        if not data:
-            raise Conflict(f"array {member.name!r} ends early")
-        items = np.frombuffer(data[: len(data) - len(data) % itemsize], dtype=member.dtype)
-        end = start + items.size
-        stop = int(np.searchsorted(positions, end, side="left"))
-        values[order[done:stop]] = items[positions[done:stop] - start]
-        done, start = stop, end
-    rows = values.reshape(len(indices), member.row_items)
-    return [rows[k].reshape(member.sample_shape, order="F").copy() for k in range(len(indices))]
-
-
-def _check_row_size(member: _Member) -> None:
-    if member.row_bytes > MAX_SAMPLE_BYTES:
-        raise InvalidRequest(
-            f"one sample of array {member.name!r} is {member.row_bytes} bytes (shape {member.sample_shape}); "
-            f"previews read samples up to {MAX_SAMPLE_BYTES} bytes"
-        )
-
-
 def _check_indices(indices: Sequence[int], total: int) -> None:
     for i in indices:
         if not 0 <= i < total:
@@ -346,33 +186,14 @@ def _readable(what: str) -> Iterator[None]:
         raise Conflict(f"the stored {what} cannot be read ({describe_zip_error(exc)})") from exc
 
 
-def _rows(
-    path: Path, zf: zipfile.ZipFile, members: dict[str, _Member], indices: Sequence[int]
-) -> dict[str, list[np.ndarray]]:
-    rows: dict[str, list[np.ndarray]] = {}
-    for name, member in members.items():
-        _check_row_size(member)
-        if member.info.compress_type == zipfile.ZIP_STORED:
-            rows[name] = _rows_stored(path, member, indices)
-        else:
-            rows[name] = _rows_compressed(zf, member, indices)
-    return rows
-
-
-def _total(members: dict[str, _Member]) -> int:
-    if not members:
-        raise Conflict("the stored .npz holds no arrays")
-    return next(iter(members.values())).shape[0]
-
-
 def read_npz_rows(path: Path, indices: Sequence[int]) -> tuple[int, dict[str, list[np.ndarray]]]:
     """The number of samples and, for every array of the .npz, the rows at `indices` (in that order).
     Reads the array headers and those rows only."""
     with _readable(".npz dataset"), zipfile.ZipFile(path) as zf:
-        members = _members(path, zf)
-        total = _total(members)
+        members = npz_members(path, zf)
+        total = npz_total(members)
         _check_indices(indices, total)
-        return total, _rows(path, zf, members, indices)
+        return total, npz_rows(path, zf, members, indices)
 
 
 def _npz_label(rows: dict[str, list[np.ndarray]], k: int) -> int | None:
@@ -384,10 +205,10 @@ def _npz_label(rows: dict[str, list[np.ndarray]], k: int) -> int | None:
 
 def preview_npz(path: Path, offset: int, limit: int) -> SamplePage:
     with _readable(".npz dataset"), zipfile.ZipFile(path) as zf:
-        members = _members(path, zf)
-        total = _total(members)
+        members = npz_members(path, zf)
+        total = npz_total(members)
         indices = list(range(offset, min(offset + limit, total)))
-        rows = _rows(path, zf, members, indices)
+        rows = npz_rows(path, zf, members, indices)
     items = []
     for k, index in enumerate(indices):
         arrays = {name: array_stats(values[k]) for name, values in rows.items() if name != LABELS}
