@@ -9,6 +9,7 @@ from bench import (
     bench_frontier,
     bench_load,
     bench_pareto,
+    bench_profile,
     bench_sensitivity,
     bench_sweep,
     bench_upload,
@@ -25,6 +26,8 @@ def main() -> None:
     bench_frontier.main()
     print()
     bench_sensitivity.main()
+    print()
+    bench_profile.main()
     print()
     bench_sweep.main()
     print()
