@@ -235,5 +235,7 @@ def test_the_suffix_starts_at_the_layer_and_takes_the_skip_connections(
     assert len(block_input | shortcut_out | conv1_out) == 3
     lengths = [len(onnx.load_from_string(s.model or b"").graph.node) for s in (first, conv1, conv2, last)]
     assert lengths == sorted(lengths, reverse=True) and lengths[-1] < lengths[0]  # deeper, shorter
+    maps = suffixes._weight_maps()  # the probe followed every probed weight through the optimiser
+    assert maps.covered and maps.covered == set(maps.offsets)
     unchanged = suffixes.cell({}, {})
     assert unchanged.model is None  # nothing changed: the cell is the golden run

@@ -4,7 +4,8 @@ A layer × config cell changes some weights (and, for activation configs, insert
 nodes after the layer's outputs). Every node that does not depend on a change computes exactly what the
 golden model computes, so a cell only needs its *suffix* (the nodes downstream of the change) fed with
 the golden values of the *cut*: the tensors that cross from the untouched prefix into the suffix (the
-layer's input and every skip connection that jumps over it).
+layer's input and every skip connection that jumps over it). Only ONNX models are split; see
+`sensitivity_suffix` for torch models.
 
 The cut is made in the graph onnxruntime actually runs, not in the ONNX file. onnxruntime rewrites the
 graph before running it (measured on EfficientNet-Lite0, 1 thread: its NCHWc layout pass is 2.5× faster
@@ -22,10 +23,14 @@ Why each cell has its own suffix session rather than one per layer with the weig
 onnxruntime reorders and pre-packs constant weights only (the NCHWc convolutions need an initializer), so
 a weight fed as an input would run through another kernel with another summation order.
 
-Cost per cell: onnxruntime writes optimised graphs with their weights in a side file, so nothing
-copies weights through protobuf but `OnnxCompressible.build`; a suffix carries only its changed weights
-and reads the others from the golden side file. (With weights inline, serialising and comparing them
-made a ResNet-18 cell at 64 px cost more than re-running the whole model.)
+Cost per cell: optimising the whole compressed model for each cell cost about what the naive loop's
+session costs (ResNet-18: 0.5 s a cell). So a probe, run once, finds where onnxruntime's optimiser puts
+every weight element (`_weight_maps`: NCHWc blocking and transposes are rearrangements), and a cell
+whose changes are plain weights rearranges them with numpy (3 ms) into the optimised golden graph;
+cells with new nodes (activation fake-quant, casts) or weights the probe cannot follow are optimised by
+onnxruntime. Optimised graphs keep their weights in side files, and a suffix carries only its changed
+weights inline, reading the others from the golden side file. (With every weight inline, serialising
+and comparing them made a ResNet-18 cell at 64 px cost more than re-running the whole model.)
 
 Memory: `OnnxSuffixes` holds the optimised golden graph (weights on disk, in a temporary folder); a scan
 keeps the golden cut tensors of all calibration batches for a group of consecutive layers, sized to a
