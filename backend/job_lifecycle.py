@@ -158,7 +158,7 @@ def reap_lost_jobs(
     session: Session, heartbeat_timeout_s: float, max_attempts: int, now: datetime | None = None
 ) -> ReapOutcome:
     """Running jobs whose heartbeat stopped: back to the queue, or failed once max_attempts were used.
-    Jobs that fanned out into chunks are watched chunk by chunk instead (chunk_lifecycle.reap_lost_chunks)."""
+    Jobs that fanned out into chunks are watched chunk by chunk instead (chunk_reaping.reap_lost_chunks)."""
     now = now or utcnow()
     cutoff = now - timedelta(seconds=heartbeat_timeout_s)
     stale = session.execute(

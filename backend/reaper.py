@@ -15,7 +15,7 @@ from datetime import datetime
 
 from starlette.concurrency import run_in_threadpool
 
-from backend import chunk_lifecycle, job_lifecycle
+from backend import chunk_reaping, job_lifecycle
 from backend.contracts import JobKind
 from backend.db.models import utcnow
 from backend.db.session import session_factory
@@ -45,7 +45,7 @@ def reap_once(settings: Settings, sent_before: datetime | None = None) -> job_li
     if outcome.requeued or outcome.failed:
         log.warning("reaper: requeued or sent again %s, failed %s", outcome.requeued, outcome.failed)
     with session_factory(settings.resolved_database_url)() as session:
-        chunks = chunk_lifecycle.reap_lost_chunks(
+        chunks = chunk_reaping.reap_lost_chunks(
             session,
             settings.heartbeat_timeout_s,
             settings.max_attempts,
@@ -60,7 +60,7 @@ def reap_once(settings: Settings, sent_before: datetime | None = None) -> job_li
         except Exception:  # the broker is down: the next round tries the unsent ones again
             with session_factory(settings.resolved_database_url)() as session:
                 unsent = [(job, i) for job, i, _queue in chunks.resend_chunks[sent:]]
-                chunk_lifecycle.mark_chunks_unsent(session, unsent)
+                chunk_reaping.mark_chunks_unsent(session, unsent)
             raise
     for job_id in chunks.resend_merges:
         enqueue_merge(settings, job_id)

@@ -13,6 +13,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from backend import chunk_lifecycle as cl
+from backend import chunk_reaping as cr
 from backend import job_lifecycle as jl
 from backend.db.models import Job, JobChunk, JobStatus, Project, Team, utcnow
 from backend.db.session import session_factory
@@ -152,7 +153,7 @@ def test_a_chunk_whose_worker_died_is_queued_again_then_fails_the_job(session: S
     session.commit()
     assert jl.reap_lost_jobs(session, 30, 2).requeued == []
 
-    outcome = cl.reap_lost_chunks(session, heartbeat_timeout_s=30, max_attempts=2)
+    outcome = cr.reap_lost_chunks(session, heartbeat_timeout_s=30, max_attempts=2)
     assert outcome.resend_chunks == [(job.id, 1, None)] and outcome.failed_jobs == []
     assert _chunk(session, job, 1).status == "queued" and "killed" in (_chunk(session, job, 1).error or "")
     assert not cl.finish_chunk(session, dead, {"late": True})  # the zombie's result is refused
@@ -160,7 +161,7 @@ def test_a_chunk_whose_worker_died_is_queued_again_then_fails_the_job(session: S
     again = cl.claim_chunk(session, job.id, 1, "w2")
     assert again is not None and again.attempt == 2
     _age_chunk(session, job, 1, 120)
-    outcome = cl.reap_lost_chunks(session, heartbeat_timeout_s=30, max_attempts=2)
+    outcome = cr.reap_lost_chunks(session, heartbeat_timeout_s=30, max_attempts=2)
     assert outcome.failed_jobs == [job.id]
     row = _job(session, job)
     assert row.status == "failed" and "chunk 1" in (row.error or "") and "2 attempt" in (row.error or "")
@@ -168,11 +169,11 @@ def test_a_chunk_whose_worker_died_is_queued_again_then_fails_the_job(session: S
 
 def test_a_queued_chunk_whose_message_was_lost_is_sent_again_once(session: Session) -> None:
     job, _ = _fanned_out(session, 1)
-    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == []
+    assert cr.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == []
     session.execute(update(JobChunk).values(enqueued_at=utcnow() - timedelta(seconds=300)))
     session.commit()
-    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == [(job.id, 0, None)]
-    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == []
+    assert cr.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == [(job.id, 0, None)]
+    assert cr.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks == []
 
 
 def test_a_merge_that_never_finished_is_released_and_sent_again(session: Session) -> None:
@@ -181,12 +182,12 @@ def test_a_merge_that_never_finished_is_released_and_sent_again(session: Session
     assert c is not None and cl.finish_chunk(session, c, {})
     merger = cl.claim_merge(session, job.id, "killed-while-merging")
     assert merger is not None
-    assert cl.reap_lost_chunks(session, 30, 3).resend_merges == []  # fresh heartbeat: still merging
+    assert cr.reap_lost_chunks(session, 30, 3).resend_merges == []  # fresh heartbeat: still merging
     session.execute(
         update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow() - timedelta(seconds=120))
     )
     session.commit()
-    assert cl.reap_lost_chunks(session, 30, 3).resend_merges == [job.id]
+    assert cr.reap_lost_chunks(session, 30, 3).resend_merges == [job.id]
     assert not jl.finish(session, merger, JobStatus.succeeded)  # the lost merger's claim is void
     assert cl.claim_merge(session, job.id, "w2") is not None
 
@@ -195,10 +196,10 @@ def test_a_chunk_no_worker_takes_fails_its_job_with_the_queue_named(session: Ses
     job, _ = _fanned_out(session, 1)
     session.execute(update(JobChunk).values(spec={"queue": "kneeboard.device.rpi5"}))
     session.commit()
-    assert cl.reap_lost_chunks(session, 30, 3, wait_s=60).failed_jobs == []  # just created
+    assert cr.reap_lost_chunks(session, 30, 3, wait_s=60).failed_jobs == []  # just created
     session.execute(update(JobChunk).values(created_at=utcnow() - timedelta(seconds=120)))
     session.commit()
-    assert cl.reap_lost_chunks(session, 30, 3, wait_s=60).failed_jobs == [job.id]
+    assert cr.reap_lost_chunks(session, 30, 3, wait_s=60).failed_jobs == [job.id]
     row = _job(session, job)
     assert row.status == "failed" and "kneeboard.device.rpi5" in (row.error or "")
     assert "--device" in (row.error or "")
@@ -232,13 +233,13 @@ def test_chunk_resends_back_off_and_a_lost_broker_resends_at_once(session: Sessi
     sent = created + timedelta(seconds=400)
     # Queued 400 s when last sent: the next re-send waits 400 s (not 60), capped by resend_max_s.
     at_300 = sent + timedelta(seconds=300)
-    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=at_300).resend_chunks == []
-    capped = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=at_300, resend_max_s=200)
+    assert cr.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=at_300).resend_chunks == []
+    capped = cr.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=at_300, resend_max_s=200)
     assert capped.resend_chunks == [(job.id, 0, None)]
     # The broker lost its messages after that re-send: everything sent before is sent again at once.
     lost_at = at_300 + timedelta(seconds=1)
-    assert cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at).resend_chunks == []
-    again = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at, sent_before=lost_at)
+    assert cr.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at).resend_chunks == []
+    again = cr.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=lost_at, sent_before=lost_at)
     assert again.resend_chunks == [(job.id, 0, None)]
 
 
@@ -247,11 +248,11 @@ def test_chunks_whose_resend_failed_are_due_again(session: Session) -> None:
     long_ago = utcnow() - timedelta(seconds=120)
     session.execute(update(JobChunk).values(created_at=long_ago, enqueued_at=long_ago))
     session.commit()
-    marked = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks
+    marked = cr.reap_lost_chunks(session, 30, 3, resend_after_s=60).resend_chunks
     assert sorted(index for _job, index, _queue in marked) == [0, 1]
-    cl.mark_chunks_unsent(session, [(job.id, 1)])  # chunk 0 went out, then the broker refused chunk 1
+    cr.mark_chunks_unsent(session, [(job.id, 1)])  # chunk 0 went out, then the broker refused chunk 1
     unsent, out = _chunk(session, job, 1), _chunk(session, job, 0)
     assert unsent.enqueued_at == unsent.created_at and out.enqueued_at != out.created_at
     later = utcnow() + timedelta(seconds=1)  # chunk 0 was just sent; chunk 1 was not
-    again = cl.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=later).resend_chunks
+    again = cr.reap_lost_chunks(session, 30, 3, resend_after_s=60, now=later).resend_chunks
     assert again == [(job.id, 1, None)]
