@@ -115,6 +115,21 @@ def _process(
 ) -> int:
     """Run every profile batch through both models (and the local evaluator), folding it into the pairs'
     sums. The first batch (one sample) measures the bytes per sample that size the later batches."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):  # numpy's dot products: see sample_sums
+        return _process_batches(golden, compressed, pairs, local, batches, budget_mb, on_progress)
+
+
+def _process_batches(
+    golden: OnnxSide | TorchSide,
+    compressed: OnnxSide | TorchSide,
+    pairs: list[LayerPair],
+    local: OnnxLocal | TorchLocal | None,
+    batches: Rebatcher,
+    budget_mb: float,
+    on_progress: Callable[[int], None] | None,
+) -> int:
     g_names = {p.golden for p in pairs}
     c_names = {p.compressed for p in pairs} | {p.qdq_input for p in pairs if p.qdq_input is not None}
     fixed = golden.fixed_batch or compressed.fixed_batch
