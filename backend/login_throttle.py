@@ -11,6 +11,7 @@ after the last one.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -109,26 +110,51 @@ def _claim_one(session: Session, key: ThrottleKey, now: datetime) -> float | Non
     raise RuntimeError(f"sign-in throttle row {key.key!r} kept changing")  # 20 concurrent writers
 
 
-def claim_attempt(session: Session, keys: Sequence[ThrottleKey], now: datetime) -> float | None:
+class KnownBlocks:
+    """The blocks this API process has already read, so that a client hammering a blocked account or address
+    costs no database round trip per attempt. Only a cache: a block never ends before its time (a success,
+    which forgets an account, cannot happen while it is blocked), so a remembered block is still true."""
+
+    def __init__(self, max_entries: int = 10_000) -> None:
+        self._until: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def wait_s(self, keys: Sequence[ThrottleKey], now: datetime) -> float | None:
+        with self._lock:
+            waits = [w for k in keys if (w := _wait_s(self._until.get(k.key), now)) is not None]
+        return max(waits) if waits else None
+
+    def remember(self, key: str, wait_s: float, now: datetime) -> None:
+        with self._lock:
+            if len(self._until) >= self.max_entries:
+                self._until = {k: t for k, t in self._until.items() if t > now}
+            if len(self._until) < self.max_entries:
+                self._until[key] = now + timedelta(seconds=wait_s)
+
+
+def claim_attempt(
+    session: Session, keys: Sequence[ThrottleKey], now: datetime, known: KnownBlocks | None = None
+) -> float | None:
     """Count one sign-in attempt against every key, committed; or, when any key is blocked, count none and
-    return the seconds until the last of them is free again."""
-    waits = [
-        w
-        for k in keys
-        if (
-            w := _wait_s(
-                session.scalar(select(LoginThrottle.blocked_until).where(LoginThrottle.key == k.key)), now
-            )
-        )
-        is not None
-    ]
-    if waits:
+    return the seconds until the last of them is free again (remembered in `known`)."""
+    known = known or KnownBlocks()
+    remembered = known.wait_s(keys, now)
+    if remembered is not None:
+        return remembered
+    for k in keys:
+        blocked_until = session.scalar(select(LoginThrottle.blocked_until).where(LoginThrottle.key == k.key))
+        if (wait := _wait_s(blocked_until, now)) is not None:
+            known.remember(k.key, wait, now)
+    waits = known.wait_s(keys, now)
+    if waits is not None:
         session.rollback()  # hand the connection back: the caller now waits without holding it
-        return max(waits)
+        return waits
     claimed: list[ThrottleKey] = []
     for key in keys:
         wait = _claim_one(session, key, now)
         if wait is not None:  # blocked meanwhile by a concurrent attempt: give back what was counted
+            known.remember(key.key, wait, now)
             session.commit()
             give_back(session, claimed)
             return wait

@@ -32,6 +32,7 @@ from backend.api.security_headers import SecurityHeadersMiddleware
 from backend.api.upload_limit import UploadLimitMiddleware
 from backend.api.validation import refuse_unstorable_input
 from backend.errors import InvalidRequest, Unauthenticated
+from backend.login_throttle import KnownBlocks
 from backend.reaper import running_reaper
 from backend.settings import Settings, get_settings
 from backend.storage import store_from_uri
@@ -103,6 +104,7 @@ def create_app(
     )
     app.state.hashing_pool = hashing_pool(settings.password_hash_workers, settings.password_hash_queue)
     app.state.render_pool = render_pool(settings.preview_renders)
+    app.state.known_login_blocks = KnownBlocks()
     install_error_handlers(app)
     app.add_middleware(UploadLimitMiddleware, limit_bytes=settings.max_upload_bytes)
     app.add_middleware(SecurityHeadersMiddleware)  # added last: outermost, so every response has them

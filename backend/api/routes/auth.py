@@ -48,7 +48,14 @@ from backend.errors import (
     TooManyAttempts,
     Unauthenticated,
 )
-from backend.login_throttle import Policy, ThrottleKey, account_key, address_key, retry_after_s
+from backend.login_throttle import (
+    KnownBlocks,
+    Policy,
+    ThrottleKey,
+    account_key,
+    address_key,
+    retry_after_s,
+)
 from backend.settings import Settings
 
 public_router = APIRouter(prefix="/auth", tags=["auth"])
@@ -106,7 +113,10 @@ async def login(
     KNEEBOARD_LOGIN_FREE_ATTEMPTS failures of one account (or ..._PER_ADDRESS from one address) each
     further attempt waits, doubling: 429 with Retry-After."""
     keys = _throttle_keys(body.username, request.client.host if request.client else "unknown", settings)
-    wait = await run_in_threadpool(login_throttle.claim_attempt, session, keys, now())
+    known: KnownBlocks = request.app.state.known_login_blocks
+    wait = known.wait_s(keys, now())  # a repeated refused attempt costs no database round trip
+    if wait is None:
+        wait = await run_in_threadpool(login_throttle.claim_attempt, session, keys, now(), known)
     if wait is not None:
         await _refuse_throttled(wait, settings)
     pool = hashing_pool(request)
