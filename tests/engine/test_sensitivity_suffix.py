@@ -180,7 +180,7 @@ def test_small_cut_budgets_split_the_scan_into_groups_with_the_same_numbers(
     layers = [layer.name for layer in handle.layers()]
     passes: list[int] = []
     suffixes_cls = OnnxSuffixes
-    original = suffixes_cls.golden_cuts
+    original = suffixes_cls.golden_cut_batches
 
     def counting(self: OnnxSuffixes, *args: object, **kwargs: object) -> object:
         passes.append(1)
@@ -189,7 +189,7 @@ def test_small_cut_budgets_split_the_scan_into_groups_with_the_same_numbers(
     results = {}
     for budget in (1, 1 << 40):
         passes.clear()
-        suffixes_cls.golden_cuts = counting  # type: ignore[method-assign,assignment]
+        suffixes_cls.golden_cut_batches = counting  # type: ignore[method-assign,assignment]
         try:
             cells = only_cells_from_suffix(
                 handle,
@@ -203,7 +203,7 @@ def test_small_cut_budgets_split_the_scan_into_groups_with_the_same_numbers(
             assert cells is not None
             results[budget] = {(layer, c.id): d for layer, c, d, _ in cells}
         finally:
-            suffixes_cls.golden_cuts = original  # type: ignore[method-assign]
+            suffixes_cls.golden_cut_batches = original  # type: ignore[method-assign]
         assert len(passes) == (len(layers) if budget == 1 else 1)
     assert results[1] == results[1 << 40]
 

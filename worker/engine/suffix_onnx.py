@@ -70,6 +70,8 @@ class CellSuffix:
     does not depend on the change, so the cell equals the golden run."""
     cut: tuple[str, ...]
     """Golden tensors it takes (graph inputs or outputs of untouched nodes of the optimised graph)."""
+    weight_bytes: int = 0
+    """Bytes of the weights its session holds (changed ones inline, the others read from golden.bin)."""
 
 
 def _node_key(node: onnx.NodeProto) -> tuple[object, ...]:
@@ -398,7 +400,13 @@ class OnnxSuffixes:
         if missing:
             raise EngineError(f"the suffix needs tensors the golden graph does not compute: {missing}")
         nodes = [graph.node[i] for i in sorted(dirty)]
-        return CellSuffix(self._sub_model(compressed, nodes, cut, [self.output], replaced), tuple(cut))
+        used = {name for node in nodes for name in node.input if name in replaced}
+        weight_bytes = sum(
+            len(own[name].raw_data) if name in own else len(self._inits[name]) for name in used
+        )
+        return CellSuffix(
+            self._sub_model(compressed, nodes, cut, [self.output], replaced), tuple(cut), weight_bytes
+        )
 
     def _weight_maps(self) -> _WeightMaps:
         """Where onnxruntime's optimiser puts every element of each golden weight (learnt once).
@@ -449,7 +457,7 @@ class OnnxSuffixes:
                 if init.data_type != onnx.TensorProto.FLOAT or golden is None:
                     return self._maps
                 values = np.frombuffer(data.tobytes(), np.float32)
-                index = values.astype(np.int64)
+                index = values.astype(np.int32)  # < 2^24
                 if not (np.array_equal(index, values) and index.min() >= 0 and index.max() <= total):
                     return self._maps
                 maps[init.name] = index
@@ -499,30 +507,25 @@ class OnnxSuffixes:
 
     # ------------------------------------------------------------------------------------ running
 
-    def golden_cuts(self, names: Sequence[str], feeds: Feeds, batch_size: int) -> list[dict[str, np.ndarray]]:
-        """The golden values of `names` for every calibration batch (one pass of their prefix)."""
+    def golden_cut_batches(
+        self, names: Sequence[str], feeds: Feeds, batch_size: int
+    ) -> Iterator[dict[str, np.ndarray]]:
+        """The golden values of `names`, batch after batch (one pass of their prefix)."""
         wanted = list(dict.fromkeys(names))
         computed = [name for name in wanted if name not in self._graph_inputs]
         runner = self._runner(self._prefix(computed)) if computed else None
-        cuts: list[dict[str, np.ndarray]] = []
         try:
             for batch in batches(feeds, batch_size):
                 values = dict(runner.run(batch)) if runner is not None else {}
                 values.update(
                     {name: np.asarray(batch[name]) for name in wanted if name in self._graph_inputs}
                 )
-                cuts.append(values)
+                yield values
         finally:
             if runner is not None:
                 runner.close()
-        return cuts
 
-    def run(self, suffix: CellSuffix, cuts: Sequence[Mapping[str, np.ndarray]]) -> Iterator[np.ndarray]:
-        """The compressed primary output of each batch, from the golden cut tensors."""
+    def runner(self, suffix: CellSuffix) -> OnnxRunner:
+        """A session of the suffix; `run` it on {name: golden value} of its cut for the primary output."""
         assert suffix.model is not None
-        runner = self._runner(suffix.model)
-        try:
-            for values in cuts:
-                yield runner.run({name: values[name] for name in suffix.cut})[self.output]
-        finally:
-            runner.close()
+        return self._runner(suffix.model)
