@@ -136,8 +136,11 @@ def main(quick: bool = False, full: bool = False) -> None:
         _line("output metrics (compare_models)", _measure("metrics", golden, int8, data, n), bare, n)
         profiled = _measure("profile", golden, int8, data, n)
         _line(f"layer profile ({profiled['layers']} layers)", profiled, bare, n)
-        for size in sizes[:-1]:
-            _line(f"layer profile, {size} samples", _measure("profile", golden, int8, data, size), bare, size)
+        per_sample = profiled["seconds"] / n
+        for size in sizes[:-1]:  # growth: time per sample against the one at n samples, should be flat
+            m = _measure("profile", golden, int8, data, size)
+            report(f"layer profile per sample, {size} samples", m["seconds"] / size, f"at {n}", per_sample)
+            print(f"{'':<46} peak RSS {m['peak_mb']:7.0f} MB")
         deep_golden, deep_int8, x = _deep(folder)
         deep_data = folder / "deep.npy"
         np.save(deep_data, x)
