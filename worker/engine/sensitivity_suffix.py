@@ -35,6 +35,9 @@ CUT_BUDGET_BYTES = 256 << 20
 """Golden cut tensors of one batch for a group of layers, kept at once."""
 SUFFIX_BUDGET_BYTES = 512 << 20
 """Weights of the suffix sessions of a group, open at once."""
+MAX_OPEN_SESSIONS = 32
+"""Suffix sessions open at once: each costs a few MiB beside its weights (a 500-layer model's scan with
+every session of a group open peaked at 6.2 GB)."""
 
 
 @dataclass
@@ -127,7 +130,8 @@ def _cells(
         cut = {name for cell in cells if cell.suffix is not None for name in cell.suffix.cut}
         models = sum(cell.suffix.weight_bytes for cell in cells if cell.suffix is not None)
         too_big = suffixes.cut_bytes([*group_cut, *cut]) * reference.batch_size > budget_bytes
-        if group and (too_big or group_models + models > suffix_budget_bytes):
+        sessions = sum(len(layer_cells) for _, layer_cells in group) + len(cells)
+        if group and (too_big or group_models + models > suffix_budget_bytes or sessions > MAX_OPEN_SESSIONS):
             yield from flush()
             group, group_cut, group_models = [], set(), 0
         group.append((layer, cells))
