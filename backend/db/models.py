@@ -222,7 +222,11 @@ class Job(Base):
     """The source of truth for a job's state. The queue only delivers job ids."""
 
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_status_heartbeat", "status", "heartbeat_at"),)
+    __table_args__ = (
+        Index("ix_jobs_status_heartbeat", "status", "heartbeat_at"),
+        # The job list: a team's projects' jobs, newest first (a sort of every job without it).
+        Index("ix_jobs_project_created", "project_id", "created_at"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     project_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
