@@ -3,13 +3,14 @@
 Each chunk loads the golden model and the calibration set itself, so any worker can take any chunk; the
 engine guarantees that merged chunks equal one full scan (same golden outputs, same activation ranges).
 The plan step runs the golden model once and shares its outputs with the chunks through the artifact
-store (deleted at the merge); chunks take layers round robin over depth, since a cell re-runs only what
-is downstream of its layer. Chunk 0 also measures every configuration on the whole model. The merge plans mixed precision at the
+store (deleted at the merge); chunks are contiguous runs of layers balanced by cost, since a cell
+re-runs only what is downstream of its layer. Chunk 0 also measures every configuration on the whole model. The merge plans mixed precision at the
 requested average bit-widths and measures each plan with all layers compressed together.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import tempfile
@@ -103,9 +104,7 @@ class SensitivityHandler:
             MAX_CHUNKS_DEFAULT, math.ceil(len(names) / MAX_LAYERS_PER_CHUNK_DEFAULT)
         )
         n_chunks = min(n_chunks, len(names))
-        # Round robin over depth: a cell re-runs only what is downstream of its layer, so shallow layers
-        # cost more than deep ones and contiguous chunks would leave one worker the expensive half.
-        parts = [names[i::n_chunks] for i in range(n_chunks)]
+        parts = _balanced_chunks(names, handle.layers(), n_chunks)
         golden = self._share_golden(ctx, loaded)
         return [
             {"layers": [str(n) for n in part], "whole_model": i == 0, "golden": golden}
@@ -277,6 +276,33 @@ class SensitivityHandler:
                 }
             )
         return plans
+
+
+def _balanced_chunks(names: list[str], layers: list[Any], n_chunks: int) -> list[list[str]]:
+    """`names` (depth order) in `n_chunks` contiguous chunks of about equal cost. A cell re-runs only
+    what is downstream of its layer, so a layer costs about the MACs from it to the end: shallow chunks
+    get fewer layers. Contiguous, because each chunk pays one golden prefix pass up to its deepest layer
+    (chunks taking layers round robin each paid a whole pass; ResNet-18 shape, 8 chunks, 1 worker:
+    39.2 s round robin, 37.0 s contiguous).
+    Without MAC counts, equal numbers of layers."""
+    macs = [layer.macs for layer in layers]
+    if any(m is None for m in macs):
+        return [list(part) for part in np.array_split(np.array(names, dtype=object), n_chunks)]
+    downstream = np.cumsum(np.array(macs[::-1], dtype=np.float64))[::-1]
+    cost_of = {layer.name: float(c) + 1.0 for layer, c in zip(layers, downstream, strict=True)}
+    costs = [cost_of[name] for name in names]
+    total = sum(costs)
+    bounds: list[int] = []
+    spent = 0.0
+    for i, cost in enumerate(costs):
+        spent += cost
+        closed = len(bounds) + 1
+        if closed < n_chunks and (
+            spent >= total * closed / n_chunks or len(names) - i - 1 == n_chunks - closed
+        ):
+            bounds.append(i + 1)
+    edges = [0, *bounds, len(names)]
+    return [names[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def _json(value: Any) -> Any:
