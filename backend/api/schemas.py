@@ -194,6 +194,15 @@ class LayerFidelityOut(BaseModel):
         description="This compressed layer alone, fed the golden layer's inputs: the error it adds."
     )
     local_note: str | None = None
+    qdq_err: LayerStatsOut | None = Field(
+        default=None,
+        description="The compressed model's own quantizer at this tensor (QDQ ONNX only): the tensor entering "
+        "its QuantizeLinear vs the output of the DequantizeLinear that follows, in the compressed model's own "
+        "run (onnxruntime's qdq_loss_debug calls it qdq_err). None when the tensor is not re-quantized.",
+    )
+    qdq_input: str | None = Field(
+        default=None, description="The compressed model's tensor entering that QuantizeLinear."
+    )
 
 
 class KernelGapOut(BaseModel):
@@ -235,6 +244,12 @@ class LayerProfileOut(BaseModel):
         default=None, description="Why no profile could be made (the output-level report still stands)."
     )
     n_samples: int = 0
+    profile_batch_size: int = Field(
+        default=0,
+        description="The most samples the profile runs at once, chosen from the worker's memory budget "
+        "(KNEEBOARD_PROFILE_MEMORY_BUDGET_MB) after a one-sample probe, independent of the job's batch_size "
+        "(it may exceed the samples there are). 0 for profiles stored before it was recorded.",
+    )
     layers: list[LayerFidelityOut] = Field(default_factory=list)
     unmatched_golden: list[str] = Field(default_factory=list)
     unmatched_compressed: list[str] = Field(default_factory=list)

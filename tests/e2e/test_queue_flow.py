@@ -113,6 +113,11 @@ def test_upload_inspect_and_compare_through_the_queue(make_stack: Any, demo_file
     assert by_name["logits"]["accumulated"]["sqnr_db"] == pytest.approx(simulated, abs=0.05)
     assert by_name["logits"]["depth_fraction"] == 1.0
     assert all(layer["local"] is not None for layer in profile["layers"])
+    # The QDQ model's own quantizers reach the API (their numbers are checked against onnxruntime's
+    # qdq_loss_debug in tests/engine/test_layer_profile.py), and so does the batch the budget chose.
+    requantized = [layer for layer in profile["layers"] if layer["qdq_err"] is not None]
+    assert requantized and all(layer["qdq_input"] for layer in requantized), profile["layers"]
+    assert profile["profile_batch_size"] >= 1
 
     # The deployed runtime's fused int8 kernels can lose more than the simulation (on x86-64 without VNNI
     # they saturate): the job's kernel gap is the difference, whatever it is on this machine.

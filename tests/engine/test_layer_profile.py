@@ -40,6 +40,7 @@ LAYER_KEYS = {
     "local",
     "local_note",
     "qdq_err",
+    "qdq_input",
 }
 
 

@@ -1367,6 +1367,13 @@ export interface components {
             name: string;
             /** Op Type */
             op_type: string;
+            /** @description The compressed model's own quantizer at this tensor (QDQ ONNX only): the tensor entering its QuantizeLinear vs the output of the DequantizeLinear that follows, in the compressed model's own run (onnxruntime's qdq_loss_debug calls it qdq_err). None when the tensor is not re-quantized. */
+            qdq_err?: components["schemas"]["LayerStatsOut"] | null;
+            /**
+             * Qdq Input
+             * @description The compressed model's tensor entering that QuantizeLinear.
+             */
+            qdq_input?: string | null;
         };
         /**
          * LayerProfileOut
@@ -1397,6 +1404,12 @@ export interface components {
             n_samples: number;
             /** Notes */
             notes?: string[];
+            /**
+             * Profile Batch Size
+             * @description The most samples the profile runs at once, chosen from the worker's memory budget (KNEEBOARD_PROFILE_MEMORY_BUDGET_MB) after a one-sample probe, independent of the job's batch_size (it may exceed the samples there are). 0 for profiles stored before it was recorded.
+             * @default 0
+             */
+            profile_batch_size: number;
             /** Unmatched Compressed */
             unmatched_compressed?: string[];
             /** Unmatched Golden */

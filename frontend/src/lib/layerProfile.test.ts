@@ -61,6 +61,7 @@ const PROFILE: LayerProfile = {
   job_id: "00000000-0000-0000-0000-000000000001",
   error: null,
   n_samples: 256,
+  profile_batch_size: 16,
   layers: LAYERS,
   unmatched_golden: ["conv2d"],
   unmatched_compressed: [],
@@ -237,11 +238,11 @@ describe("CSV", () => {
     const { header, rows } = sqnrCsv(PROFILE);
     const lines = toCsv(header, rows).split("\r\n");
     expect(lines[0]).toBe(
-      "depth,depth_fraction,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db,local_note",
+      "depth,depth_fraction,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db,qdq_err_sqnr_db,local_note",
     );
-    expect(lines[1]).toBe("0,0,layer_0,layer_0_DequantizeLinear_Output,Input,inf,inf,");
+    expect(lines[1]).toBe("0,0,layer_0,layer_0_DequantizeLinear_Output,Input,inf,inf,,");
     expect(lines[3]).toBe(
-      "2,0.5,layer_2,layer_2_DequantizeLinear_Output,Conv,42.1,,the compressed layer has two inputs",
+      "2,0.5,layer_2,layer_2_DequantizeLinear_Output,Conv,42.1,,,the compressed layer has two inputs",
     );
     expect(rows).toHaveLength(5);
   });
@@ -332,5 +333,26 @@ describe("kernel gap", () => {
   it("leaves the callout's notes out of the other notes", () => {
     expect(notesBesideKernelGaps(profile([gap({})]))).toEqual(["ONNX tensors matched by name"]);
     expect(notesBesideKernelGaps(profile(null))).toEqual(["ONNX tensors matched by name", NOTE]);
+  });
+});
+
+describe("the own quantizer's error (qdq_err)", () => {
+  const withQdq: LayerProfile = {
+    ...PROFILE,
+    layers: LAYERS.map((l, i) => (i === 1 ? { ...l, qdq_err: stats(38.5, 0.99), qdq_input: "relu" } : l)),
+  };
+
+  it("is a third trace only when some layer has it", () => {
+    const names = (p: LayerProfile) => sqnrFigure(p).data.map((d) => scatter(d).name);
+    expect(names(PROFILE)).not.toContain("own quantizer (qdq_err)");
+    const trace = sqnrFigure(withQdq).data.find((d) => scatter(d).name === "own quantizer (qdq_err)");
+    expect(scatter(trace).y).toEqual([null, 38.5, null, null, null]);
+  });
+
+  it("is a CSV column and does not count as a missing value where a tensor is not re-quantized", () => {
+    const csv = sqnrCsv(withQdq);
+    expect(csv.header).toContain("qdq_err_sqnr_db");
+    expect(csv.rows[1]?.[csv.header.indexOf("qdq_err_sqnr_db")]).toBe(38.5);
+    expect(countMissing(withQdq.layers ?? [], "sqnr")).toBe(countMissing(LAYERS, "sqnr"));
   });
 });

@@ -5,29 +5,46 @@
 // far); local stats run one compressed layer alone on the golden layer's inputs (the error it adds). An SQNR
 // of +∞ (identical outputs) arrives as sqnr_db = null with sqnr_db_infinite = true: it is drawn at a cap
 // above every finite value, with its own marker and "∞" in the hover, never dropped. A null that is not
-// infinite (the number could not be computed) is a gap in the line.
-import type { Data, Layout, Shape } from "plotly.js";
+// infinite (the number could not be computed) is a gap in the line. A QDQ model's profile also carries, per
+// re-quantized tensor, the error of the model's own quantizer there (qdq_err: the tensor entering its
+// QuantizeLinear vs its DequantizeLinear's output, as onnxruntime's qdq_loss_debug reports it): drawn as a
+// third trace only when some layer has it.
+import type { Dash, Data, Layout, MarkerSymbol, Shape } from "plotly.js";
 import type { LayerFidelity, LayerProfile, LayerStats } from "../api/types";
 import type { Cell } from "./csv";
 import { formatNumber } from "./format";
 
-export type Kind = "accumulated" | "local";
-export const KINDS: readonly Kind[] = ["accumulated", "local"];
+export type Kind = "accumulated" | "local" | "qdq_err";
+export const KINDS: readonly Kind[] = ["accumulated", "local", "qdq_err"];
+/** The kinds every layer has (qdq_err exists only where the compressed model re-quantizes a tensor). */
+const LAYER_KINDS: readonly Kind[] = ["accumulated", "local"];
 
-export const COLORS: Record<Kind, string> = { accumulated: "#4c78a8", local: "#f58518" };
+export const COLORS: Record<Kind, string> = { accumulated: "#4c78a8", local: "#f58518", qdq_err: "#54a24b" };
+const DASHES: Record<Kind, Dash> = { accumulated: "solid", local: "dot", qdq_err: "dash" };
+const SYMBOLS: Record<Kind, MarkerSymbol> = { accumulated: "circle", local: "diamond", qdq_err: "square" };
 const WORST_COLOR = "#d62728";
 const INFINITY_COLOR = "#6b7280";
 /** Layers up to which the x axis is labelled with layer names instead of depth numbers. */
 export const MAX_NAMED_TICKS = 12;
 
 /** Legend names; the section's text says what they mean. */
-export const TRACE_NAMES: Record<Kind, string> = { accumulated: "accumulated", local: "local" };
+export const TRACE_NAMES: Record<Kind, string> = {
+  accumulated: "accumulated",
+  local: "local",
+  qdq_err: "own quantizer (qdq_err)",
+};
+
+/** The kinds a profile has values of: accumulated and local always, qdq_err when some layer has it. */
+export function kindsOf(layers: readonly LayerFidelity[]): Kind[] {
+  return KINDS.filter((kind) => kind !== "qdq_err" || layers.some((l) => l.qdq_err));
+}
 
 export function layersOf(profile: LayerProfile): LayerFidelity[] {
   return profile.layers ?? [];
 }
 
 function statsOf(layer: LayerFidelity, kind: Kind): LayerStats | null {
+  if (kind === "qdq_err") return layer.qdq_err ?? null;
   return kind === "accumulated" ? layer.accumulated : layer.local;
 }
 
@@ -144,6 +161,9 @@ export function hoverText(layer: LayerFidelity, total: number): string {
     `SQNR: accumulated ${formatSqnr(layer.accumulated)}, local ${formatSqnr(layer.local)}`,
     `cosine: accumulated ${formatCosine(layer.accumulated)}, local ${formatCosine(layer.local)}`,
   ];
+  if (layer.qdq_err) {
+    lines.push(`own quantizer: SQNR ${formatSqnr(layer.qdq_err)}, cosine ${formatCosine(layer.qdq_err)}`);
+  }
   if (layer.local_note) lines.push(`note: ${escapeHtml(layer.local_note)}`);
   return lines.join("<br>");
 }
@@ -219,7 +239,7 @@ export function sqnrFigure(profile: LayerProfile): Figure {
   const cap = infinityCap(layers);
   const worst = worstLayer(layers);
   const hover = layers.map((l) => hoverText(l, layers.length));
-  const data: Data[] = KINDS.map((kind) => ({
+  const data: Data[] = kindsOf(layers).map((kind) => ({
     type: "scatter",
     mode: "lines+markers",
     name: TRACE_NAMES[kind],
@@ -229,8 +249,8 @@ export function sqnrFigure(profile: LayerProfile): Figure {
       return v === Number.POSITIVE_INFINITY ? cap : v;
     }),
     connectgaps: false,
-    line: { color: COLORS[kind], width: 2, dash: kind === "local" ? "dot" : "solid" },
-    marker: { color: COLORS[kind], size: 8, symbol: kind === "local" ? "diamond" : "circle" },
+    line: { color: COLORS[kind], width: 2, dash: DASHES[kind] },
+    marker: { color: COLORS[kind], size: 8, symbol: SYMBOLS[kind] },
     hovertext: hover,
     hoverinfo: "text",
   }));
@@ -238,7 +258,9 @@ export function sqnrFigure(profile: LayerProfile): Figure {
   const axis = infinityAxis(layers);
   if (axis) {
     const infinite = layers.flatMap((l) =>
-      KINDS.filter((k) => sqnrOf(statsOf(l, k)) === Number.POSITIVE_INFINITY).map(() => l.depth),
+      kindsOf(layers)
+        .filter((k) => sqnrOf(statsOf(l, k)) === Number.POSITIVE_INFINITY)
+        .map(() => l.depth),
     );
     data.push({
       type: "scatter",
@@ -281,15 +303,15 @@ export function sqnrFigure(profile: LayerProfile): Figure {
 export function cosineFigure(profile: LayerProfile): Figure {
   const layers = layersOf(profile);
   const worst = worstLayer(layers);
-  const data: Data[] = KINDS.map((kind) => ({
+  const data: Data[] = kindsOf(layers).map((kind) => ({
     type: "scatter",
     mode: "lines+markers",
     name: TRACE_NAMES[kind],
     x: layers.map((l) => l.depth),
     y: layers.map((l) => cosineOf(statsOf(l, kind))),
     connectgaps: false,
-    line: { color: COLORS[kind], width: 2, dash: kind === "local" ? "dot" : "solid" },
-    marker: { color: COLORS[kind], size: 8, symbol: kind === "local" ? "diamond" : "circle" },
+    line: { color: COLORS[kind], width: 2, dash: DASHES[kind] },
+    marker: { color: COLORS[kind], size: 8, symbol: SYMBOLS[kind] },
     hovertext: layers.map((l) => hoverText(l, layers.length)),
     hoverinfo: "text",
   }));
@@ -323,8 +345,14 @@ function sqnrCell(stats: LayerStats | null): Cell {
 
 export function sqnrCsv(profile: LayerProfile): CsvData {
   return {
-    header: [...ID_COLUMNS, "accumulated_sqnr_db", "local_sqnr_db", "local_note"],
-    rows: layersOf(profile).map((l) => [...idCells(l), sqnrCell(l.accumulated), sqnrCell(l.local), l.local_note]),
+    header: [...ID_COLUMNS, "accumulated_sqnr_db", "local_sqnr_db", "qdq_err_sqnr_db", "local_note"],
+    rows: layersOf(profile).map((l) => [
+      ...idCells(l),
+      sqnrCell(l.accumulated),
+      sqnrCell(l.local),
+      sqnrCell(l.qdq_err ?? null),
+      l.local_note,
+    ]),
   };
 }
 
@@ -396,14 +424,15 @@ export function sortLayers(layers: readonly LayerFidelity[], key: LayerSortKey, 
 
 /** How many SQNR values (of both kinds) are +∞. */
 export function countInfinite(layers: readonly LayerFidelity[]): number {
-  return layers.flatMap((l) => KINDS.map((k) => sqnrOf(statsOf(l, k)))).filter((v) => v === Number.POSITIVE_INFINITY)
-    .length;
+  return layers
+    .flatMap((l) => LAYER_KINDS.map((k) => sqnrOf(statsOf(l, k))))
+    .filter((v) => v === Number.POSITIVE_INFINITY).length;
 }
 
 /** How many values of a metric (of both kinds) are missing: the gaps in its chart. */
 export function countMissing(layers: readonly LayerFidelity[], metric: "sqnr" | "cosine"): number {
   const read = metric === "sqnr" ? sqnrOf : cosineOf;
-  return layers.flatMap((l) => KINDS.map((k) => read(statsOf(l, k)))).filter((v) => v === null).length;
+  return layers.flatMap((l) => LAYER_KINDS.map((k) => read(statsOf(l, k)))).filter((v) => v === null).length;
 }
 
 // ----------------------------------------------------------------------------------------------- kernel gap

@@ -110,6 +110,9 @@ function Profile({ profile }: { profile: LayerProfile }) {
                   : "",
                 gaps(countMissing(layers, "sqnr")),
                 worst ? "Shaded, local value ringed in red: the layer that adds the most error." : "",
+                layers.some((l) => l.qdq_err)
+                  ? "Green squares: the compressed model's own quantizer at each re-quantized tensor (its input vs its dequantized output, as onnxruntime's qdq_loss_debug measures it)."
+                  : "",
               ]
                 .filter(Boolean)
                 .join(" ")}

@@ -59,6 +59,7 @@ class LayerFidelity:
             "local": None if self.local is None else self.local.to_dict(),
             "local_note": self.local_note,
             "qdq_err": None if self.qdq_err is None else self.qdq_err.to_dict(),
+            "qdq_input": self.qdq_input,
         }
 
 
