@@ -25,7 +25,7 @@ a weight fed as an input would run through another kernel with another summation
 
 Cost per cell: optimising the whole compressed model for each cell cost about what the naive loop's
 session costs (ResNet-18: 0.5 s a cell). So a probe, run once, finds where onnxruntime's optimiser puts
-every weight element (`_weight_maps`: NCHWc blocking and transposes are rearrangements), and a cell
+every weight element (`suffix_weight_probe`: NCHWc blocking and transposes are rearrangements), and a cell
 whose changes are plain weights rearranges them with numpy (3 ms) into the optimised golden graph;
 cells with new nodes (activation fake-quant, casts) or weights the probe cannot follow are optimised by
 onnxruntime. Optimised graphs keep their weights in side files, and a suffix carries only its changed
@@ -53,6 +53,15 @@ from worker.engine.compression.model import Chains, Feeds, batches, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.errors import EngineError
 from worker.engine.loaders import OnnxRunner
+from worker.engine.suffix_weight_probe import (
+    NO_MAPS,
+    WeightMaps,
+    initializer_data,
+    inline_initializer,
+    mapped_initializers,
+    node_key,
+    probe_weight_maps,
+)
 
 if TYPE_CHECKING:
     import onnx
@@ -74,69 +83,6 @@ class CellSuffix:
     """Bytes of the weights its session holds (changed ones inline, the others read from golden.bin)."""
 
 
-def _node_key(node: onnx.NodeProto) -> tuple[object, ...]:
-    return (
-        node.op_type,
-        node.domain,
-        tuple(node.input),
-        tuple(node.output),
-        tuple(a.SerializeToString() for a in node.attribute),
-    )
-
-
-def _data(init: onnx.TensorProto, side_file: np.ndarray) -> np.ndarray:
-    """An initializer's bytes: inline, or a view of the side file onnxruntime wrote them to."""
-    if init.data_location != 1:  # TensorProto.EXTERNAL
-        return np.frombuffer(init.raw_data if init.raw_data else init.SerializeToString(), np.uint8)
-    where = {entry.key: entry.value for entry in init.external_data}
-    offset = int(where.get("offset", 0))
-    return side_file[offset : offset + int(where["length"])]
-
-
-def _with_data(init: onnx.TensorProto, values: np.ndarray) -> onnx.TensorProto:
-    """A copy of a float initializer holding `values`, inline."""
-    import onnx
-
-    copy = onnx.TensorProto()
-    copy.CopyFrom(init)
-    del copy.external_data[:]
-    del copy.float_data[:]
-    copy.data_location = onnx.TensorProto.DEFAULT
-    copy.raw_data = np.ascontiguousarray(values, dtype="<f4").tobytes()
-    return copy
-
-
-def _inline(init: onnx.TensorProto, data: np.ndarray) -> onnx.TensorProto:
-    """A copy of an initializer with its bytes inline (its side file is about to go)."""
-    import onnx
-
-    if init.data_location != onnx.TensorProto.EXTERNAL:
-        return init
-    copy = onnx.TensorProto()
-    copy.CopyFrom(init)
-    del copy.external_data[:]
-    copy.data_location = onnx.TensorProto.DEFAULT
-    copy.raw_data = data.tobytes()
-    return copy
-
-
-@dataclass(frozen=True)
-class _WeightMaps:
-    """Where the golden weights' elements sit in the optimised graph's initializers (see _weight_maps)."""
-
-    index: dict[str, np.ndarray]
-    """Optimised initializer → for each of its elements, 1 + its position in the probe's numbering of all
-    weights (0: padding)."""
-    offsets: dict[str, int]
-    sizes: dict[str, int]
-    users: dict[str, list[str]]
-    """Source weight → the optimised initializers that hold its elements."""
-    sources: dict[str, list[str]]
-    """Optimised initializer → the source weights it holds elements of."""
-    covered: set[str]
-    """Source weights whose every element the probe found again (only those are rearranged by numpy)."""
-
-
 class OnnxSuffixes:
     """The optimised golden graph of an `OnnxCompressible`, and the suffixes of its compressed variants."""
 
@@ -153,16 +99,16 @@ class OnnxSuffixes:
         self._dir = Path(self._folder.name)
         self._cells = itertools.count()
         self._external_inits: set[str] = set()
-        self._maps: _WeightMaps | None = None
+        self._maps: WeightMaps | None = None
         self.golden = self._optimised(handle.model, "golden")
         graph = self.golden.graph
         self._nodes = list(graph.node)
-        self._keys = {_node_key(node) for node in self._nodes}
+        self._keys = {node_key(node) for node in self._nodes}
         golden_file = self._dir / "golden.bin"
         weights = (
             np.memmap(golden_file, np.uint8, mode="r") if golden_file.is_file() else np.zeros(0, np.uint8)
         )
-        self._inits = {init.name: _data(init, weights) for init in graph.initializer}
+        self._inits = {init.name: initializer_data(init, weights) for init in graph.initializer}
         self._graph_inputs = {value.name for value in graph.input} - set(self._inits)
         self._producer = {out: i for i, node in enumerate(self._nodes) for out in node.output if out}
         self._elem_types: dict[str, int] = {}
@@ -337,7 +283,9 @@ class OnnxSuffixes:
         maps = self._weight_maps()
         if not chains and arrays and all(name in maps.covered for name in arrays):
             # where onnxruntime puts each weight element is known: no optimisation pass for this cell
-            return self._suffix(self.golden, self._mapped(maps, arrays))
+            return self._suffix(
+                self.golden, mapped_initializers(maps, arrays, self.golden, self.handle.model)
+            )
         source = self._source_file()  # onnxruntime replaces only weights held in a side file
         if not chains and all(name in self._external_inits for name in arrays):
             # the golden file with the changed weights swapped in: no copy of the model per cell
@@ -354,10 +302,10 @@ class OnnxSuffixes:
                 np.memmap(side_file, np.uint8, mode="r") if side_file.is_file() else np.zeros(0, np.uint8)
             )
             for init in graph.initializer:
-                data = _data(init, weights)
+                data = initializer_data(init, weights)
                 golden = self._inits.get(init.name)
                 if golden is None or not np.array_equal(golden, data):
-                    own[init.name] = _inline(init, data)
+                    own[init.name] = inline_initializer(init, data)
             del weights
         finally:
             (self._dir / f"{stem}.onnx").unlink(missing_ok=True)
@@ -379,7 +327,7 @@ class OnnxSuffixes:
             for i, node in enumerate(graph.node):
                 if i in dirty:
                     continue
-                if _node_key(node) not in self._keys or any(
+                if node_key(node) not in self._keys or any(
                     name in changed or name in dirty_values for name in node.input if name
                 ):
                     dirty.add(i)
@@ -408,102 +356,23 @@ class OnnxSuffixes:
             self._sub_model(compressed, nodes, cut, [self.output], replaced), tuple(cut), weight_bytes
         )
 
-    def _weight_maps(self) -> _WeightMaps:
-        """Where onnxruntime's optimiser puts every element of each golden weight (learnt once).
-
-        A probe: every weight held in the side file is replaced by the numbers 1..n of its elements
-        (globally distinct, exact in float32 below 2^24 in all), and the graph optimised once. An
-        optimised initializer that differs from the golden one must then hold only such numbers (0 where
-        it pads): it is a pure rearrangement (NCHWc blocking, transposes) of the weights, and a cell's
-        compressed weights can be rearranged the same way with numpy. Anything else (a weight scaled by
-        a fused batch norm, say) turns the probe off and every cell is optimised by onnxruntime."""
+    def _weight_maps(self) -> WeightMaps:
+        """Where onnxruntime's optimiser puts every element of each golden weight (learnt once, see
+        `suffix_weight_probe.probe_weight_maps`)."""
         if self._maps is not None:
             return self._maps
-        import onnx
-
-        self._maps = _WeightMaps({}, {}, {}, {}, {}, set())
+        self._maps = NO_MAPS
         source = self._source_file()
-        floats = [
-            init
-            for init in self.handle.model.graph.initializer
-            if init.name in self._external_inits and init.data_type == onnx.TensorProto.FLOAT
-        ]
-        offsets, total = {}, 0
-        for init in floats:
-            offsets[init.name] = total
-            total += int(np.prod(init.dims))
-        if not floats or total >= 1 << 24:
-            return self._maps
-        probe_values = {
-            init.name: (np.arange(1, int(np.prod(init.dims)) + 1, dtype=np.float64) + offsets[init.name])
-            .astype(np.float32)
-            .reshape(tuple(init.dims))
-            for init in floats
-        }
-        probe = self._optimised(source, "probe", probe_values)
-        side_file = self._dir / "probe.bin"
-        maps: dict[str, np.ndarray] = {}
-        try:
-            if {_node_key(node) for node in probe.graph.node} != self._keys:
-                return self._maps
-            weights = (
-                np.memmap(side_file, np.uint8, mode="r") if side_file.is_file() else np.zeros(0, np.uint8)
-            )
-            for init in probe.graph.initializer:
-                data = _data(init, weights)
-                golden = self._inits.get(init.name)
-                if golden is not None and np.array_equal(golden, data):
-                    continue  # does not depend on any probed weight
-                if init.data_type != onnx.TensorProto.FLOAT or golden is None:
-                    return self._maps
-                values = np.frombuffer(data.tobytes(), np.float32)
-                index = values.astype(np.int32)  # < 2^24
-                if not (np.array_equal(index, values) and index.min() >= 0 and index.max() <= total):
-                    return self._maps
-                maps[init.name] = index
-            del weights
-        finally:
-            (self._dir / "probe.onnx").unlink(missing_ok=True)
-            side_file.unlink(missing_ok=True)
-        ends = {name: offsets[name] + int(probe_values[name].size) for name in offsets}
-        seen = np.zeros(total + 1, dtype=bool)
-        users: dict[str, list[str]] = {}
-        sources: dict[str, list[str]] = {}
-        names = list(offsets)  # in increasing offset order
-        starts = np.array([offsets[name] for name in names])
-        for derived, index in maps.items():
-            seen[index] = True
-            held = np.unique(np.searchsorted(starts, index[index > 0] - 1, side="right") - 1)
-            sources[derived] = [names[k] for k in held]
-            for name in sources[derived]:
-                users.setdefault(name, []).append(derived)
-        covered = {name for name in offsets if seen[offsets[name] + 1 : ends[name] + 1].all()}
-        sizes = {name: ends[name] - offsets[name] for name in offsets}
-        self._maps = _WeightMaps(maps, offsets, sizes, users, sources, covered)
+        self._maps = probe_weight_maps(
+            self.handle.model,
+            self._external_inits,
+            self._optimised,
+            source,
+            self._dir,
+            self._keys,
+            self._inits,
+        )
         return self._maps
-
-    def _golden_value(self, name: str) -> np.ndarray:
-        from onnx import numpy_helper
-
-        init = next(i for i in self.handle.model.graph.initializer if i.name == name)
-        return numpy_helper.to_array(init)
-
-    def _mapped(self, maps: _WeightMaps, arrays: Mapping[str, np.ndarray]) -> dict[str, onnx.TensorProto]:
-        """The optimised initializers that `arrays` (new weight values) change, rearranged as the probe
-        showed, inline."""
-        golden_inits = {init.name: init for init in self.golden.graph.initializer}
-        own: dict[str, onnx.TensorProto] = {}
-        for derived in sorted({d for name in arrays for d in maps.users.get(name, [])}):
-            index = maps.index[derived]
-            values = np.zeros(index.shape, dtype=np.float32)
-            for name in maps.sources[derived]:
-                offset = maps.offsets[name]
-                inside = index > offset
-                inside &= index <= offset + maps.sizes[name]
-                source = arrays[name] if name in arrays else self._golden_value(name)
-                values[inside] = np.asarray(source, dtype=np.float32).reshape(-1)[index[inside] - offset - 1]
-            own[derived] = _with_data(golden_inits[derived], values)
-        return own
 
     # ------------------------------------------------------------------------------------ running
 
