@@ -18,34 +18,13 @@ from sqlalchemy.orm import Session
 
 from backend import job_lifecycle as jl
 from backend import reaper as reaper_module
-from backend.db.models import Job, JobStatus, Project, Team, utcnow
+from backend.db.models import Job, JobStatus, utcnow
 from backend.db.session import session_factory
 from backend.db_retry import in_transaction, transient_db_error
 from backend.queue import BrokerWatch
 from backend.settings import Settings
-from tests.conftest import truncate_all
+from tests.support.jobs import queued_job
 from tests.support.services import PG_ADMIN_URL, REDIS_URL
-
-
-@pytest.fixture
-def session(pg_url: str) -> Iterator[Session]:
-    truncate_all(pg_url)
-    with session_factory(pg_url)() as s:
-        yield s
-    truncate_all(pg_url)
-
-
-def _queued_job(session: Session) -> Job:
-    team = Team(name=f"t-{uuid.uuid4().hex[:6]}")
-    session.add(team)
-    session.flush()
-    project = Project(name=f"p-{uuid.uuid4().hex[:6]}", team_id=team.id)
-    session.add(project)
-    session.flush()
-    job = Job(project_id=project.id, kind="fidelity", params={}, status=JobStatus.queued.value, attempts=0)
-    session.add(job)
-    session.commit()
-    return job
 
 
 def _kill_connection_of(session: Session) -> None:
@@ -62,7 +41,7 @@ def _kill_connection_of(session: Session) -> None:
 
 
 def test_a_heartbeat_whose_connection_died_mid_transaction_is_retried_on_a_new_one(session: Session) -> None:
-    job = _queued_job(session)
+    job = queued_job(session)
     claim = jl.claim(session, job.id, "w1")
     assert claim is not None
     # Hold the connection inside a transaction (pre-ping cannot help then), and kill it.
@@ -76,7 +55,7 @@ def test_a_heartbeat_whose_connection_died_mid_transaction_is_retried_on_a_new_o
 
 
 def test_a_pooled_connection_killed_while_idle_is_replaced_by_pre_ping(session: Session) -> None:
-    job = _queued_job(session)
+    job = queued_job(session)
     _kill_connection_of(session)
     assert jl.claim(session, job.id, "w1") is not None
 
@@ -131,7 +110,7 @@ def test_after_the_broker_lost_its_data_the_reaper_resends_queued_jobs_at_once(
 ) -> None:
     sent: list[uuid.UUID] = []
     monkeypatch.setattr(reaper_module, "enqueue_job", lambda _settings, _kind, job_id: sent.append(job_id))
-    job = _queued_job(session)
+    job = queued_job(session)
     jl.mark_enqueued(session, job.id)
     reaper = reaper_module.Reaper(broker_settings)
     reaper.round()

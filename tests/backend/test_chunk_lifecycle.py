@@ -4,40 +4,21 @@ the reaper's handling of chunks whose worker died."""
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from backend import chunk_lifecycle as cl
 from backend import chunk_reaping as cr
 from backend import job_lifecycle as jl
-from backend.db.models import Job, JobChunk, JobStatus, Project, Team, utcnow
+from backend.db.models import Job, JobChunk, JobStatus, utcnow
 from backend.db.session import session_factory
-from tests.conftest import truncate_all
-
-
-@pytest.fixture
-def session(pg_url: str) -> Iterator[Session]:
-    truncate_all(pg_url)
-    with session_factory(pg_url)() as s:
-        yield s
-    truncate_all(pg_url)
+from tests.support.jobs import queued_job
 
 
 def _fanned_out(session: Session, n: int = 3) -> tuple[Job, jl.Claim]:
-    team = Team(name=f"t-{uuid.uuid4().hex[:6]}")
-    session.add(team)
-    session.flush()
-    project = Project(name=f"p-{uuid.uuid4().hex[:6]}", team_id=team.id)
-    session.add(project)
-    session.flush()
-    job = Job(project_id=project.id, kind="sensitivity", params={}, status=JobStatus.queued.value, attempts=0)
-    session.add(job)
-    session.commit()
+    job = queued_job(session, "sensitivity")
     claim = jl.claim(session, job.id, "planner")
     assert claim is not None
     assert cl.fan_out(session, claim, [{"layers": [f"l{i}"]} for i in range(n)])

@@ -3,40 +3,22 @@ sends it once the broker answers."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
 from sqlalchemy.orm import Session
 
 from backend import job_lifecycle
 from backend.contracts import JobKind
-from backend.db.models import Job, Project, Team, utcnow
-from backend.db.session import session_factory
+from backend.db.models import Job, utcnow
 from backend.services.jobs import dispatch, new_job
 from backend.settings import Settings
-from tests.conftest import truncate_all
-
-
-@pytest.fixture
-def session(pg_url: str) -> Iterator[Session]:
-    truncate_all(pg_url)
-    with session_factory(pg_url)() as s:
-        yield s
-    truncate_all(pg_url)
+from tests.support.jobs import new_project
 
 
 def test_a_job_created_while_the_broker_is_down_waits_queued_for_the_resend(
     session: Session, settings: Settings
 ) -> None:
-    team = Team(name=f"t-{uuid.uuid4().hex[:6]}")
-    session.add(team)
-    session.flush()
-    project = Project(name="p", team_id=team.id)
-    session.add(project)
-    session.flush()
-    job = new_job(project.id, JobKind.fidelity, {}, None)
+    job = new_job(new_project(session).id, JobKind.fidelity, {}, None)
     session.add(job)
     session.commit()
     down = settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})  # nothing listens on port 1

@@ -10,30 +10,9 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from backend import job_lifecycle as lc
-from backend.db.models import Job, JobStatus, Project, Team, utcnow
+from backend.db.models import Job, JobStatus, utcnow
 from backend.db.session import session_factory
-from tests.conftest import truncate_all
-
-
-@pytest.fixture
-def session(pg_url: str) -> Session:
-    truncate_all(pg_url)
-    with session_factory(pg_url)() as s:
-        yield s  # type: ignore[misc]
-    truncate_all(pg_url)
-
-
-def _job(session: Session) -> Job:
-    team = Team(name=f"t-{uuid.uuid4().hex[:6]}")
-    session.add(team)
-    session.flush()
-    project = Project(name=f"p-{uuid.uuid4().hex[:6]}", team_id=team.id)
-    session.add(project)
-    session.flush()
-    job = Job(project_id=project.id, kind="fidelity", params={}, status=JobStatus.queued.value, attempts=0)
-    session.add(job)
-    session.commit()
-    return job
+from tests.support.jobs import queued_job
 
 
 def _status(session: Session, job: Job) -> Job:
@@ -42,7 +21,7 @@ def _status(session: Session, job: Job) -> Job:
 
 
 def test_only_one_claim_wins(session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     first = lc.claim(session, job.id, "w1")
     assert first is not None and first.attempt == 1
     assert lc.claim(session, job.id, "w2") is None, "a duplicate delivery must not run the job twice"
@@ -50,7 +29,7 @@ def test_only_one_claim_wins(session: Session) -> None:
 
 
 def test_finish_by_a_stale_claim_is_ignored(session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     stale = lc.claim(session, job.id, "w1")
     assert stale is not None
     session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow() - timedelta(minutes=10)))
@@ -66,7 +45,7 @@ def test_finish_by_a_stale_claim_is_ignored(session: Session) -> None:
 
 
 def test_reaper_fails_a_job_after_max_attempts_with_a_reason(session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     assert lc.claim(session, job.id, "w1") is not None
     later = utcnow() + timedelta(seconds=120)
     outcome = lc.reap_lost_jobs(session, heartbeat_timeout_s=60, max_attempts=1, now=later)
@@ -76,7 +55,7 @@ def test_reaper_fails_a_job_after_max_attempts_with_a_reason(session: Session) -
 
 
 def test_reaper_leaves_live_jobs_alone(session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     c = lc.claim(session, job.id, "w1")
     assert c is not None and lc.heartbeat(session, c, progress=0.5, message="half")
     outcome = lc.reap_lost_jobs(session, heartbeat_timeout_s=60, max_attempts=2)
@@ -86,7 +65,7 @@ def test_reaper_leaves_live_jobs_alone(session: Session) -> None:
 
 
 def test_cancel_stops_heartbeats_and_finishing(session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     c = lc.claim(session, job.id, "w1")
     assert c is not None
     assert lc.cancel(session, job.id)
@@ -97,7 +76,7 @@ def test_cancel_stops_heartbeats_and_finishing(session: Session) -> None:
 
 
 def test_queued_jobs_waiting_too_long_are_resent_once(session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     lc.mark_enqueued(session, job.id)
     assert lc.stale_queued_jobs(session, resend_after_s=60) == [], "just sent: leave it"
     later = utcnow() + timedelta(seconds=120)
@@ -132,7 +111,7 @@ def test_resend_waits_double_with_each_resend_up_to_the_cap(
 
 def test_a_job_queued_behind_long_work_gets_few_duplicate_messages(session: Session) -> None:
     """A job that waits an hour on a busy pool is sent again about log2(3600 / 30) times, not every round."""
-    job = _job(session)
+    job = queued_job(session)
     created = session.get_one(Job, job.id).created_at
     session.execute(update(Job).where(Job.id == job.id).values(enqueued_at=created))
     session.commit()
@@ -144,7 +123,7 @@ def test_a_job_queued_behind_long_work_gets_few_duplicate_messages(session: Sess
 
 
 def test_a_lost_broker_resends_every_job_queued_before_the_loss(session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     lc.mark_enqueued(session, job.id)
     lost_at = utcnow() + timedelta(seconds=1)
     assert lc.stale_queued_jobs(session, resend_after_s=60, now=lost_at) == []
@@ -154,7 +133,7 @@ def test_a_lost_broker_resends_every_job_queued_before_the_loss(session: Session
 
 
 def test_a_resend_the_broker_refused_is_tried_again_next_round(pg_url: str, session: Session) -> None:
-    job = _job(session)
+    job = queued_job(session)
     created = session.get_one(Job, job.id).created_at
     session.execute(update(Job).where(Job.id == job.id).values(enqueued_at=created))
     session.commit()
