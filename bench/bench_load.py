@@ -219,6 +219,7 @@ async def load(
     latencies: dict[str, list[float]] = defaultdict(list)
     alone: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
+    reasons: dict[str, int] = defaultdict(int)  # what each failed request answered, printed after the table
     kinds = list(endpoints(s).values())
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=base, headers=s.headers, timeout=30.0, limits=limits) as http:
@@ -230,14 +231,18 @@ async def load(
                 name, path, query = kinds[turn % len(kinds)](rng)
                 turn += 1
                 start = time.perf_counter()
+                why = ""
                 try:
                     response = await http.get(path, params=query)
-                    ok = response.status_code == 200
-                except httpx.HTTPError:
-                    ok = False
+                    if response.status_code != 200:
+                        why = f"{response.status_code} {response.text[:160]}"
+                except httpx.HTTPError as exc:
+                    why = f"{type(exc).__name__} {exc}"[:160]
                 if record:
                     latencies[name].append(time.perf_counter() - start)
-                    errors[name] += 0 if ok else 1
+                    errors[name] += 1 if why else 0
+                    if why:
+                        reasons[f"{name}: {why}"] += 1
 
         # Unloaded: one client, each endpoint in turn (what a request costs alone, and the warm-up that
         # builds each sweep's packed objectives and each cached order once per process).
@@ -251,7 +256,10 @@ async def load(
         await asyncio.gather(*(client(i, warm_until, False) for i in range(clients)))
         start = time.monotonic()
         await asyncio.gather(*(client(i, start + duration_s, True) for i in range(clients)))
-        return latencies, alone, errors, time.monotonic() - start
+        elapsed = time.monotonic() - start
+        for reason, count in sorted(reasons.items()):
+            print(f"error x{count}: {reason}")
+        return latencies, alone, errors, elapsed
 
 
 def main(argv: list[str] | None = None) -> None:
