@@ -77,31 +77,15 @@ def _resnet18_shape(folder: Path, samples: int, size: int = 64) -> tuple[Path, n
     import torch
     from torch import nn
 
+    from tests.support.residual import BasicBlock
     from worker.engine.demo_models import export_onnx
-
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(cout)
-            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.down = (
-                nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                if stride != 1 or cin != cout
-                else nn.Identity()
-            )
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = torch.relu(self.bn1(self.conv1(x)))
-            return torch.relu(self.bn2(self.conv2(y)) + self.down(x))
 
     torch.manual_seed(0)
     widths = [64, 128, 256, 512]
     blocks: list[nn.Module] = []
     cin = 64
     for i, width in enumerate(widths):
-        blocks += [Block(cin, width, 1 if i == 0 else 2), Block(width, width, 1)]
+        blocks += [BasicBlock(cin, width, 1 if i == 0 else 2), BasicBlock(width, width, 1)]
         cin = width
     model = nn.Sequential(
         nn.Conv2d(3, 64, 7, 2, 3, bias=False),

@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests.support.residual import BasicBlock
 from worker.engine.compression import (
     ActivationQuant,
     FloatCast,
@@ -41,30 +42,12 @@ CONFIGS: list[Config] = [
 METRICS = ("kl_mean", "kl_max", "top1_agreement", "sqnr_db", "mse")
 
 
-class _Block(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
-        self.down = (
-            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-            if stride != 1 or cin != cout
-            else nn.Identity()
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.relu(self.bn1(self.conv1(x)))
-        return torch.relu(self.bn2(self.conv2(y)) + self.down(x))
-
-
 class ResidualCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.stem = nn.Conv2d(3, W, 3, 1, 1)
-        self.block1 = _Block(W, W, 1)
-        self.block2 = _Block(W, 2 * W, 2)
+        self.block1 = BasicBlock(W, W, 1)
+        self.block2 = BasicBlock(W, 2 * W, 2)
         self.fc = nn.Linear(2 * W, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

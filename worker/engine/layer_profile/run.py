@@ -9,6 +9,7 @@ from itertools import chain
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.layer_profile.accumulate import LayerPair, StatsAccumulator
@@ -115,21 +116,6 @@ def _process(
 ) -> int:
     """Run every profile batch through both models (and the local evaluator), folding it into the pairs'
     sums. The first batch (one sample) measures the bytes per sample that size the later batches."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):  # numpy's dot products: see sample_sums
-        return _process_batches(golden, compressed, pairs, local, batches, budget_mb, on_progress)
-
-
-def _process_batches(
-    golden: OnnxSide | TorchSide,
-    compressed: OnnxSide | TorchSide,
-    pairs: list[LayerPair],
-    local: OnnxLocal | TorchLocal | None,
-    batches: Rebatcher,
-    budget_mb: float,
-    on_progress: Callable[[int], None] | None,
-) -> int:
     g_names = {p.golden for p in pairs}
     c_names = {p.compressed for p in pairs} | {p.qdq_input for p in pairs if p.qdq_input is not None}
     fixed = golden.fixed_batch or compressed.fixed_batch
@@ -249,7 +235,8 @@ def profile_layers(
         pairs = match_layers(golden, compressed, name_map or {}, notes)
         local = _make_local(golden, compressed, pairs, workdir)
         _plan_qdq(compressed, pairs)
-        n = _process(golden, compressed, pairs, local, rebatched, memory_budget_mb, on_progress)
+        with threadpool_limits(limits=1, user_api="blas"):  # numpy's dot products: see sample_sums
+            n = _process(golden, compressed, pairs, local, rebatched, memory_budget_mb, on_progress)
     matched_g = {p.golden for p in pairs}
     matched_c = {p.compressed for p in pairs}
     layers = _finish(pairs, notes)
