@@ -1,0 +1,59 @@
+"""Options and constants of the fidelity comparison (`worker.engine.fidelity.compare_models`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Task = Literal["auto", "classification", "embedding", "regression"]
+OutputKind = Literal["classification", "embedding", "regression", "tensor"]
+
+DEFAULT_THRESHOLD_KL = 0.1
+"""Default per-sample KL (nats) above which a sample is flagged; about 0.14 bits of extra code length."""
+
+MAX_STORED_FLIPS = 1000
+"""At most this many label flips are listed per output; the total count is always reported."""
+
+CONCENTRATION_SHARE = 0.5
+"""Verdict rule: "concentrated" when the worst 10% of samples carry more than this share of the total."""
+
+CONCENTRATION_RULE = "concentrated when the worst 10% of samples carry more than 50% of the total divergence"
+
+NN_BLOCK = 1024
+"""Rows per block of the nearest-neighbour search (memory O(N·NN_BLOCK))."""
+
+LABELS_KEY = "labels"
+"""Dataset array ignored by `bind_inputs`; used as labels by `compare_models` when none are passed."""
+
+
+@dataclass
+class FidelityParams:
+    """Options of `compare_models`.
+
+    batch_size: samples per call to each runner (a runner whose inputs have a fixed batch dimension is
+        called in chunks of that size, the last one padded).
+    top_k: k of top-k agreement, top-k overlap and top-k accuracy (clipped to the number of classes).
+    threshold_kl: a sample of the primary output is flagged when its KL(P‖Q) in nats exceeds this
+        (default 0.1 nats); None flags by top-1 flips (and non-finite outputs) only.
+    task: "auto" infers each output's kind from its shape; "classification", "embedding" or "regression"
+        decide how 2-D outputs ``(N, D)`` with D ≥ 2 are compared (other shapes keep their inferred kind).
+    outputs_are_probabilities: for classification outputs, True when the models output probabilities
+        (clamped at 1e-12, renormalised, then logged), False for logits, None to detect it per model and
+        output on the first batch (non-negative rows that sum to 1 within 1e-3).
+    """
+
+    batch_size: int = 64
+    top_k: int = 5
+    threshold_kl: float | None = DEFAULT_THRESHOLD_KL
+    task: Task = "auto"
+    outputs_are_probabilities: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {self.top_k}")
+        if self.task not in ("auto", "classification", "embedding", "regression"):
+            raise ValueError(f"unknown task {self.task!r}")
+        if self.threshold_kl is not None and not self.threshold_kl >= 0:
+            raise ValueError(f"threshold_kl must be a non-negative number or None, got {self.threshold_kl}")
