@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from backend import chunk_lifecycle
+from backend import chunk_lifecycle, job_lifecycle
 from backend.db.models import Job
 from backend.db.session import session_factory
 from backend.queue import enqueue_chunk
@@ -128,6 +128,12 @@ def execute_merge(job_id: str, handler: FanOutHandler, settings: Settings | None
         params = dict(session.get_one(Job, jid).params)
         chunks = chunk_lifecycle.chunk_results(session, jid)
     ctx = job_context(settings, sessions, claim, params)
+    # The bar counts the chunks (all done by now, 100 %): the merge's own steps (e.g. the mixed-precision
+    # plans, which report from 0) change only the message. Before, a 1-chunk scan's bar fell back to 0 %
+    # while its chunk table said "1 of 1 done".
+    ctx._report = lambda session, _fraction, message: job_lifecycle.heartbeat(
+        session, claim, message=f"merging chunks: {message}"
+    )
     ctx._heartbeat.start()
     try:
         return run_guarded(
