@@ -1,0 +1,160 @@
+"""MACs per ONNX node after shape inference at concrete input shapes: one rule per matrix-like op."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx
+
+ShapeMap = dict[str, tuple[int | None, ...]]
+
+
+def node_name(node: onnx.NodeProto, index: int) -> str:
+    return node.name or f"{node.op_type}_{index}"
+
+
+def _onnx_macs(
+    model: onnx.ModelProto, shapes_used: Mapping[str, list[int]] | None
+) -> tuple[list[int | None] | None, list[str]]:
+    """MACs per node (0 for ops without a MAC rule), or None when the input shapes are unknown."""
+    import onnx
+
+    if shapes_used is None:
+        return None, []
+    typed = onnx.ModelProto()
+    typed.CopyFrom(model)
+    _set_input_shapes(typed.graph, shapes_used)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(typed, strict_mode=False, data_prop=True)
+    except Exception as exc:  # InferenceError and friends: report it, do not fail the inspection
+        return [None] * len(model.graph.node), [f"ONNX shape inference failed, MACs unknown: {exc}"]
+    shapes = _known_shapes(inferred.graph)
+    macs: list[int | None] = []
+    unknown: list[str] = []
+    for index, node in enumerate(model.graph.node):
+        rule = _MAC_RULES.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        value = rule(node, shapes) if rule else 0
+        if value is None:
+            unknown.append(f"{node_name(node, index)} ({node.op_type})")
+        macs.append(value)
+    notes = [f"MACs unknown for {unknown}: shape inference gave no complete shapes."] if unknown else []
+    return macs, notes
+
+
+def _set_input_shapes(graph: onnx.GraphProto, shapes: Mapping[str, list[int]]) -> None:
+    del graph.value_info[:]  # stale symbolic shapes; inference recomputes them from the concrete inputs
+    for value in graph.input:
+        if value.name not in shapes:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        del dims[:]
+        for size in shapes[value.name]:
+            dims.add().dim_value = size
+
+
+def _known_shapes(graph: onnx.GraphProto) -> ShapeMap:
+    shapes: ShapeMap = {}
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        tensor_type = value.type.tensor_type
+        if tensor_type.HasField("shape"):
+            shapes[value.name] = tuple(
+                int(d.dim_value) if d.HasField("dim_value") else None for d in tensor_type.shape.dim
+            )
+    for init in graph.initializer:
+        shapes[init.name] = tuple(int(d) for d in init.dims)
+    return shapes
+
+
+def _full_shape(
+    shapes: ShapeMap, node: onnx.NodeProto, position: int, output: bool = False
+) -> list[int] | None:
+    names = node.output if output else node.input
+    if position >= len(names) or not names[position]:
+        return None
+    shape = shapes.get(names[position])
+    if shape is None or any(d is None for d in shape):
+        return None
+    return [int(d) for d in shape if d is not None]
+
+
+def _conv_rule(weight_position: int) -> Callable[[onnx.NodeProto, ShapeMap], int | None]:
+    """Conv-like: every output element takes (Cin / groups) * prod(kernel) MACs = prod(W.shape[1:])."""
+
+    def rule(node: onnx.NodeProto, shapes: ShapeMap) -> int | None:
+        out = _full_shape(shapes, node, 0, output=True)
+        weight = _full_shape(shapes, node, weight_position)
+        if out is None or weight is None:
+            return None
+        return math.prod(out) * math.prod(weight[1:])
+
+    return rule
+
+
+def _conv_transpose_macs(node: onnx.NodeProto, shapes: ShapeMap) -> int | None:
+    """Every input element is scattered through (Cout / groups) * prod(kernel) weights."""
+    x = _full_shape(shapes, node, 0)
+    weight = _full_shape(shapes, node, 1)
+    if x is None or weight is None:
+        return None
+    return math.prod(x) * math.prod(weight[1:])
+
+
+def _matmul_rule(a_position: int) -> Callable[[onnx.NodeProto, ShapeMap], int | None]:
+    """MatMul-like: every output element is a dot product over A's last axis."""
+
+    def rule(node: onnx.NodeProto, shapes: ShapeMap) -> int | None:
+        out = _full_shape(shapes, node, 0, output=True)
+        a = _full_shape(shapes, node, a_position)
+        if out is None or a is None or not a:
+            return None
+        return math.prod(out) * a[-1]
+
+    return rule
+
+
+def _gemm_macs(node: onnx.NodeProto, shapes: ShapeMap) -> int | None:
+    out = _full_shape(shapes, node, 0, output=True)
+    a = _full_shape(shapes, node, 0)
+    if out is None or a is None or len(a) != 2:
+        return None
+    trans_a = next((attr.i for attr in node.attribute if attr.name == "transA"), 0)
+    return math.prod(out) * (a[0] if trans_a else a[1])
+
+
+def _rnn_macs(node: onnx.NodeProto, shapes: ShapeMap) -> int | None:
+    """RNN / GRU / LSTM: per step and sample, every gate multiplies x by W and h by R."""
+    x = _full_shape(shapes, node, 0)
+    w = _full_shape(shapes, node, 1)
+    r = _full_shape(shapes, node, 2)
+    if x is None or w is None or r is None or len(x) != 3:
+        return None
+    layout = next((attr.i for attr in node.attribute if attr.name == "layout"), 0)
+    seq, batch = (x[1], x[0]) if layout else (x[0], x[1])
+    return seq * batch * (math.prod(w) + math.prod(r))
+
+
+_MAC_RULES: dict[str, Callable[[onnx.NodeProto, ShapeMap], int | None]] = {
+    "Conv": _conv_rule(1),
+    "ConvInteger": _conv_rule(1),
+    "QLinearConv": _conv_rule(3),
+    "ConvTranspose": _conv_transpose_macs,
+    "MatMul": _matmul_rule(0),
+    "MatMulInteger": _matmul_rule(0),
+    "QLinearMatMul": _matmul_rule(0),
+    "Gemm": _gemm_macs,
+    "LSTM": _rnn_macs,
+    "GRU": _rnn_macs,
+    "RNN": _rnn_macs,
+}
+
+
+def _sum_or_none(values: Iterable[int | None]) -> int | None:
+    total = 0
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
