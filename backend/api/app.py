@@ -14,6 +14,7 @@ from sqlalchemy import text
 from backend.api.auth import authenticated_caller
 from backend.api.bounded_pool import hashing_pool, render_pool
 from backend.api.deps import SessionDep
+from backend.api.docs_pages import install_docs
 from backend.api.errors import error_responses, install_error_handlers
 from backend.api.housekeeping import running_housekeeping
 from backend.api.routes import (
@@ -97,7 +98,10 @@ def create_app(
         description="How far does a compressed model diverge from its golden model, which layers are to "
         "blame, and which configuration is on the Pareto frontier.",
         lifespan=lifespan,
+        docs_url=None,  # served by install_docs from this server's files, not from a CDN
+        redoc_url=None,
     )
+    install_docs(app)
     app.state.settings = settings
     app.state.store = store_from_uri(
         settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
