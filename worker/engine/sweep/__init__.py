@@ -17,15 +17,9 @@ from __future__ import annotations
 
 from worker.engine.sweep.cost import ModelCost, model_cost, storage_of
 from worker.engine.sweep.export import MANIFEST_FORMAT, export_point
+from worker.engine.sweep.golden import GoldenReference, PointSpec, SweepPoint, point_spec
 from worker.engine.sweep.latency import compare_latency, measure_latency
-from worker.engine.sweep.points import (
-    GoldenReference,
-    PointSpec,
-    SweepPoint,
-    evaluate_point,
-    evaluate_points,
-    point_spec,
-)
+from worker.engine.sweep.points import evaluate_point, evaluate_points
 from worker.engine.sweep.runtime import EXPORT_KINDS, ExportKind, RuntimeSupport, runtime_support
 
 __all__ = [

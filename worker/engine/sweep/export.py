@@ -58,6 +58,7 @@ from worker.engine.compression.ops import weight_qparams
 from worker.engine.errors import EngineError
 from worker.engine.fidelity import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost, storage_of
+from worker.engine.sweep.golden import GoldenReference, SweepPoint, fidelity_summary, json_safe, point_spec
 from worker.engine.sweep.runtime import (
     EXACT_KINDS,
     EXPORT_KINDS,
@@ -70,8 +71,6 @@ from worker.engine.types import TensorSpec
 
 if TYPE_CHECKING:
     import onnx
-
-    from worker.engine.sweep.points import GoldenReference, SweepPoint
 
 logger = logging.getLogger(__name__)
 
@@ -208,8 +207,6 @@ def export_point(
     point, whose fidelity is stored as the simulated metrics. source_sha256: the golden file's sha256
     when the caller knows it (else a digest of the loaded model).
     """
-    from worker.engine.sweep.points import GoldenReference, fidelity_summary, json_safe, point_spec
-
     notes: list[str] = []
     if calibration is None:
         calibration = calibration_feeds
@@ -262,7 +259,7 @@ def export_point(
     if eval_feeds is not None:
         if reference is None or reference.batch_size != batch_size or reference.model is not golden:
             reference = GoldenReference(golden, eval_feeds, batch_size)
-        runner = _ort_runner(path)
+        runner = ort_runner(path)
         try:
             report = compare_models(
                 reference, runner, eval_feeds, labels, FidelityParams(batch_size=batch_size)
@@ -332,7 +329,7 @@ def _opset(path: Path) -> int | None:
     return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def _ort_runner(path: Path) -> Any:
+def ort_runner(path: Path) -> Any:
     from worker.engine.loaders import load_model
 
     return load_model(path, "onnx", intra_op_threads=1)

@@ -1,0 +1,28 @@
+"""Accuracy recovery after compression, training-free: cross-layer equalization, AdaRound and bias
+correction applied in order to a float copy of a torch golden model (`runner.recover`), the compressed
+model measured on a held-out split before and after each method, and the result exported as the sweeps
+export their points (`runner.export_recovered`). Pure engine: no HTTP, SQL or Celery."""
+
+from __future__ import annotations
+
+from worker.engine.recovery.adaround import AdaRoundParams, AdaRoundResult, adaround
+from worker.engine.recovery.bias_correction import BiasCorrectionResult, correct_biases
+from worker.engine.recovery.common import RecoveryError
+from worker.engine.recovery.equalization import EqualizationResult, equalize
+from worker.engine.recovery.runner import METHODS, MethodSpec, RecoveryOutcome, export_recovered, recover
+
+__all__ = [
+    "METHODS",
+    "AdaRoundParams",
+    "AdaRoundResult",
+    "BiasCorrectionResult",
+    "EqualizationResult",
+    "MethodSpec",
+    "RecoveryError",
+    "RecoveryOutcome",
+    "adaround",
+    "correct_biases",
+    "equalize",
+    "export_recovered",
+    "recover",
+]

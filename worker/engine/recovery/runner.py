@@ -1,0 +1,248 @@
+"""Recovery of a compressed torch model: methods applied in order to a float copy of the golden model,
+the compressed model (that copy compressed by the unchanged plan) measured on a held-out split before any
+method and after each one.
+
+`recover(golden, config_or_plan, calibration_feeds, heldout_feeds, labels, methods)` → RecoveryOutcome:
+the recovered float module, per-method details and the fidelity steps ("before", then one per method,
+from `sweep.points.fidelity_summary`). `export_recovered` writes the runnable ONNX file of the outcome
+(the sweep's `export_point` on the recovered model) and measures that file in onnxruntime against the
+golden model.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from torch import nn
+
+from worker.engine.compression import CompressibleModel, compressed
+from worker.engine.compression.model import Calibration, Feeds, first_sample
+from worker.engine.fidelity import FidelityParams, bind_inputs, compare_models
+from worker.engine.recovery.adaround import AdaRoundParams, adaround
+from worker.engine.recovery.bias_correction import correct_biases
+from worker.engine.recovery.common import (
+    Progress,
+    RecoveryError,
+    compressed_handle,
+    execution_order,
+    linear_layers,
+    no_progress,
+)
+from worker.engine.recovery.equalization import equalize
+from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
+
+METHODS = ("equalization", "adaround", "bias_correction")
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name not in METHODS:
+            raise RecoveryError(f"unknown recovery method {self.name!r}; the methods are {list(METHODS)}")
+        allowed = set(AdaRoundParams.__dataclass_fields__) if self.name == "adaround" else set()
+        unknown = sorted(set(self.params) - allowed)
+        if unknown:
+            raise RecoveryError(
+                f"{self.name} has no parameter(s) {unknown}; its parameters are {sorted(allowed)}"
+            )
+        if self.name == "adaround":
+            self.adaround_params()
+
+    def adaround_params(self) -> AdaRoundParams:
+        values = dict(self.params)
+        for key, value in values.items():
+            integer = isinstance(AdaRoundParams.__dataclass_fields__[key].default, int)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or (integer and not isinstance(value, int))
+            ):
+                raise RecoveryError(
+                    f"adaround.{key} must be {'an integer' if integer else 'a number'}, got {value!r}"
+                )
+        return AdaRoundParams(**values)
+
+
+@dataclass
+class Step:
+    method: str
+    seconds: float
+    fidelity: dict[str, Any]
+    details: dict[str, Any]
+
+
+@dataclass
+class RecoveryOutcome:
+    module: nn.Module
+    """The recovered float model: compressed by `plan` it is the recovered compressed model."""
+    plan_id: str
+    plan: dict[str, Any]
+    steps: list[Step]
+    input_names: list[str]
+
+    def handle(self) -> CompressibleModel:
+        return compressed_handle(self.module, self.input_names)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: {"point_id", "before": fidelity, "after": fidelity, "steps": [{method, seconds,
+        fidelity, details}]}; "before" is the compressed model without recovery."""
+        return json_safe(
+            {
+                "point_id": self.plan_id,
+                "before": self.steps[0].fidelity,
+                "after": self.steps[-1].fidelity,
+                "steps": [asdict(step) for step in self.steps],
+            }
+        )
+
+
+def _python_module(golden: CompressibleModel) -> nn.Module:
+    module = getattr(golden, "module", None)
+    if (
+        golden.backend != "torch"
+        or not isinstance(module, nn.Module)
+        or not getattr(golden, "hooks_supported", True)
+    ):
+        raise RecoveryError(
+            "recovery runs on torch models whose layers are python modules (a .pt2 torch.export program or "
+            f"an nn.Module); this is a {golden.backend} model"
+            + (" run by the TorchScript interpreter" if golden.backend == "torch" else "")
+        )
+    return module
+
+
+def measure(
+    reference: GoldenReference,
+    handle: CompressibleModel,
+    plan: Mapping[str, Any],
+    calibration_feeds: Feeds,
+    heldout: Feeds,
+    labels: np.ndarray | None,
+    batch_size: int,
+) -> dict[str, Any]:
+    handle.prepare(first_sample(heldout))
+    with compressed(handle, plan, Calibration(handle, calibration_feeds, batch_size)) as (runner, _):
+        report = compare_models(reference, runner, heldout, labels, FidelityParams(batch_size=batch_size))
+    return fidelity_summary(report)
+
+
+def recover(
+    golden: CompressibleModel,
+    config_or_plan: Any,
+    calibration_feeds: Feeds,
+    heldout_feeds: Feeds,
+    labels: np.ndarray | None,
+    methods: Sequence[MethodSpec],
+    *,
+    batch_size: int = 64,
+    progress: Progress = no_progress,
+) -> RecoveryOutcome:
+    """Apply `methods` in order (see the module docstring). `labels` belong to the held-out split."""
+    if not methods:
+        raise RecoveryError("give at least one recovery method")
+    source = _python_module(golden)
+    calib = bind_inputs(calibration_feeds, golden.inputs)
+    heldout = bind_inputs(heldout_feeds, golden.inputs)
+    golden.prepare(first_sample(calib))
+    spec = point_spec(golden, config_or_plan)
+    if not spec.plan:
+        raise RecoveryError("the configuration compresses nothing: there is nothing to recover")
+    names = [spec_.name for spec_ in golden.inputs]
+    recovered = copy.deepcopy(source).eval()
+    order = execution_order(recovered, linear_layers(recovered, list(spec.plan)), calib)
+    if not order:
+        raise RecoveryError(
+            "the configuration compresses no Conv or Linear layer: the methods have nothing to change"
+        )
+    reference = GoldenReference(golden, heldout, batch_size)
+
+    def evaluate() -> dict[str, Any]:
+        return measure(
+            reference, compressed_handle(recovered, names), spec.plan, calib, heldout, labels, batch_size
+        )
+
+    progress("before", 0, 1, "measuring the compressed model")
+    steps = [Step("before", 0.0, evaluate(), {})]
+    for method in methods:
+        started = time.perf_counter()
+        details: dict[str, Any]
+        if method.name == "equalization":
+            details = asdict(equalize(recovered))
+        elif method.name == "bias_correction":
+            details = asdict(
+                correct_biases(
+                    recovered, names, spec.plan, order, calib, batch_size=batch_size, progress=progress
+                )
+            )
+        else:
+            params = method.adaround_params()
+            details = asdict(
+                adaround(recovered, spec.plan, order, calib, params, batch_size=batch_size, progress=progress)
+            )
+            details["params"] = asdict(params)
+        seconds = time.perf_counter() - started
+        progress(method.name, 1, 1, f"{method.name}: measuring on the held-out split")
+        steps.append(Step(method.name, seconds, evaluate(), details))
+    return RecoveryOutcome(recovered, spec.id, spec.to_dict(), steps, names)
+
+
+def export_recovered(
+    golden: CompressibleModel,
+    outcome: RecoveryOutcome,
+    out_dir: Path,
+    calibration_feeds: Feeds,
+    heldout_feeds: Feeds,
+    labels: np.ndarray | None,
+    *,
+    batch_size: int = 64,
+) -> tuple[Path, dict[str, Any]]:
+    """The recovered model as a runnable ONNX file (the real runtime form where the configuration has one,
+    as sweep exports; else the simulated float graph) and its manifest, whose "metrics.measured" is the
+    file run in onnxruntime against the *golden* model on the held-out split."""
+    from worker.engine.sweep.export import export_point, ort_runner
+    from worker.engine.sweep.runtime import runtime_support
+
+    handle = outcome.handle()
+    calib = bind_inputs(calibration_feeds, golden.inputs)
+    heldout = bind_inputs(heldout_feeds, golden.inputs)
+    handle.prepare(first_sample(calib))
+    spec = point_spec(handle, outcome.plan["config"] or outcome.plan["plan"])
+    support = runtime_support(spec.plan, [layer.name for layer in handle.layers()])
+    kind = "real" if support.preferred not in (None, "fp32", "simulated-float") else "simulated"
+    path, manifest = export_point(
+        handle,
+        spec.plan,
+        out_dir,
+        kind=kind,
+        calibration=Calibration(handle, calib, batch_size),
+        batch_size=batch_size,
+    )
+    runner = ort_runner(path)
+    try:
+        report = compare_models(
+            GoldenReference(golden, heldout, batch_size),
+            runner,
+            heldout,
+            labels,
+            FidelityParams(batch_size=batch_size),
+        )
+    finally:
+        runner.close()
+    manifest["metrics"]["measured"] = fidelity_summary(report)
+    manifest["notes"].append(
+        "metrics.measured: the file in onnxruntime against the golden model (held-out split)"
+    )
+    manifest = json_safe(manifest)
+    import json
+
+    path.with_suffix(".json").write_text(json.dumps(manifest, indent=2, allow_nan=False))
+    return path, manifest
