@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Query
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
+
+from backend.api.result_schemas.fidelity import FidelitySummaryOut
 
 
 def _as_utc(value: datetime) -> datetime:
@@ -149,7 +151,10 @@ class SampleDivergenceOut(ORMModel):
     kl: float | None = Field(description="KL(P‖Q) in nats, golden P to compressed Q; lower is better.")
     cosine: float | None
     mse: float | None
-    sqnr_db: float | None = Field(description="Per-sample SQNR in dB; None when the error is exactly 0.")
+    sqnr_db: float | None = Field(
+        description="Per-sample SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined (a "
+        "non-finite sample, or a golden output of all zeros: −∞)."
+    )
     top1_match: bool | None
     golden_class: int | None
     compressed_class: int | None
@@ -157,13 +162,18 @@ class SampleDivergenceOut(ORMModel):
     flagged: bool
     finite: bool
 
+    @computed_field(description="True when the sample's outputs are identical (error exactly 0: +∞ dB).")
+    def sqnr_db_infinite(self) -> bool:
+        # The table stores +∞ and −∞ SQNR as NULL like NaN; an exact sample is the finite one with MSE 0.
+        return self.sqnr_db is None and self.finite and self.mse == 0.0
+
 
 class FidelityReportOut(BaseModel):
     job_id: uuid.UUID
     golden_model_id: uuid.UUID
     compressed_model_id: uuid.UUID
     dataset_id: uuid.UUID
-    summary: dict[str, Any] = Field(
+    summary: FidelitySummaryOut = Field(
         description="Per output name: the metrics; plus warnings and sample counts."
     )
 

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from backend.api.result_schemas.common import CompressionConfigOut, DivergenceOut
+from backend.api.result_schemas.sensitivity import (
+    PlanMeasurementOut,
+    SensitivityCellOut,
+    SensitivityModelOut,
+    SensitivityRankingOut,
+)
 
 
 class SensitivityLayerOut(BaseModel):
@@ -18,13 +26,14 @@ class SensitivityLayerOut(BaseModel):
     macs: int | None = Field(description="Multiply-accumulates per sample; null when not countable.")
     depth_index: int
     depth_fraction: float = Field(description="depth_index / (layers − 1): 0 first layer, 1 last.")
+    tensors: list[str] = Field(default_factory=list, description="Its weight then bias tensors.")
     shared_with: list[str] = Field(description="Layers sharing a weight tensor with this one.")
     notes: list[str]
 
 
 class SensitivityConfigOut(BaseModel):
     id: str = Field(description="Stable id, the column key of the matrix, e.g. w4-sym-tensor.")
-    config: dict[str, Any]
+    config: CompressionConfigOut
     weight_bits: int | None
 
 
@@ -58,14 +67,15 @@ class SensitivityReportOut(BaseModel):
     configs: list[SensitivityConfigOut]
     layers: list[SensitivityLayerOut]
     matrix: SensitivityMatrix
-    ranking: dict[str, Any] = Field(
-        description="overall: layers most sensitive first (mean score over configs); by_config: per config. "
-        "In the all_but view the most sensitive layer is the one whose staying in float helps most."
+    computed_layers: list[str] = Field(
+        default_factory=list, description="Layers the scan computed (the matrix rows), in depth order."
     )
-    whole_model: dict[str, dict[str, Any]] = Field(
+    model: SensitivityModelOut | None = None
+    ranking: SensitivityRankingOut
+    whole_model: dict[str, DivergenceOut] = Field(
         description="Per configuration: the divergence with every layer compressed at once."
     )
-    cells: list[dict[str, Any]] | None = Field(
+    cells: list[SensitivityCellOut] | None = Field(
         default=None,
         description="Every cell with all its numbers and what was compressed (only with ?cells=true).",
     )
@@ -105,7 +115,10 @@ class MixedPrecisionPlanOut(BaseModel):
         default=None, description="Σ of the chosen cells' KL means (each layer compressed alone)."
     )
     size_bytes: float | None = None
-    measurement: dict[str, Any] | None = Field(
+    configs: dict[str, CompressionConfigOut] | None = Field(
+        default=None, description="Configuration id → the configuration the plan assigns."
+    )
+    measurement: PlanMeasurementOut | None = Field(
         default=None, description="Measured with every layer compressed by the plan at once."
     )
     error: str | None = None

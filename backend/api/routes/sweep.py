@@ -22,6 +22,13 @@ from backend.accounts import Caller
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
+from backend.api.result_schemas.common import CompressionConfigOut
+from backend.api.result_schemas.sweep import (
+    ExportManifestOut,
+    FrontierConstraintOut,
+    FrontierObjectiveOut,
+    SweepPointDocOut,
+)
 from backend.api.routes.lookup import succeeded_job
 from backend.api.schemas import Offset, Page
 from backend.contracts import JobKind
@@ -40,12 +47,12 @@ class SweepPointOut(BaseModel):
     index: int
     id: str = Field(description="'<job id>:<index>', the point's id on a frontier.")
     label: str = Field(description="The configuration's id, e.g. w8-sym-channel+a8-minmax.")
-    config: dict[str, Any]
+    config: CompressionConfigOut
     objectives: dict[str, float | None] = Field(
         description="The point's numbers by name (kl_mean, top1_agreement, size_bytes, bops, "
         "latency_p50_ms_b1...): the axes a frontier can use."
     )
-    point: dict[str, Any] | None = Field(
+    point: SweepPointDocOut | None = Field(
         default=None, description="Everything measured (with ?details=true)."
     )
     executable: bool | None = Field(
@@ -56,7 +63,9 @@ class SweepPointOut(BaseModel):
         default=None, description="The runtime form of its export, e.g. real-int8-qdq."
     )
     export_available: bool
-    export_manifest: dict[str, Any] | None = None
+    export_manifest: ExportManifestOut | None = Field(
+        default=None, description="The downloadable export's manifest (with ?details=true)."
+    )
 
 
 def _out(row: SweepPoint, details: bool) -> SweepPointOut:
@@ -65,13 +74,15 @@ def _out(row: SweepPoint, details: bool) -> SweepPointOut:
         index=row.index,
         id=f"{row.job_id}:{row.index}",
         label=row.label,
-        config=row.config,
+        config=CompressionConfigOut.model_validate(row.config),
         objectives=row.objectives,
-        point=row.point if details else None,
+        point=SweepPointDocOut.model_validate(row.point) if details else None,
         executable=(row.point.get("runtime") or {}).get("executable"),
         real_export=(row.point.get("runtime") or {}).get("real_export"),
         export_available=row.export_sha256 is not None,
-        export_manifest=row.export_manifest if details else None,
+        export_manifest=(
+            ExportManifestOut.model_validate(row.export_manifest) if details and row.export_manifest else None
+        ),
     )
 
 
@@ -159,7 +170,7 @@ class FrontierPointOut(BaseModel):
 class FrontierOut(BaseModel):
     """The non-dominated points (no other point at least as good on every objective and better on one)."""
 
-    objectives: list[dict[str, str]]
+    objectives: list[FrontierObjectiveOut]
     frontier: list[FrontierPointOut] = Field(description="In order along the first objective.")
     knee: str | None = Field(
         description="The frontier's knee: the best trade-off (see docs/design-notes.md)."
@@ -168,7 +179,7 @@ class FrontierOut(BaseModel):
     excluded: list[str] = Field(description="Points without a finite value for an objective or bound.")
     filtered: int = Field(description="Points outside the bounds.")
     n_points: int
-    constraints: list[dict[str, Any]]
+    constraints: list[FrontierConstraintOut]
 
 
 @router.get("/sweep-frontier", operation_id="getSweepFrontier", responses=RESULT_ERRORS)
@@ -250,14 +261,14 @@ def _frontier(
         )
     doc = result.to_dict()
     return FrontierOut(
-        objectives=doc["objectives"],
+        objectives=[FrontierObjectiveOut.model_validate(o) for o in doc["objectives"]],
         frontier=frontier,
         knee=None if result.knee is None else locate(int(result.knee))[2],
         knee_method=result.knee_method,
         excluded=[locate(int(position))[2] for position in result.excluded],
         filtered=result.filtered,
         n_points=result.n_points,
-        constraints=[b.to_dict() for b in result.constraints],
+        constraints=[FrontierConstraintOut.model_validate(b.to_dict()) for b in result.constraints],
     )
 
 

@@ -1,0 +1,2 @@
+"""Typed result documents: what the worker stores for each job kind, as the API serves it (docs/design-notes.md,
+"Typed results")."""

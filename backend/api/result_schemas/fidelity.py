@@ -1,0 +1,210 @@
+"""The fidelity summary (GET /jobs/{id}/fidelity → summary), per output and per metric family, as the
+worker writes it (worker/engine/fidelity.py ``summary_dict``; the metrics in worker/engine/metrics)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag
+
+from backend.api.result_schemas.common import ResultModel
+
+
+class ProbabilityFlags(ResultModel):
+    """Whether each model's output was taken as probabilities (else logits); null when not decided."""
+
+    golden: bool | None = None
+    compressed: bool | None = None
+
+
+class LabelFlipOut(ResultModel):
+    index: int = Field(description="Sample index.")
+    golden: int = Field(description="The golden model's top-1 class.")
+    compressed: int = Field(description="The compressed model's top-1 class.")
+
+
+class LabelFlipsOut(ResultModel):
+    count: int = 0
+    stored: int = 0
+    capped: bool = Field(default=False, description="More flips than were stored (items is a prefix).")
+    items: list[LabelFlipOut] = Field(default_factory=list)
+
+
+class CalibrationBinOut(ResultModel):
+    lower: float
+    upper: float
+    count: int = 0
+    confidence: float | None = Field(default=None, description="Mean confidence in the bin; null when empty.")
+    accuracy: float | None = Field(default=None, description="Accuracy in the bin; null when empty.")
+
+
+class CalibrationOut(ResultModel):
+    """Reliability of one model's confidences (15 equal-width bins)."""
+
+    ece: float | None = None
+    mce: float | None = None
+    n: int = 0
+    bins: list[CalibrationBinOut] = Field(default_factory=list)
+
+
+class CalibrationPairOut(ResultModel):
+    golden: CalibrationOut | None = None
+    compressed: CalibrationOut | None = None
+    ece_shift: float | None = Field(default=None, description="ECE(compressed) − ECE(golden).")
+
+
+class LabelMetricsOut(ResultModel):
+    """Accuracy against the dataset's labels (classification outputs of a labelled dataset)."""
+
+    n: int = 0
+    golden_top1_accuracy: float | None = None
+    compressed_top1_accuracy: float | None = None
+    top1_accuracy_drop_pp: float | None = Field(
+        default=None, description="Percentage points; lower is better."
+    )
+    golden_topk_accuracy: float | None = None
+    compressed_topk_accuracy: float | None = None
+    topk_accuracy_drop_pp: float | None = None
+    calibration: CalibrationPairOut | None = None
+
+
+class _OutputMetrics(ResultModel):
+    """What every output gets: shapes, finiteness and the numerical error metrics."""
+
+    compressed_output: str = Field(default="", description="The compressed model's matched output.")
+    per_sample_shape: list[int] = Field(default_factory=list)
+    n_samples: int = 0
+    n_finite: int = Field(default=0, description="Samples finite in both models (the metrics' samples).")
+    n_nonfinite_golden: int = 0
+    n_nonfinite_compressed: int = 0
+    mse: float | None = None
+    mae: float | None = None
+    max_abs_err: float | None = None
+    sqnr_db: float | None = Field(
+        default=None,
+        description="Dataset SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined.",
+    )
+    sqnr_db_infinite: bool = Field(default=False, description="True when every error is exactly 0 (+∞ dB).")
+    cosine_mean: float | None = None
+    cosine_min: float | None = None
+
+
+class ClassificationMetricsOut(_OutputMetrics):
+    """A classifier's output (logits or probabilities): the divergences in nats and bits, agreement,
+    confidence, label flips, and accuracy with calibration when the dataset has labels."""
+
+    kind: Literal["classification"] = "classification"
+    outputs_are_probabilities: ProbabilityFlags | None = None
+    num_classes: int | None = None
+    kl_mean_nats: float | None = Field(default=None, description="KL(P‖Q), golden P; lower is better.")
+    kl_mean_bits: float | None = None
+    kl_reverse_mean_nats: float | None = None
+    kl_reverse_mean_bits: float | None = None
+    js_mean_nats: float | None = None
+    js_mean_bits: float | None = None
+    cross_entropy_mean_nats: float | None = None
+    cross_entropy_mean_bits: float | None = None
+    entropy_golden_mean_nats: float | None = None
+    entropy_golden_mean_bits: float | None = None
+    entropy_compressed_mean_nats: float | None = None
+    entropy_compressed_mean_bits: float | None = None
+    kl_max_nats: float | None = None
+    tv_mean: float | None = None
+    top_k: int | None = None
+    top1_match: float | None = Field(default=None, description="Share of samples with the same top-1 class.")
+    topk_agreement: float | None = None
+    topk_overlap: float | None = None
+    confidence_mean_golden: float | None = None
+    confidence_mean_compressed: float | None = None
+    confidence_shift: float | None = None
+    label_flips: LabelFlipsOut | None = None
+    labels: LabelMetricsOut | None = Field(default=None, description="Null without labels.")
+
+
+class RegressionMetricsOut(_OutputMetrics):
+    kind: Literal["regression"] = "regression"
+    r2: float | None = Field(default=None, description="R² of the compressed outputs, golden as the target.")
+
+
+class EmbeddingMetricsOut(_OutputMetrics):
+    kind: Literal["embedding"] = "embedding"
+    nearest_neighbour_agreement: float | None = Field(
+        default=None, description="Share of samples whose nearest other sample is the same in both spaces."
+    )
+    nearest_neighbour_metric: str | None = None
+
+
+class TensorMetricsOut(_OutputMetrics):
+    """Any other output shape: the numerical metrics only."""
+
+    kind: Literal["tensor"] = "tensor"
+
+
+def _metric_family(doc: Any) -> str:
+    """The family of a stored output's metrics: its kind, or (a document without one) what its fields say."""
+    if not isinstance(doc, dict):
+        return str(getattr(doc, "kind", "tensor"))
+    kind = doc.get("kind")
+    if kind in ("classification", "regression", "embedding", "tensor"):
+        return str(kind)
+    if "kl_mean_nats" in doc:
+        return "classification"
+    if "r2" in doc:
+        return "regression"
+    return "embedding" if "nearest_neighbour_agreement" in doc else "tensor"
+
+
+OutputMetricsOut = Annotated[
+    Annotated[ClassificationMetricsOut, Tag("classification")]
+    | Annotated[RegressionMetricsOut, Tag("regression")]
+    | Annotated[EmbeddingMetricsOut, Tag("embedding")]
+    | Annotated[TensorMetricsOut, Tag("tensor")],
+    Discriminator(_metric_family),
+]
+
+
+class ConcentrationOut(ResultModel):
+    """Share of the total divergence carried by the worst 1% and 10% of samples."""
+
+    measure: str = Field(default="kl", description="kl (classification) or mse.")
+    n: int = 0
+    rule: str = ""
+    worst_1pct_share: float | None = None
+    worst_10pct_share: float | None = None
+    verdict: str = Field(default="uniform", description="uniform or concentrated.")
+
+
+class PerSampleSummaryOut(ResultModel):
+    output: str = Field(default="", description="The output the per-sample table was written for.")
+    n_flagged: int | None = None
+    threshold_kl: float | None = None
+    flag_rule: str | None = None
+    concentration: ConcentrationOut | None = None
+
+
+class FidelityParamsOut(ResultModel):
+    """The engine parameters the comparison ran with."""
+
+    batch_size: int | None = None
+    top_k: int | None = None
+    threshold_kl: float | None = None
+    task: str | None = None
+    outputs_are_probabilities: bool | None = None
+    flip_confidence: float | None = Field(
+        default=None, description="Probability both models reach for a top-1 flip to count as confident."
+    )
+    pooling: str | None = Field(default=None, description="How sequence outputs are pooled: mean or first.")
+
+
+class FidelitySummaryOut(ResultModel):
+    """The whole comparison: per output name its metrics, and the per-sample table's summary."""
+
+    n_samples: int = 0
+    n_finite: int = Field(default=0, description="Samples finite in every output.")
+    primary_output: str = ""
+    output_matching: str = Field(default="name", description="name, or position when the names differ.")
+    outputs: dict[str, OutputMetricsOut] = Field(default_factory=dict)
+    per_sample_summary: PerSampleSummaryOut | None = None
+    warnings: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    params: FidelityParamsOut | None = None

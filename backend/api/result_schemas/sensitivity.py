@@ -1,0 +1,44 @@
+"""Parts of the sensitivity documents (worker/engine/sensitivity.py ``SensitivityResult.to_dict``, the
+plans of worker/engine/sensitivity_plans.py) that the report routes serve as they are stored."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from backend.api.result_schemas.common import DivergenceOut, ResultModel
+
+
+class SensitivityRankingOut(ResultModel):
+    """Layers most sensitive first. In the all_but view the most sensitive layer is the one whose staying
+    in float helps most."""
+
+    overall: list[str] = Field(default_factory=list, description="By the mean score over configurations.")
+    by_config: dict[str, list[str]] = Field(default_factory=dict, description="Configuration id → ranking.")
+
+
+class SensitivityCellOut(DivergenceOut):
+    """One layer × configuration cell with all its numbers and what was compressed."""
+
+    layer: str
+    config: str = Field(description="Configuration id.")
+    compressed: list[str] = Field(default_factory=list, description="The tensors that were compressed.")
+    affected_layers: list[str] = Field(
+        default_factory=list, description="Other layers changed too (a shared weight tensor)."
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
+class SensitivityModelOut(ResultModel):
+    """Which model the scan ran on (what merging the chunks checks)."""
+
+    backend: str | None = None
+    weights_digest: str | None = None
+    golden_digest: str | None = None
+
+
+class PlanMeasurementOut(ResultModel):
+    """A plan applied to every layer at once, measured."""
+
+    predicted_kl: float | None = None
+    measured: DivergenceOut | None = None
+    notes: list[str] = Field(default_factory=list)

@@ -1,0 +1,214 @@
+"""A sweep point's stored document (worker/engine/sweep: points.py, cost.py, runtime.py, export.py,
+latency.py; assembled by worker/sweep_handler.py) and the frontier's parts."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from backend.api.result_schemas.common import CompressionConfigOut, ResultModel, StoredShape
+
+
+class PointFidelityOut(ResultModel):
+    """The point's fidelity on its primary output (worker/engine/sweep/golden.py ``fidelity_summary``)."""
+
+    primary_output: str = ""
+    output_kind: str = ""
+    n_samples: int = 0
+    kl_mean: float | None = Field(default=None, description="KL(P‖Q) mean in nats; lower is better.")
+    kl_mean_bits: float | None = None
+    kl_max: float | None = None
+    kl_reverse_mean: float | None = None
+    js_mean: float | None = None
+    top1_agreement: float | None = None
+    sqnr_db: float | None = Field(default=None, description="Null when infinite (see sqnr_db_infinite).")
+    sqnr_db_infinite: bool = False
+    cosine_mean: float | None = None
+    mse: float | None = None
+    max_abs_err: float | None = None
+    label_flips: int | None = None
+    accuracy_golden: float | None = None
+    accuracy_compressed: float | None = None
+    accuracy_drop_pp: float | None = None
+    ece_golden: float | None = None
+    ece_compressed: float | None = None
+    n_flagged: int | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class TensorCostOut(ResultModel):
+    name: str
+    role: str = Field(default="", description="weight or bias.")
+    elements: int = 0
+    bits: int | None = None
+    stored_elements: int = 0
+    kept: int = 0
+    nonzero: int = 0
+    bytes: int = 0
+    quant_param_bytes: int = 0
+    sparse_bytes: int = 0
+
+
+class LayerCostOut(ResultModel):
+    name: str
+    type: str = ""
+    config: str | None = Field(default=None, description="Configuration id applied to the layer.")
+    weight_bits: int | None = None
+    activation_bits: int | None = None
+    params: int = 0
+    params_kept: int = 0
+    size_bytes: float | None = None
+    macs: int | None = None
+    macs_effective: int | None = None
+    bops: int | None = None
+    bops_effective: int | None = None
+    tensors: list[TensorCostOut] = Field(default_factory=list)
+
+
+class PointCostOut(ResultModel):
+    """Size and compute of the compressed model (simulated storage: bits × kept elements + quantizer
+    parameters; dense fp32 outside the compressible layers)."""
+
+    size_bytes: float | None = None
+    size_bytes_fp32: float | None = None
+    size_bytes_sparse: float | None = None
+    compression_ratio: float | None = None
+    quant_param_bytes: float | None = None
+    params_total: int | None = None
+    params_kept: int | None = None
+    params_nonzero: int | None = None
+    other_params: int | None = None
+    macs: int | None = None
+    macs_effective: int | None = None
+    bops: int | None = None
+    bops_effective: int | None = None
+    bops_fp32: int | None = None
+    notes: list[str] = Field(default_factory=list)
+    layers: list[LayerCostOut] | None = Field(default=None, description="Per layer; null when not stored.")
+
+
+class RuntimeSupportOut(ResultModel):
+    """Whether a real runtime runs the point, and in which form."""
+
+    executable: bool | None = None
+    runtime: str | None = None
+    real_export: str | None = Field(default=None, description="The runtime form, e.g. real-int8-qdq.")
+    real_kinds: list[str] = Field(default_factory=list)
+    matches_simulation: bool | None = None
+    runtime_note: str | None = None
+
+
+class QuantizationOut(StoredShape):
+    """How the export was quantized: the fields depend on the method."""
+
+    method: str | None = None
+    weights: list[str] | None = None
+    left_float: list[str] | None = None
+    keep_io_types: bool | None = None
+    weight_type: str | None = None
+    activation_type: str | None = None
+    per_channel: bool | None = None
+    activations: str | None = None
+    calibrate_method: str | None = None
+    calibration_samples: int | None = None
+
+
+class ExportMetricsOut(ResultModel):
+    simulated: PointFidelityOut | None = Field(default=None, description="The point's simulated fidelity.")
+    measured: PointFidelityOut | None = Field(default=None, description="The exported file in onnxruntime.")
+
+
+class ExportManifestOut(ResultModel):
+    """An exported ONNX file of a point (also manifest.json in the download)."""
+
+    format: str = ""
+    file: str = ""
+    kind: str = Field(default="", description="simulated-float, real-int8-weights, real-int8-qdq, fp16...")
+    point_id: str = ""
+    config: CompressionConfigOut | None = None
+    plan: dict[str, CompressionConfigOut] | None = None
+    source_sha256: str | None = None
+    source_sha256_of: str | None = None
+    file_sha256: str | None = None
+    file_size_bytes: int | None = None
+    size_bytes: float | None = None
+    size_bytes_fp32: float | None = None
+    matches_simulation: bool | None = None
+    quantization: QuantizationOut | None = None
+    metrics: ExportMetricsOut | None = None
+    onnxruntime_version: str | None = None
+    opset: int | None = None
+    notes: list[str] = Field(default_factory=list)
+    source_model_sha256: str | None = Field(
+        default=None, description="The uploaded model's sha256 (the stored manifest of the chosen export)."
+    )
+
+
+class LatencyEnvironmentOut(ResultModel):
+    runtime: str | None = None
+    onnxruntime_version: str | None = None
+    provider: str | None = None
+    intra_op_threads: int | None = None
+    inter_op_threads: int | None = None
+    graph_optimization: str | None = None
+    machine: str | None = None
+    processor: str | None = None
+    cpu_count: int | None = None
+    load_average_1m: float | None = None
+
+
+class LatencySettingsOut(ResultModel):
+    batch_sizes: list[int] = Field(default_factory=list)
+    warmup: int | None = None
+    repeats: int | None = None
+    interleaved: bool | None = None
+    inputs: str | None = None
+
+
+class LatencyBatchOut(ResultModel):
+    batch_size: int
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    mean_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    per_sample_p50_ms: float | None = None
+    warmup: int | None = None
+    repeats: int | None = None
+
+
+class PointLatencyOut(ResultModel):
+    """The chosen export timed in onnxruntime (bench-style: warm-up, then repeats)."""
+
+    environment: LatencyEnvironmentOut | None = None
+    settings: LatencySettingsOut | None = None
+    file: str | None = None
+    file_size_bytes: int | None = None
+    session_load_ms: float | None = None
+    batches: list[LatencyBatchOut] = Field(default_factory=list)
+
+
+class SweepPointDocOut(ResultModel):
+    """Everything measured for one point."""
+
+    id: str = Field(default="", description="The configuration's id.")
+    config: CompressionConfigOut | None = None
+    plan: dict[str, CompressionConfigOut] | None = Field(
+        default=None, description="Mixed precision: layer → configuration."
+    )
+    fidelity: PointFidelityOut | None = None
+    cost: PointCostOut | None = None
+    runtime: RuntimeSupportOut | None = None
+    exports: list[ExportManifestOut] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    latency: PointLatencyOut | None = None
+
+
+class FrontierObjectiveOut(ResultModel):
+    name: str
+    direction: str = Field(description="min or max.")
+
+
+class FrontierConstraintOut(ResultModel):
+    objective: str
+    at_least: float | None = None
+    at_most: float | None = None
