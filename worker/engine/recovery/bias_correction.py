@@ -62,12 +62,15 @@ def correct_biases(
     feeds: Feeds,
     *,
     batch_size: int = 64,
+    reference: nn.Module | None = None,
     progress: Progress = no_progress,
 ) -> BiasCorrectionResult:
     """Shift the biases of `recovered` in place (see the module docstring); layers without a bias are
-    skipped (noted). The float targets are the module's own outputs before any correction."""
+    skipped (noted). The float targets are the outputs of `reference` (the float model the compressed one
+    should match: after AdaRound, `recovered`'s weights are already the quantized ones), by default those
+    of `recovered` itself before any correction."""
     result = BiasCorrectionResult()
-    reference = copy.deepcopy(recovered).eval()
+    reference = copy.deepcopy(recovered if reference is None else reference).eval()
     layers = linear_layers(reference, [name for name in order if name in plan])
     with capturing(reference, layers) as seen:
         run_all(reference, feeds, batch_size)

@@ -19,7 +19,7 @@ from torch import nn
 from worker.engine.recovery.common import Layer
 
 _RELU_FUNCTIONS = {torch.relu, torch.nn.functional.relu}
-_FLATTEN = {torch.flatten, "flatten", "view", "reshape"}
+_FLATTEN = {torch.flatten, torch.ops.aten.flatten.using_ints, "flatten", "view", "reshape"}
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,9 @@ def find_pairs(module: nn.Module, notes: list[str]) -> list[Pair]:
     """Equalizable pairs (first layer's only user is a ReLU, optionally a flatten, then the second layer)."""
     import torch.fx
 
+    own = getattr(module, "graph", None)  # a torch.export.unflatten module carries its graph
     try:
-        graph = torch.fx.symbolic_trace(module).graph
+        graph = own if isinstance(own, torch.fx.Graph) else torch.fx.symbolic_trace(module).graph
     except Exception as exc:  # fx raises many kinds of errors on untraceable code
         notes.append(f"equalization skipped: torch.fx cannot trace the model ({type(exc).__name__})")
         return []
@@ -62,7 +63,7 @@ def find_pairs(module: nn.Module, notes: list[str]) -> list[Pair]:
         if node.op == "call_module":
             return isinstance(modules[str(node.target)], nn.ReLU)
         if node.op == "call_function":
-            return node.target in _RELU_FUNCTIONS
+            return node.target in _RELU_FUNCTIONS or node.target == torch.ops.aten.relu.default
         return node.op == "call_method" and node.target in ("relu", "relu_")
 
     def is_flatten(node: torch.fx.Node) -> bool:

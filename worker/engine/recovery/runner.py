@@ -11,7 +11,6 @@ golden model.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,7 +31,10 @@ from worker.engine.recovery.common import (
     compressed_handle,
     execution_order,
     linear_layers,
+    materialize,
     no_progress,
+    plain_module,
+    private_copy,
 )
 from worker.engine.recovery.equalization import equalize
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
@@ -149,6 +151,12 @@ def recover(
     """Apply `methods` in order (see the module docstring). `labels` belong to the held-out split."""
     if not methods:
         raise RecoveryError("give at least one recovery method")
+    names_in_order = [method.name for method in methods]
+    if "equalization" in names_in_order[1:]:
+        raise RecoveryError(
+            "equalization must come first: it rescales weights, which would move AdaRound's weights off "
+            "their grid and change what bias correction measured"
+        )
     source = _python_module(golden)
     calib = bind_inputs(calibration_feeds, golden.inputs)
     heldout = bind_inputs(heldout_feeds, golden.inputs)
@@ -157,7 +165,9 @@ def recover(
     if not spec.plan:
         raise RecoveryError("the configuration compresses nothing: there is nothing to recover")
     names = [spec_.name for spec_ in golden.inputs]
-    recovered = copy.deepcopy(source).eval()
+    recovered = private_copy(source)
+    materialize(recovered)  # a .pt2 program's layers become nn.Conv*/nn.Linear (same parameters)
+    recovered = plain_module(recovered)
     order = execution_order(recovered, linear_layers(recovered, list(spec.plan)), calib)
     if not order:
         raise RecoveryError(
@@ -172,15 +182,26 @@ def recover(
 
     progress("before", 0, 1, "measuring the compressed model")
     steps = [Step("before", 0.0, evaluate(), {})]
+    # the float model the compressed one should match: the golden function, in the equalized
+    # parametrisation once equalization ran (AdaRound then puts the quantized weights into `recovered`)
+    float_model = private_copy(recovered)
     for method in methods:
         started = time.perf_counter()
         details: dict[str, Any]
         if method.name == "equalization":
             details = asdict(equalize(recovered))
+            float_model = private_copy(recovered)
         elif method.name == "bias_correction":
             details = asdict(
                 correct_biases(
-                    recovered, names, spec.plan, order, calib, batch_size=batch_size, progress=progress
+                    recovered,
+                    names,
+                    spec.plan,
+                    order,
+                    calib,
+                    batch_size=batch_size,
+                    reference=float_model,
+                    progress=progress,
                 )
             )
         else:
