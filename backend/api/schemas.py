@@ -162,7 +162,10 @@ class SampleDivergenceOut(ORMModel):
     flagged: bool
     finite: bool
 
-    @computed_field(description="True when the sample's outputs are identical (error exactly 0: +∞ dB).")
+    @computed_field(  # type: ignore[prop-decorator]
+        description="True when the sample's outputs are identical (error exactly 0: +∞ dB)."
+    )
+    @property
     def sqnr_db_infinite(self) -> bool:
         # The table stores +∞ and −∞ SQNR as NULL like NaN; an exact sample is the finite one with MSE 0.
         return self.sqnr_db is None and self.finite and self.mse == 0.0

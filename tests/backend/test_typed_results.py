@@ -315,3 +315,17 @@ def missing(stored: Any, served: Any, where: str = "") -> Iterator[str]:
             yield from missing(a, b, f"{where}[{i}]")
     elif stored != served:
         yield f"{where}: {stored!r} != {served!r}"
+
+
+def test_configs_are_served_as_stored() -> None:
+    """A config keeps exactly its stored fields, whatever its type (a mixed-precision point's per-layer bits
+    included, as worker/sweep_handler.py writes it)."""
+    from backend.api.result_schemas.common import CompressionConfigOut
+
+    for stored in (
+        {"type": "mixed_precision", "average_bits": 5.0, "bits": {"conv1": 8, "fc": 2}},
+        {"type": "quantize", "weights": {"type": "weight_quant", "bits": 4}, "activations": None},
+        {"type": "schedule", "stages": [{"type": "magnitude_prune", "sparsity": 0.5}]},
+        {"type": "none"},
+    ):
+        assert CompressionConfigOut.model_validate(stored).model_dump(mode="json") == stored

@@ -53,10 +53,13 @@ class CompressionConfigOut(StoredShape):
 
     type: str = Field(
         description="weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, "
-        "low_rank, noise, schedule; none for the uncompressed (golden) point of a sweep; unknown for a "
-        "stored config without a tag."
+        "low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; "
+        "none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag."
     )
-    bits: int | None = None
+    bits: int | dict[str, int] | None = Field(
+        default=None, description="Bit width; for mixed_precision, layer → bit width."
+    )
+    average_bits: float | None = Field(default=None, description="mixed_precision: the plan's average.")
     symmetric: bool | None = None
     per_channel: bool | None = None
     calibration: str | None = None

@@ -1,17 +1,29 @@
 import { describe, expect, it } from "vitest";
 import { metricCards } from "./metrics";
+import { classificationMetrics, regressionMetrics } from "./resultFixtures";
 
 describe("metricCards", () => {
   it("makes cards of the metrics present, with direction and units", () => {
-    const cards = metricCards({
-      kl_mean_nats: 0.000105,
-      top1_match: 1,
-      label_flips: { count: 3, items: [] },
-      labels: { top1_accuracy_drop_pp: 0.5, calibration: { ece_shift: 0.00075 } },
-      sqnr_db: 42.29,
-      cosine_mean: 0.9999720719,
-      mse: 0.0083,
-    });
+    const cards = metricCards(
+      classificationMetrics({
+        kl_mean_nats: 0.000105,
+        top1_match: 1,
+        label_flips: { count: 3, stored: 0, capped: true, items: [] },
+        labels: {
+          n: 10,
+          golden_top1_accuracy: null,
+          compressed_top1_accuracy: null,
+          top1_accuracy_drop_pp: 0.5,
+          golden_topk_accuracy: null,
+          compressed_topk_accuracy: null,
+          topk_accuracy_drop_pp: null,
+          calibration: { golden: null, compressed: null, ece_shift: 0.00075 },
+        },
+        sqnr_db: 42.29,
+        cosine_mean: 0.9999720719,
+        mse: 0.0083,
+      }),
+    );
     expect(cards.map((c) => [c.path, c.value, c.direction])).toEqual([
       ["kl_mean_nats", "1.05e-4 nats", "lower"],
       ["top1_match", "100.00 %", "higher"],
@@ -25,9 +37,14 @@ describe("metricCards", () => {
     expect(cards.filter((c) => !c.headline).map((c) => c.path)).toEqual(["mse"]);
   });
 
-  it("shows an infinite SQNR and skips missing or null values", () => {
-    const cards = metricCards({ sqnr_db: null, sqnr_db_infinite: true, r2: null });
+  it("shows an infinite SQNR and skips null values", () => {
+    const cards = metricCards(regressionMetrics({ sqnr_db: null, sqnr_db_infinite: true, r2: null }));
     expect(cards).toHaveLength(1);
     expect(cards[0]?.value).toBe("∞ (identical)");
+  });
+
+  it("shows each family's own metric", () => {
+    const cards = metricCards(regressionMetrics({ r2: 0.98 }));
+    expect(cards.map((c) => [c.path, c.value])).toEqual([["r2", "0.98"]]);
   });
 });

@@ -1,13 +1,22 @@
 // The metric cards of a fidelity report: which numbers of an output's summary to show, what each means,
 // and which way is better. Only metrics present in the summary become cards.
-import { at, type JsonObject } from "./json";
+import type { ClassificationMetrics, OutputMetrics } from "../api/types";
 import { formatNumber, formatPercent } from "./format";
 
 export type Direction = "lower" | "higher" | "closer to 0";
 
+type Value = number | null | undefined;
+
+/** A classification metric: none for the other families. */
+const cls =
+  (get: (m: ClassificationMetrics) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "classification" ? get(m) : null;
+
 interface MetricDef {
-  /** Dotted path in the output's metrics. */
+  /** Dotted path in the output's metrics (the card's key, and its name in the API's documents). */
   path: string;
+  value: (metrics: OutputMetrics) => Value;
   label: string;
   explanation: string;
   direction?: Direction;
@@ -30,6 +39,7 @@ export interface MetricCard {
 const METRICS: readonly MetricDef[] = [
   {
     path: "kl_mean_nats",
+    value: cls((m) => m.kl_mean_nats),
     label: "KL(P‖Q) mean",
     unit: "nats",
     direction: "lower",
@@ -38,6 +48,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "kl_reverse_mean_nats",
+    value: cls((m) => m.kl_reverse_mean_nats),
     label: "KL(Q‖P) mean",
     unit: "nats",
     direction: "lower",
@@ -45,6 +56,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "js_mean_nats",
+    value: cls((m) => m.js_mean_nats),
     label: "Jensen-Shannon mean",
     unit: "nats",
     direction: "lower",
@@ -53,6 +65,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "tv_mean",
+    value: cls((m) => m.tv_mean),
     label: "Total variation mean",
     unit: "",
     direction: "lower",
@@ -60,6 +73,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "top1_match",
+    value: cls((m) => m.top1_match),
     label: "Top-1 match",
     unit: "fraction",
     direction: "higher",
@@ -68,6 +82,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "topk_agreement",
+    value: cls((m) => m.topk_agreement),
     label: "Top-k agreement",
     unit: "fraction",
     direction: "higher",
@@ -76,6 +91,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "topk_overlap",
+    value: cls((m) => m.topk_overlap),
     label: "Top-k overlap",
     unit: "fraction",
     direction: "higher",
@@ -83,6 +99,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "label_flips.count",
+    value: cls((m) => m.label_flips?.count),
     label: "Top-1 flips",
     unit: "count",
     direction: "lower",
@@ -91,6 +108,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "labels.top1_accuracy_drop_pp",
+    value: cls((m) => m.labels?.top1_accuracy_drop_pp),
     label: "Accuracy drop",
     unit: "pp",
     direction: "lower",
@@ -99,6 +117,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "labels.golden_top1_accuracy",
+    value: cls((m) => m.labels?.golden_top1_accuracy),
     label: "Golden accuracy",
     unit: "fraction",
     direction: "higher",
@@ -106,6 +125,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "labels.compressed_top1_accuracy",
+    value: cls((m) => m.labels?.compressed_top1_accuracy),
     label: "Compressed accuracy",
     unit: "fraction",
     direction: "higher",
@@ -113,6 +133,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "labels.calibration.ece_shift",
+    value: cls((m) => m.labels?.calibration?.ece_shift),
     label: "ECE shift",
     unit: "",
     direction: "lower",
@@ -121,6 +142,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "confidence_shift",
+    value: cls((m) => m.confidence_shift),
     label: "Confidence shift",
     unit: "",
     direction: "closer to 0",
@@ -128,6 +150,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "sqnr_db",
+    value: (m) => m.sqnr_db,
     label: "SQNR",
     unit: "dB",
     direction: "higher",
@@ -136,6 +159,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "cosine_mean",
+    value: (m) => m.cosine_mean,
     label: "Cosine similarity mean",
     unit: "",
     direction: "higher",
@@ -145,6 +169,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "cosine_min",
+    value: (m) => m.cosine_min,
     label: "Cosine similarity min",
     unit: "",
     direction: "higher",
@@ -153,6 +178,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "mse",
+    value: (m) => m.mse,
     label: "MSE",
     unit: "",
     direction: "lower",
@@ -160,6 +186,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "mae",
+    value: (m) => m.mae,
     label: "MAE",
     unit: "",
     direction: "lower",
@@ -167,6 +194,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "max_abs_err",
+    value: (m) => m.max_abs_err,
     label: "Max abs error",
     unit: "",
     direction: "lower",
@@ -174,6 +202,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "r2",
+    value: (m) => (m.kind === "regression" ? m.r2 : null),
     label: "R²",
     unit: "",
     direction: "higher",
@@ -182,6 +211,7 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "nearest_neighbour_agreement",
+    value: (m) => (m.kind === "embedding" ? m.nearest_neighbour_agreement : null),
     label: "Nearest-neighbour agreement",
     unit: "fraction",
     direction: "higher",
@@ -190,12 +220,14 @@ const METRICS: readonly MetricDef[] = [
   },
   {
     path: "cross_entropy_mean_nats",
+    value: cls((m) => m.cross_entropy_mean_nats),
     label: "Cross-entropy mean",
     unit: "nats",
     explanation: "H(P, Q) = entropy of P + KL(P‖Q); for reference next to the golden entropy.",
   },
   {
     path: "entropy_golden_mean_nats",
+    value: cls((m) => m.entropy_golden_mean_nats),
     label: "Golden entropy mean",
     unit: "nats",
     explanation: "How uncertain the golden model is on its own; the scale KL is measured against.",
@@ -219,12 +251,12 @@ function formatValue(value: number, { unit, digits }: MetricDef): string {
   }
 }
 
-export function metricCards(metrics: JsonObject): MetricCard[] {
+export function metricCards(metrics: OutputMetrics): MetricCard[] {
   const cards: MetricCard[] = [];
   for (const def of METRICS) {
-    const raw = at(metrics, def.path);
+    const raw = def.value(metrics);
     let value: string | null = typeof raw === "number" ? formatValue(raw, def) : null;
-    if (def.path === "sqnr_db" && at(metrics, "sqnr_db_infinite") === true) value = "∞ (identical)";
+    if (def.path === "sqnr_db" && metrics.sqnr_db_infinite) value = "∞ (identical)";
     if (value === null) continue;
     const { path, label, explanation, direction } = def;
     cards.push({ path, label, value, explanation, direction, headline: def.headline ?? false });

@@ -23,6 +23,7 @@ import {
   sqnrColorAxis,
   wholeModelRows,
 } from "./sensitivity";
+import { divergence } from "./resultFixtures";
 
 function layer(name: string, type: string, depth: number, total: number) {
   return {
@@ -93,8 +94,8 @@ const REPORT: SensitivityReport = {
     },
   },
   whole_model: {
-    "w8-sym-tensor": { kl_mean: 7.9e-5, kl_max: 0.0047, top1_agreement: 1, sqnr_db: 42.2, sqnr_db_infinite: false },
-    fp16: { kl_mean: 0, kl_max: 0, top1_agreement: 1, sqnr_db: null, sqnr_db_infinite: true },
+    "w8-sym-tensor": divergence({ kl_mean: 7.9e-5, kl_max: 0.0047, top1_agreement: 1, sqnr_db: 42.2 }),
+    fp16: divergence({ kl_mean: 0, kl_max: 0, top1_agreement: 1, sqnr_db: null, sqnr_db_infinite: true }),
   },
   notes: [],
 };
@@ -251,7 +252,7 @@ describe("heatmap", () => {
       configs: columns.map((id) => ({ id, config: { type: "noise", bits: 4 }, weight_bits: 4 })),
       layers: rows.map((name, i) => layer(name, "Linear", i, rows.length)),
       matrix: { rows, columns, kl_mean: grid, top1_agreement: grid, sqnr_db: grid },
-      ranking: {},
+      ranking: { overall: [], by_config: {} },
       whole_model: {},
     };
     const started = performance.now();
@@ -308,13 +309,13 @@ describe("rankings", () => {
   });
 
   it("compute it when the API's is missing or does not match the rows", () => {
-    const withoutRanking = { ...REPORT, ranking: { overall: ["fc"] } };
+    const withoutRanking = { ...REPORT, ranking: { overall: ["fc"], by_config: {} } };
     expect(rankingOf(withoutRanking, "w4-sym-tensor")).toEqual(["fc", "conv2", "conv1"]);
     expect(rankingOf(withoutRanking, null)).toEqual(["conv1", "fc", "conv2"]);
   });
 
   it("put the layer whose float copy helps most first in the all-but view", () => {
-    const allBut = { ...REPORT, mode: "all_but", ranking: {} }; // no API ranking: the fallback ranks itself
+    const allBut = { ...REPORT, mode: "all_but", ranking: { overall: [], by_config: {} } }; // no API ranking: the fallback ranks itself
     // Without an API ranking: lowest KL with everything else compressed first.
     expect(rankingOf(allBut, "w8-sym-tensor")).toEqual(["conv2", "conv1", "fc"]);
   });
@@ -343,7 +344,11 @@ describe("whole model and plans", () => {
         bits: { conv1: 16, conv2: 4, fc: 4 },
         predicted_kl: 0.007,
         size_bytes: 2000,
-        measurement: { predicted_kl: 0.007, measured: { kl_mean: 0.0063, top1_agreement: 1, sqnr_db: 22.3 } },
+        measurement: {
+          predicted_kl: 0.007,
+          measured: divergence({ kl_mean: 0.0063, top1_agreement: 1, sqnr_db: 22.3 }),
+          notes: [],
+        },
         error: null,
         notes: [],
       },

@@ -17,7 +17,7 @@ import type {
 } from "../api/types";
 import type { Cell } from "./csv";
 import { formatNumber, formatPercent } from "./format";
-import { isObject, numberAt, stringsAt, type JsonObject } from "./json";
+import { isObject, numberAt } from "./json";
 import { niceTicks, shortName } from "./layerProfile";
 
 export type Metric = "kl" | "sqnr";
@@ -446,11 +446,7 @@ export function rankLayers(
 
 /** A ranking the API sent (ranking.overall / ranking.by_config.ID), if it names exactly the matrix's rows. */
 function apiRanking(report: SensitivityReport, config: string | null): string[] | null {
-  const ranking: JsonObject = report.ranking;
-  // Not stringsAt(…, `by_config.${config}`): configuration ids have dots ("prune-u0.5").
-  const byConfig = isObject(ranking.by_config) ? ranking.by_config : {};
-  const raw = config === null ? ranking.overall : byConfig[config];
-  const list = Array.isArray(raw) ? raw.filter((v): v is string => typeof v === "string") : [];
+  const list = (config === null ? report.ranking.overall : report.ranking.by_config[config]) ?? [];
   const rows = new Set(report.matrix.rows);
   if (list.length !== rows.size || !list.every((name) => rows.has(name))) return null;
   return list;
@@ -543,10 +539,10 @@ export function wholeModelRows(report: SensitivityReport): WholeModelRow[] {
         id: c.id,
         description: describeConfig(c.config),
         weightBits: c.weight_bits,
-        klMean: numberAt(d, "kl_mean"),
-        klMax: numberAt(d, "kl_max"),
-        top1: numberAt(d, "top1_agreement"),
-        sqnr: numberAt(d, "sqnr_db"),
+        klMean: d?.kl_mean ?? null,
+        klMax: d?.kl_max ?? null,
+        top1: d?.top1_agreement ?? null,
+        sqnr: d?.sqnr_db ?? null,
         sqnrInfinite: d?.sqnr_db_infinite === true,
       };
     });
@@ -589,16 +585,16 @@ export function planRows(plans: readonly MixedPrecisionPlan[]): PlanRow[] {
       budgetBytes: finite(p.budget_bytes) ? p.budget_bytes : null,
       sizeBytes: finite(p.size_bytes) ? p.size_bytes : null,
       predictedKl: finite(p.predicted_kl) ? p.predicted_kl : null,
-      measuredKl: numberAt(measured, "kl_mean"),
-      measuredTop1: numberAt(measured, "top1_agreement"),
-      measuredSqnr: numberAt(measured, "sqnr_db"),
+      measuredKl: measured?.kl_mean ?? null,
+      measuredTop1: measured?.top1_agreement ?? null,
+      measuredSqnr: measured?.sqnr_db ?? null,
       assignments: Object.entries(p.assignments ?? {}).map(([layer, config]) => ({
         layer,
         config,
         bits: p.bits?.[layer] ?? null,
       })),
       error: p.error ?? null,
-      notes: [...(p.notes ?? []), ...stringsAt(p.measurement, "notes")],
+      notes: [...(p.notes ?? []), ...(p.measurement?.notes ?? [])],
     };
   });
 }

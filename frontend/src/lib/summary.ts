@@ -1,6 +1,6 @@
-// A typed view of a fidelity summary (GET /jobs/{id}/fidelity → summary). See worker/engine/fidelity.py
-// for how it is written.
-import { arrayAt, isObject, numberAt, objectAt, stringAt, stringsAt, type JsonObject } from "./json";
+// The page's view of a fidelity summary (GET /jobs/{id}/fidelity → summary), read from the generated types
+// (backend/api/result_schemas/fidelity.py): no field is looked up by name at run time.
+import type { CalibrationOut, FidelitySummary, OutputMetrics } from "../api/types";
 
 export interface CalibrationBin {
   lower: number;
@@ -28,7 +28,7 @@ export interface SummaryView {
   nSamples: number;
   primaryOutput: string;
   /** Metrics per output name. */
-  outputs: Record<string, JsonObject>;
+  outputs: Record<string, OutputMetrics>;
   /** Output the per-sample table was written for. */
   perSampleOutput: string;
   nFlagged: number | null;
@@ -39,55 +39,48 @@ export interface SummaryView {
   notes: string[];
 }
 
-export function readSummary(summary: JsonObject): SummaryView {
-  const outputs: Record<string, JsonObject> = {};
-  for (const [name, metrics] of Object.entries(objectAt(summary, "outputs") ?? {})) {
-    if (isObject(metrics)) outputs[name] = metrics;
-  }
-  const primaryOutput = stringAt(summary, "primary_output") ?? Object.keys(outputs)[0] ?? "";
-  const concentration = objectAt(summary, "per_sample_summary.concentration");
+export function readSummary(summary: FidelitySummary): SummaryView {
+  const outputs = summary.outputs;
+  const primaryOutput = summary.primary_output || (Object.keys(outputs)[0] ?? "");
+  const perSample = summary.per_sample_summary;
+  const concentration = perSample?.concentration ?? null;
   return {
-    nSamples: numberAt(summary, "n_samples") ?? 0,
+    nSamples: summary.n_samples,
     primaryOutput,
     outputs,
-    perSampleOutput: stringAt(summary, "per_sample_summary.output") ?? primaryOutput,
-    nFlagged: numberAt(summary, "per_sample_summary.n_flagged"),
-    thresholdKl: numberAt(summary, "per_sample_summary.threshold_kl"),
-    flagRule: stringAt(summary, "per_sample_summary.flag_rule"),
+    perSampleOutput: perSample?.output || primaryOutput,
+    nFlagged: perSample?.n_flagged ?? null,
+    thresholdKl: perSample?.threshold_kl ?? null,
+    flagRule: perSample?.flag_rule ?? null,
     concentration: concentration && {
-      measure: stringAt(concentration, "measure") ?? "kl",
-      worst1pctShare: numberAt(concentration, "worst_1pct_share"),
-      worst10pctShare: numberAt(concentration, "worst_10pct_share"),
-      verdict: stringAt(concentration, "verdict") ?? "unknown",
-      rule: stringAt(concentration, "rule") ?? "",
+      measure: concentration.measure,
+      worst1pctShare: concentration.worst_1pct_share,
+      worst10pctShare: concentration.worst_10pct_share,
+      verdict: concentration.verdict,
+      rule: concentration.rule,
     },
-    warnings: stringsAt(summary, "warnings"),
-    notes: stringsAt(summary, "notes"),
+    warnings: summary.warnings,
+    notes: summary.notes,
   };
 }
 
-function readBin(bin: unknown): CalibrationBin | null {
-  const lower = numberAt(bin, "lower");
-  const upper = numberAt(bin, "upper");
-  if (lower === null || upper === null) return null;
+function view(calibration: CalibrationOut): Calibration {
   return {
-    lower,
-    upper,
-    count: numberAt(bin, "count") ?? 0,
-    confidence: numberAt(bin, "confidence"),
-    accuracy: numberAt(bin, "accuracy"),
+    ece: calibration.ece,
+    mce: calibration.mce,
+    bins: calibration.bins.map(({ lower, upper, count, confidence, accuracy }) => ({
+      lower,
+      upper,
+      count,
+      confidence,
+      accuracy,
+    })),
   };
 }
 
 /** The reliability bins of one model, present for classification outputs of a labelled dataset. */
-export function readCalibration(metrics: JsonObject, role: "golden" | "compressed"): Calibration | null {
-  const calibration = objectAt(metrics, `labels.calibration.${role}`);
-  if (!calibration) return null;
-  return {
-    ece: numberAt(calibration, "ece"),
-    mce: numberAt(calibration, "mce"),
-    bins: arrayAt(calibration, "bins")
-      .map(readBin)
-      .filter((b): b is CalibrationBin => b !== null),
-  };
+export function readCalibration(metrics: OutputMetrics | null, role: "golden" | "compressed"): Calibration | null {
+  if (metrics?.kind !== "classification") return null;
+  const calibration = metrics.labels?.calibration?.[role];
+  return calibration ? view(calibration) : null;
 }

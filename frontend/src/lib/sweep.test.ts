@@ -22,6 +22,7 @@ import {
   withinBounds,
   type SweepRow,
 } from "./sweep";
+import { sweepPointDoc } from "./resultFixtures";
 
 const JOB = "11111111-2222-3333-4444-555555555555";
 
@@ -41,9 +42,21 @@ function point(
     point:
       executable === undefined
         ? null
-        : {
-            runtime: { executable, real_export: executable ? "real-int8-weights" : null, runtime_note: "note" },
+        : sweepPointDoc({
+            runtime: {
+              executable,
+              runtime: "onnxruntime CPUExecutionProvider",
+              real_export: executable ? "real-int8-weights" : null,
+              real_kinds: [],
+              matches_simulation: true,
+              runtime_note: "note",
+            },
             latency: {
+              environment: null,
+              settings: null,
+              file: null,
+              file_size_bytes: null,
+              session_load_ms: null,
               batches: [
                 {
                   batch_size: 1,
@@ -53,10 +66,12 @@ function point(
                   min_ms: 0.4,
                   max_ms: 0.7,
                   per_sample_p50_ms: 0.5,
+                  warmup: 10,
+                  repeats: 30,
                 },
               ],
             },
-          },
+          }),
     export_available: true,
     export_manifest: null,
   };

@@ -4,10 +4,9 @@
 // the scatter with the frontier line, the knee, the points slower than fp32 and the selected point, the
 // hover text, the table's sorting and the CSV.
 import type { Data, Layout, LayoutAxis, PlotMarker } from "plotly.js";
-import type { FrontierOut, SweepPoint } from "../api/types";
+import type { CompressionConfig, ExportManifest, FrontierOut, SweepPoint, SweepPointDoc } from "../api/types";
 import type { Cell } from "./csv";
 import { formatCount, formatNumber } from "./format";
-import { at, isObject, numberAt, objectAt, stringAt, type JsonObject } from "./json";
 import { describeConfig, escapeHtml } from "./sensitivity";
 import { axisLabel, objectiveInfo, ratioObjective, type Direction, type ObjectiveInfo } from "./sweepObjectives";
 
@@ -27,7 +26,7 @@ export interface SweepRow {
   index: number;
   label: string;
   description: string;
-  config: JsonObject;
+  config: CompressionConfig;
   objectives: Record<string, number | null>;
   /** Runs in a real runtime (an int8 / fp16 / float ONNX file), simulated only, or not known (no details). */
   runtime: RuntimeClass;
@@ -35,16 +34,16 @@ export interface SweepRow {
   runtimeNote: string | null;
   exportAvailable: boolean;
   /** The point's whole document (with ?details=true). */
-  point: JsonObject | null;
-  manifest: JsonObject | null;
+  point: SweepPointDoc | null;
+  manifest: ExportManifest | null;
 }
 
 /** One line a person reads: "the golden model", "mixed precision at 5 average bits (conv1 8, …)", "4-bit …". */
-export function describePoint(label: string, config: unknown): string {
-  if (label === GOLDEN_LABEL && (!isObject(config) || config.type === "none")) return "the golden model, uncompressed";
-  if (isObject(config) && config.type === "mixed_precision") {
-    const bits = numberAt(config, "average_bits");
-    const perLayer = objectAt(config, "bits");
+export function describePoint(label: string, config: CompressionConfig): string {
+  if (label === GOLDEN_LABEL && config.type === "none") return "the golden model, uncompressed";
+  if (config.type === "mixed_precision") {
+    const bits = config.average_bits ?? null;
+    const perLayer = typeof config.bits === "object" ? config.bits : null;
     const layers = perLayer
       ? Object.entries(perLayer)
           .map(([layer, b]) => `${layer} ${String(b)}`)
@@ -57,7 +56,7 @@ export function describePoint(label: string, config: unknown): string {
 
 export function toRow(point: SweepPoint): SweepRow {
   const doc = point.point ?? null;
-  const executable = at(doc, "runtime.executable");
+  const executable = doc?.runtime?.executable;
   return {
     id: point.id,
     jobId: point.job_id,
@@ -67,8 +66,8 @@ export function toRow(point: SweepPoint): SweepRow {
     config: point.config,
     objectives: point.objectives,
     runtime: executable === true ? "real" : executable === false ? "simulated" : "unknown",
-    realExport: stringAt(doc, "runtime.real_export"),
-    runtimeNote: stringAt(doc, "runtime.runtime_note"),
+    realExport: doc?.runtime?.real_export ?? null,
+    runtimeNote: doc?.runtime?.runtime_note ?? null,
     exportAvailable: point.export_available,
     point: doc,
     manifest: point.export_manifest ?? null,
@@ -636,18 +635,16 @@ export interface LatencyRow {
 }
 
 export function latencyRows(row: SweepRow): LatencyRow[] {
-  const batches = at(row.point, "latency.batches");
-  if (!Array.isArray(batches)) return [];
-  return batches.filter(isObject).map((b) => {
-    const batch = numberAt(b, "batch_size") ?? 0;
+  return (row.point?.latency?.batches ?? []).map((b) => {
+    const batch = b.batch_size;
     return {
       batch,
-      p50: numberAt(b, "p50_ms"),
-      p90: numberAt(b, "p90_ms"),
-      mean: numberAt(b, "mean_ms"),
-      min: numberAt(b, "min_ms"),
-      max: numberAt(b, "max_ms"),
-      perSample: numberAt(b, "per_sample_p50_ms"),
+      p50: b.p50_ms,
+      p90: b.p90_ms,
+      mean: b.mean_ms,
+      min: b.min_ms,
+      max: b.max_ms,
+      perSample: b.per_sample_p50_ms,
       ratio: value(row, ratioObjective(batch)),
     };
   });

@@ -65,7 +65,7 @@ function JobFacts({ job }: { job: Job }) {
 function Report({ job, report, query }: { job: Job; report: FidelityReport; query: SampleQuery }) {
   const summary = useMemo(() => readSummary(report.summary), [report]);
   const [output, setOutput] = useState(summary.primaryOutput);
-  const metrics = useMemo(() => summary.outputs[output] ?? {}, [summary, output]);
+  const metrics = useMemo(() => summary.outputs[output] ?? null, [summary, output]);
   const calibrations = useMemo(
     () => (["golden", "compressed"] as const).map((role) => ({ role, calibration: readCalibration(metrics, role) })),
     [metrics],
@@ -112,7 +112,7 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
             </label>
           )}
         </div>
-        <MetricCards metrics={metrics} />
+        {metrics && <MetricCards metrics={metrics} />}
       </section>
       <section aria-label="Charts" className="charts">
         <DivergenceHistogram

@@ -1,4 +1,4 @@
-import type { JsonObject } from "../lib/json";
+import type { OutputMetrics } from "../api/types";
 import { metricCards, type MetricCard } from "../lib/metrics";
 
 function Cards({ cards, label }: { cards: MetricCard[]; label: string }) {
@@ -17,7 +17,7 @@ function Cards({ cards, label }: { cards: MetricCard[]; label: string }) {
 }
 
 /** The headline metrics of an output, and the others behind a disclosure. */
-export function MetricCards({ metrics }: { metrics: JsonObject }) {
+export function MetricCards({ metrics }: { metrics: OutputMetrics }) {
   const cards = metricCards(metrics);
   const more = cards.filter((c) => !c.headline);
   return (

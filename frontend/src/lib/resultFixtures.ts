@@ -1,0 +1,88 @@
+// Complete result documents for the unit tests, typed by the generated client: each builder fills every
+// field with the value a worker writes when it has nothing to say (null, 0, [], false), and a test sets
+// only the fields it is about.
+import type { ClassificationMetrics, Divergence, OutputMetrics, SweepPointDoc } from "../api/types";
+
+const numerics = {
+  compressed_output: "logits",
+  per_sample_shape: [10],
+  n_samples: 0,
+  n_finite: 0,
+  n_nonfinite_golden: 0,
+  n_nonfinite_compressed: 0,
+  mse: null,
+  mae: null,
+  max_abs_err: null,
+  sqnr_db: null,
+  sqnr_db_infinite: false,
+  cosine_mean: null,
+  cosine_min: null,
+};
+
+export function classificationMetrics(fields: Partial<ClassificationMetrics> = {}): ClassificationMetrics {
+  return {
+    ...numerics,
+    kind: "classification",
+    outputs_are_probabilities: null,
+    num_classes: 10,
+    kl_mean_nats: null,
+    kl_mean_bits: null,
+    kl_reverse_mean_nats: null,
+    kl_reverse_mean_bits: null,
+    js_mean_nats: null,
+    js_mean_bits: null,
+    cross_entropy_mean_nats: null,
+    cross_entropy_mean_bits: null,
+    entropy_golden_mean_nats: null,
+    entropy_golden_mean_bits: null,
+    entropy_compressed_mean_nats: null,
+    entropy_compressed_mean_bits: null,
+    kl_max_nats: null,
+    tv_mean: null,
+    top_k: 5,
+    top1_match: null,
+    topk_agreement: null,
+    topk_overlap: null,
+    confidence_mean_golden: null,
+    confidence_mean_compressed: null,
+    confidence_shift: null,
+    label_flips: null,
+    labels: null,
+    ...fields,
+  };
+}
+
+export function regressionMetrics(
+  fields: Partial<Omit<OutputMetrics, "kind">> & { r2?: number | null } = {},
+): OutputMetrics {
+  return { ...numerics, per_sample_shape: [1], kind: "regression", r2: null, ...fields };
+}
+
+export function divergence(fields: Partial<Divergence> = {}): Divergence {
+  return {
+    kl_mean: null,
+    kl_max: null,
+    top1_agreement: null,
+    sqnr_db: null,
+    sqnr_db_infinite: false,
+    mse: null,
+    n_samples: 0,
+    n_nonfinite: 0,
+    ...fields,
+  };
+}
+
+export function sweepPointDoc(fields: Partial<SweepPointDoc> = {}): SweepPointDoc {
+  return {
+    id: "",
+    config: null,
+    plan: null,
+    fidelity: null,
+    cost: null,
+    runtime: null,
+    exports: [],
+    notes: [],
+    latency: null,
+    ...fields,
+  };
+}
