@@ -21,6 +21,7 @@ from backend.compression_contracts import (
     QuantizeIn,
     WeightQuantIn,
 )
+from backend.recovery_contracts import RecoveryJobParams
 
 
 class JobKind(StrEnum):
@@ -28,6 +29,7 @@ class JobKind(StrEnum):
     fidelity = "fidelity"
     sensitivity = "sensitivity"
     sweep = "sweep"
+    recovery = "recovery"
 
 
 TASK_NAMES: dict[JobKind, str] = {
@@ -35,6 +37,7 @@ TASK_NAMES: dict[JobKind, str] = {
     JobKind.fidelity: "kneeboard.fidelity",
     JobKind.sensitivity: "kneeboard.sensitivity",
     JobKind.sweep: "kneeboard.sweep",
+    JobKind.recovery: "kneeboard.recovery",
 }
 
 # Tasks of jobs that fan out over the worker pool (backend/chunk_lifecycle.py): args (job id, chunk index)
@@ -238,6 +241,7 @@ PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {
     JobKind.fidelity: FidelityJobParams,
     JobKind.sensitivity: SensitivityJobParams,
     JobKind.sweep: SweepJobParams,
+    JobKind.recovery: RecoveryJobParams,
 }
 
 # Result keys under which workers store documents in job_results.
@@ -247,6 +251,7 @@ RESULT_SENSITIVITY = "sensitivity.result"
 RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
 RESULT_SENSITIVITY_PLANS = "sensitivity.plans"
 RESULT_SENSITIVITY_IMPORTANCE = "sensitivity.importance"
+RESULT_RECOVERY_SUMMARY = "recovery.summary"
 
 
 class ImagePreprocessing(BaseModel):

@@ -27,6 +27,7 @@ from worker.celery_app import app
 from worker.fanout import FanOutHandler, execute_chunk, execute_fanout_job, execute_merge
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.lost_work import LOST_WORK_HOOKS
+from worker.recovery_handler import RecoveryHandler
 from worker.runtime import execute_job, service_error
 from worker.sensitivity_handler import SensitivityHandler
 from worker.sweep_handler import SweepHandler
@@ -96,6 +97,12 @@ def sensitivity(job_id: str) -> str:
 @requeue_on_outage
 def sweep(job_id: str) -> str:
     return execute_fanout_job(job_id, FANOUT_HANDLERS[JobKind.sweep.value])
+
+
+@app.task(name=TASK_NAMES[JobKind.recovery])
+@requeue_on_outage
+def recovery(job_id: str) -> str:
+    return execute_job(job_id, RecoveryHandler())
 
 
 @app.task(name=CHUNK_TASK)

@@ -25,6 +25,7 @@ from backend.api.routes import (
     jobs,
     models,
     projects,
+    recovery,
     sensitivity,
     sweep,
     teams,
@@ -67,6 +68,7 @@ SIGNED_IN_ROUTERS = (
     fidelity.router,
     sensitivity.router,
     sweep.router,
+    recovery.router,
 )
 
 

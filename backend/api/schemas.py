@@ -9,6 +9,7 @@ from typing import Annotated, Any, Generic, TypeVar
 from fastapi import Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
 
+from backend.api.recovery_schemas import RecoveryLineageOut
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
 
 
@@ -57,6 +58,11 @@ class ModelOut(ORMModel):
         description="Inputs, outputs, layers (type, parameters, MACs), totals. Filled by the inspect job."
     )
     created_at: UTCDateTime
+    lineage: RecoveryLineageOut | None = Field(
+        default=None,
+        description="Where a model made by a job comes from (a recovery job: parent model, configuration, "
+        "methods, dataset, job); null for uploads.",
+    )
 
 
 class ArrayOut(BaseModel):

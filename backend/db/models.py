@@ -195,6 +195,9 @@ class Model(Base):
         ForeignKey("users.id", ondelete="SET NULL"), default=None
     )
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    # Where a model made by a job comes from (a recovery job: parent model, configuration, methods, dataset,
+    # job); None for uploads. JSON on the row: one parent, always read with the model (migration 0010).
+    lineage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 
 class Dataset(Base):

@@ -77,6 +77,15 @@ def _job_body(w: World) -> dict[str, Any]:
     }
 
 
+def _recovery_body(w: World) -> dict[str, Any]:
+    params = {"golden_model_id": w.ids["model_id"], "dataset_id": w.ids["dataset_id"]}
+    methods = [{"name": "bias_correction"}]
+    return {
+        "project_id": w.ids["project_id"],
+        "params": params | {"config": {"type": "weight_quant"}, "methods": methods},
+    }
+
+
 CASES: dict[str, Case] = {
     "health": Case("public"),
     "login": Case("public", body=lambda w: {"username": "nobody", "password": "nothing"}),
@@ -136,6 +145,9 @@ CASES: dict[str, Case] = {
         query=lambda w: {"job_ids": [w.ids["job_id:sweep"]], "objective": ["kl_mean:min", "size_bytes:min"]},
     ),
     "exportSweepPoint": Case("team", job_kind="sweep"),
+    "createRecoveryJob": Case("team", body=lambda w: _recovery_body(w)),
+    "getRecoverySummary": Case("team", job_kind="recovery"),
+    "downloadRecoveredModel": Case("team", job_kind="recovery"),
 }
 
 
@@ -217,7 +229,7 @@ def _seed(settings: Settings, http: TestClient) -> World:
     assert job.status_code == 201, job.text
     w.ids["job_id"] = w.ids["job_id:fidelity"] = job.json()["id"]
     with session_factory(url)() as s:
-        for kind in ("sensitivity", "sweep"):
+        for kind in ("sensitivity", "sweep", "recovery"):
             row = Job(
                 project_id=uuid.UUID(project["id"]),
                 kind=kind,

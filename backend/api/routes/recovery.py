@@ -1,0 +1,108 @@
+"""Recovery jobs: launch one (checked like POST /jobs, plus the sweep point's origin) and read its
+before/after summary."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, status
+from fastapi.responses import FileResponse
+
+from backend.accounts import Role
+from backend.api.auth import CallerDep
+from backend.api.deps import SessionDep, SettingsDep, StoreDep
+from backend.api.errors import error_responses
+from backend.api.recovery_schemas import RecoveryJobCreate, RecoverySummaryOut
+from backend.api.routes.jobs import job_out
+from backend.api.routes.lookup import get_in_project_or_404, get_or_404, job_result, succeeded_job
+from backend.api.schemas import JobOut
+from backend.audit import AuditAction, record
+from backend.contracts import RESULT_RECOVERY_SUMMARY, JobKind
+from backend.db.models import Dataset, Job, Model, ModelStatus, Project, SweepPoint
+from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound, QueueUnavailable
+from backend.services.jobs import dispatch, new_job
+
+router = APIRouter(tags=["recovery"])
+
+RECOVERABLE_FORMATS = ("torch_export",)
+
+
+@router.post(
+    "/recovery-jobs",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="createRecoveryJob",
+    responses=error_responses(KneeboardError, NotFound, Forbidden, Conflict, QueueUnavailable),
+)
+def create_recovery_job(
+    body: RecoveryJobCreate, session: SessionDep, settings: SettingsDep, caller: CallerDep
+) -> JobOut:
+    """Recover the fidelity a compression configuration loses (a job of kind "recovery"; follow it with
+    GET /jobs/{id}, read the result with GET /jobs/{id}/recovery)."""
+    project = get_or_404(session, Project, body.project_id, caller, Role.member, "launching a job")
+    params = body.params
+    golden = get_in_project_or_404(session, Model, params.golden_model_id, body.project_id, caller)
+    if golden.status == ModelStatus.invalid.value:
+        raise Conflict(f"model {golden.name!r} ({golden.id}) is invalid: {golden.error}")
+    if golden.format not in RECOVERABLE_FORMATS:
+        raise InvalidRequest(
+            f"params.golden_model_id: recovery runs on torch.export (.pt2) models; {golden.name!r} is "
+            f"{golden.format} (ONNX and TorchScript golden models are not supported yet)"
+        )
+    get_in_project_or_404(session, Dataset, params.dataset_id, body.project_id, caller)
+    if params.sweep_point_id is not None:
+        point = session.get(SweepPoint, params.sweep_point_id)
+        sweep = None if point is None else session.get(Job, point.job_id)
+        if point is None or sweep is None or sweep.project_id != body.project_id:
+            raise NotFound(f"no sweep point with id {params.sweep_point_id} in project {body.project_id}")
+        if sweep.params.get("model_id") != str(params.golden_model_id):
+            raise InvalidRequest(
+                f"params.sweep_point_id: point {point.id} belongs to a sweep of model "
+                f"{sweep.params.get('model_id')}, not of {params.golden_model_id}"
+            )
+        if not (point.point.get("config") or point.point.get("plan")):
+            raise InvalidRequest(f"params.sweep_point_id: point {point.id} is the uncompressed model")
+    job = new_job(body.project_id, JobKind.recovery, params.model_dump(mode="json"), caller.user_id)
+    session.add(job)
+    record(
+        session, caller, project.team_id, AuditAction.job_launched, "job", job.id, project.id,
+        kind=JobKind.recovery.value,
+    )  # fmt: skip
+    session.commit()
+    dispatch(session, settings, job)
+    return job_out(job)
+
+
+@router.get(
+    "/jobs/{job_id}/recovery",
+    operation_id="getRecoverySummary",
+    responses=error_responses(NotFound, Conflict),
+)
+def get_recovery_summary(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> RecoverySummaryOut:
+    """Before/after on the held-out split (per method step), the recovered model's id and lineage, and its
+    export measured in onnxruntime."""
+    job = succeeded_job(session, job_id, JobKind.recovery, caller)
+    doc = job_result(session, job.id, RESULT_RECOVERY_SUMMARY, f"job {job_id} stored no recovery summary")
+    return RecoverySummaryOut.model_validate(doc | {"job_id": job.id})
+
+
+@router.get(
+    "/jobs/{job_id}/recovery/model",
+    operation_id="downloadRecoveredModel",
+    responses=error_responses(NotFound, Conflict)
+    | {200: {"content": {"application/octet-stream": {}}, "description": "The recovered model (ONNX)."}},
+    response_class=FileResponse,
+)
+def download_recovered_model(
+    job_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: CallerDep
+) -> FileResponse:
+    """The recovered model's runnable ONNX file (the export the summary's "export" describes)."""
+    job = succeeded_job(session, job_id, JobKind.recovery, caller)
+    doc = job_result(session, job.id, RESULT_RECOVERY_SUMMARY, f"job {job_id} stored no recovery summary")
+    model = session.get(Model, uuid.UUID(str(doc["model_id"])))
+    if model is None:
+        raise NotFound(f"the model recovered by job {job_id} was deleted")
+    return FileResponse(
+        store.local_path(model.artifact_sha256),
+        media_type="application/octet-stream",
+        filename=model.filename,
+    )

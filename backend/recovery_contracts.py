@@ -1,0 +1,91 @@
+"""Parameters of recovery jobs (training-free accuracy recovery of a compressed model), as the API accepts
+them. The worker's engine (worker/engine/recovery) checks the same ranges again; a test keeps the
+AdaRound fields in step with the engine's AdaRoundParams."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from backend.compression_contracts import CompressionConfigIn
+
+
+class _Method(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class EqualizationIn(_Method):
+    """Cross-layer equalization of Conv/Linear → ReLU → Conv/Linear pairs (the float function is kept)."""
+
+    name: Literal["equalization"] = "equalization"
+
+
+class BiasCorrectionIn(_Method):
+    """Shift each compressed layer's bias by minus its mean output error on the calibration split."""
+
+    name: Literal["bias_correction"] = "bias_correction"
+
+
+class AdaRoundIn(_Method):
+    """Learn per weight whether it rounds up or down (minimising each layer's output error)."""
+
+    name: Literal["adaround"] = "adaround"
+    iterations: int = Field(default=600, ge=1, le=100_000, description="Adam steps per layer.")
+    batch_size: int = Field(default=64, ge=1, le=65_536, description="Calibration inputs per step.")
+    learning_rate: float = Field(default=1e-2, gt=0, le=1)
+    reg_weight: float = Field(default=0.01, ge=0, le=100, description="λ of the rounding regulariser.")
+    beta_start: float = Field(default=20.0, ge=1, le=1000)
+    beta_end: float = Field(default=2.0, ge=1, le=1000)
+    warmup: float = Field(default=0.2, ge=0, lt=1, description="Fraction of iterations without regulariser.")
+    max_samples: int = Field(
+        default=512, ge=1, le=1_000_000, description="Calibration samples kept per layer."
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+
+    @model_validator(mode="after")
+    def _beta(self) -> AdaRoundIn:
+        if self.beta_end > self.beta_start:
+            raise ValueError("beta_end must not exceed beta_start")
+        return self
+
+
+RecoveryMethodIn = Annotated[EqualizationIn | BiasCorrectionIn | AdaRoundIn, Field(discriminator="name")]
+
+
+class RecoveryJobParams(BaseModel):
+    """Recover fidelity lost to compression, training-free (equalization, AdaRound, bias correction, in the
+    order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
+    and a before/after report on a held-out split."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    golden_model_id: uuid.UUID = Field(
+        description="The golden (uncompressed) model: a .pt2 torch.export file."
+    )
+    config: CompressionConfigIn | None = Field(
+        default=None, description="The compression configuration to recover (as sweeps take it)."
+    )
+    sweep_point_id: int | None = Field(
+        default=None,
+        ge=1,
+        description="Or: a point of a sweep of the golden model, whose configuration is taken.",
+    )
+    dataset_id: uuid.UUID = Field(description="Calibration and held-out data (labels optional).")
+    heldout_fraction: float = Field(
+        default=0.3, ge=0.05, le=0.9, description="Share of the samples held out to measure before and after."
+    )
+    max_samples: int = Field(
+        default=2048, ge=4, le=100_000, description="Samples used (calibration + held out)."
+    )
+    methods: list[RecoveryMethodIn] = Field(min_length=1, max_length=8, description="Applied in this order.")
+    batch_size: int = Field(default=64, ge=1, le=65_536)
+    threads: int = Field(default=1, ge=1, le=256, description="Intra-op threads of torch.")
+    name: str | None = Field(default=None, max_length=200, description="Name of the recovered model.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RecoveryJobParams:
+        if (self.config is None) == (self.sweep_point_id is None):
+            raise ValueError("give exactly one of config and sweep_point_id")
+        return self

@@ -1,0 +1,90 @@
+"""A recovery job through the real queue: the digits CNN (a .pt2 program trained here) with 4-bit
+per-channel weights, equalization → AdaRound → bias correction; the recovered model is a new model of the
+project with its lineage, and its download runs in onnxruntime and reproduces the stored "after" figures
+(KL recomputed with scipy on the same held-out split)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from scipy.special import rel_entr, softmax
+
+from tests.e2e.conftest import Stack
+from worker.engine.demo_models import export_torch_program, load_digits_split, train_digits_cnn
+from worker.recovery_handler import split_indices
+
+pytestmark = pytest.mark.e2e
+
+N = 360
+HELDOUT = 0.5
+
+
+def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
+    make_stack: Any, tmp_path: Path
+) -> None:
+    split = load_digits_split(seed=0)
+    cnn = train_digits_cnn(split, seed=0)
+    program = export_torch_program(cnn, split.x_test[:2], tmp_path / "cnn.pt2")
+    x, labels = split.x_test[:N], split.y_test[:N]
+    np.savez(tmp_path / "digits.npz", x=x, labels=labels)
+
+    stack: Stack = make_stack()
+    stack.add_worker("w1")
+    c = stack.client
+    project = c.create_project("recovery")
+    model = c.upload_model(project["id"], program)
+    dataset = c.upload_dataset(project["id"], tmp_path / "digits.npz")
+    assert c.wait_model(model["id"], timeout=120)["status"] == "ready"
+    params = {
+        "golden_model_id": model["id"],
+        "dataset_id": dataset["id"],
+        "config": {"type": "weight_quant", "bits": 4, "per_channel": True},
+        "heldout_fraction": HELDOUT,
+        "methods": [
+            {"name": "equalization"},
+            {"name": "adaround", "iterations": 300},
+            {"name": "bias_correction"},
+        ],
+    }
+    response = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": params})
+    assert response.status_code == 201, response.text
+    job = response.json()
+    done = c.wait_job(job["id"], timeout=300)
+    assert done["status"] == "succeeded", done["error"]
+
+    summary = c.http.get(f"/jobs/{job['id']}/recovery").json()
+    assert [s["method"] for s in summary["steps"]] == [
+        "before",
+        "equalization",
+        "adaround",
+        "bias_correction",
+    ]
+    assert summary["after"]["kl_mean"] < summary["before"]["kl_mean"]
+    recovered = c.http.get(f"/models/{summary['model_id']}").json()
+    assert recovered["status"] == "ready" and recovered["format"] == "onnx"
+    lineage = recovered["lineage"]
+    assert lineage["parent_model_id"] == model["id"] and lineage["job_id"] == job["id"]
+    assert lineage["dataset_id"] == dataset["id"] and lineage["point_id"] == "w4-sym-channel"
+    assert [m["name"] for m in lineage["methods"]] == ["equalization", "adaround", "bias_correction"]
+
+    download = c.http.get(f"/jobs/{job['id']}/recovery/model")
+    assert download.status_code == 200
+    _, held = split_indices(N, HELDOUT)
+    session = ort.InferenceSession(download.content, providers=["CPUExecutionProvider"])
+    out = session.run(None, {session.get_inputs()[0].name: x[held]})[0].astype(np.float64)
+    with torch.no_grad():
+        ref = cnn(torch.from_numpy(x[held])).numpy().astype(np.float64)
+    kl = rel_entr(softmax(ref, axis=1), softmax(out, axis=1)).sum(axis=1).mean()
+    np.testing.assert_allclose(kl, summary["export"]["measured"]["kl_mean"], rtol=1e-5)
+    np.testing.assert_allclose(kl, summary["after"]["kl_mean"], rtol=1e-3)
+    accuracy = float((out.argmax(axis=1) == labels[held]).mean())
+    assert accuracy == pytest.approx(summary["after"]["accuracy_compressed"])
+
+    bad = dict(params, golden_model_id=recovered["id"])  # an ONNX golden model: refused before queuing
+    refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": bad})
+    assert refused.status_code == 422 and "torch.export" in refused.json()["detail"]

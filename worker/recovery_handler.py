@@ -1,0 +1,169 @@
+"""Recovery jobs: training-free recovery of a compressed torch model (worker/engine/recovery), stored as a
+new model with its lineage, plus the before/after summary ("recovery.summary").
+
+The dataset is split once, deterministically (a seeded permutation): the held-out share measures the
+compressed model before and after each method, the rest calibrates (activation ranges, AdaRound's layer
+inputs, bias correction's mean errors). The recovered model is exported as sweeps export their points
+(the real runtime form where the configuration has one, e.g. int8 weights + DequantizeLinear for 4- and
+8-bit weights), that file is run in onnxruntime against the golden model, and its figures are stored too.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from backend.contracts import RESULT_RECOVERY_SUMMARY
+from backend.db.models import Artifact, Dataset, JobResult, Model, ModelStatus, SweepPoint
+from backend.recovery_contracts import RecoveryJobParams
+from backend.storage import copy_file_to_staging
+from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
+from worker.handlers import detached_row, load_dataset
+from worker.model_files import model_file
+from worker.runtime import JobContext, ResultWriter, json_safe
+
+SPLIT_SEED = 0
+
+
+def split_indices(n: int, heldout_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(calibration, held-out) sample indices: a permutation seeded with SPLIT_SEED, the first
+    round(f·n) held out (at least one sample on each side)."""
+    if n < 2:
+        raise DatasetMismatchError(f"recovery needs at least 2 samples (calibration and held out), got {n}")
+    order = np.random.default_rng(SPLIT_SEED).permutation(n)
+    held = min(max(1, round(heldout_fraction * n)), n - 1)
+    return np.sort(order[held:]), np.sort(order[:held])
+
+
+def _configuration(ctx: JobContext, params: RecoveryJobParams) -> Any:
+    if params.config is not None:
+        return params.config.model_dump(mode="json")
+    with ctx.sessions() as session:
+        row = session.get(SweepPoint, params.sweep_point_id)
+        if row is None:
+            raise EngineError(f"sweep point {params.sweep_point_id} was deleted while the job waited")
+        point = dict(row.point)
+    found = point.get("config") or point.get("plan")
+    if not found:
+        raise EngineError(
+            f"sweep point {params.sweep_point_id} is the uncompressed model: nothing to recover"
+        )
+    return found
+
+
+class RecoveryHandler:
+    def run(self, ctx: JobContext) -> ResultWriter:
+        import torch
+
+        from worker.engine.compression import open_compressible
+        from worker.engine.inspection import inspect_model
+        from worker.engine.recovery import MethodSpec, export_recovered, recover
+
+        params = RecoveryJobParams.model_validate(ctx.params)
+        torch.set_num_threads(params.threads)
+        golden_row = detached_row(ctx, Model, params.golden_model_id)
+        if golden_row.status == ModelStatus.invalid.value:
+            raise ModelLoadError(f"the model {golden_row.name!r} is invalid: {golden_row.error}")
+        dataset = detached_row(ctx, Dataset, params.dataset_id)
+        configuration = _configuration(ctx, params)
+        methods = [MethodSpec(m.name, m.model_dump(exclude={"name"})) for m in params.methods]
+        ctx.progress(0.0, f"loading the model {golden_row.name!r} and the dataset {dataset.name!r}")
+        arrays = load_dataset(
+            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
+        )
+        labels = arrays.pop("labels", None)
+        n = min(len(next(iter(arrays.values()))), params.max_samples) if arrays else 0
+        calib_index, held_index = split_indices(n, params.heldout_fraction)
+        calib = {name: np.asarray(a[:n])[calib_index] for name, a in arrays.items()}
+        held = {name: np.asarray(a[:n])[held_index] for name, a in arrays.items()}
+        held_labels = None if labels is None else np.asarray(labels[:n])[held_index]
+        golden = open_compressible(*model_file(ctx, golden_row), intra_op_threads=params.threads)
+
+        stages = len(methods) + 2  # "before", each method, the export
+
+        def progress(method: str, done: int, total: int, message: str) -> None:
+            position = 0 if method == "before" else 1 + [m.name for m in methods].index(method)
+            ctx.progress(min((position + done / max(total, 1)) / stages, 0.99), message)
+
+        outcome = recover(
+            golden,
+            configuration,
+            calib,
+            held,
+            held_labels,
+            methods,
+            batch_size=params.batch_size,
+            progress=progress,
+        )
+        ctx.progress((stages - 1) / stages, "exporting the recovered model and running it in onnxruntime")
+        with tempfile.TemporaryDirectory(prefix="kneeboard-recovery-") as tmp:
+            path, manifest = export_recovered(
+                golden, outcome, Path(tmp), calib, held, held_labels, batch_size=params.batch_size
+            )
+            inspection = json_safe(inspect_model(path, "onnx", None).to_dict())
+            staged = copy_file_to_staging(path, ctx.store)
+            ctx.store.put(staged)
+        model_id = uuid.uuid4()
+        method_docs = [m.model_dump(mode="json") for m in params.methods]
+        lineage = {
+            "kind": "recovery",
+            "parent_model_id": str(params.golden_model_id),
+            "job_id": str(ctx.job_id),
+            "dataset_id": str(params.dataset_id),
+            "heldout_fraction": params.heldout_fraction,
+            "sweep_point_id": params.sweep_point_id,
+            "point_id": outcome.plan_id,
+            "config": outcome.plan["config"],
+            "plan": outcome.plan["plan"],
+            "methods": method_docs,
+        }
+        summary = json_safe(
+            outcome.summary()
+            | {
+                "model_id": str(model_id),
+                "lineage": lineage,
+                "n_calibration": len(calib_index),
+                "n_heldout": len(held_index),
+                "labelled": held_labels is not None,
+                "export": {
+                    "kind": manifest["kind"],
+                    "file": manifest["file"],
+                    "sha256": staged.sha256,
+                    "size_bytes": staged.size_bytes,
+                    "measured": manifest["metrics"]["measured"],
+                    "notes": manifest["notes"],
+                },
+            }
+        )
+        name = params.name or f"{golden_row.name} · {outcome.plan_id} · recovered"
+
+        def write(session: Session) -> None:
+            if session.get(Artifact, staged.sha256) is None:
+                session.add(Artifact(sha256=staged.sha256, size_bytes=staged.size_bytes))
+                session.flush()
+            session.add(
+                Model(
+                    id=model_id,
+                    project_id=golden_row.project_id,
+                    name=name[:200],
+                    filename=manifest["file"][:500],
+                    format="onnx",
+                    artifact_sha256=staged.sha256,
+                    size_bytes=staged.size_bytes,
+                    status=ModelStatus.ready.value,
+                    inspection=inspection,
+                    lineage=lineage,
+                    created_by=None,
+                )
+            )
+            session.add(JobResult(job_id=ctx.job_id, key=RESULT_RECOVERY_SUMMARY, payload=summary))
+
+        return write
+
+    def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
+        return None
