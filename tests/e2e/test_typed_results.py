@@ -79,6 +79,7 @@ def test_every_result_the_worker_writes_is_served_whole_and_typed(make_stack: An
                 {"type": "weight_quant", "bits": 8, "per_channel": True},
                 {"type": "magnitude_prune", "sparsity": 0.5},
             ],
+            "mixed_precision": {"sensitivity_job_id": scan, "average_bits": [5]},
             "max_samples": 48,
             "latency_batch_sizes": [1],
             "latency_repeats": 3,
@@ -126,6 +127,8 @@ def test_every_result_the_worker_writes_is_served_whole_and_typed(make_stack: An
 
     served = get(f"/jobs/{sweep}/sweep/points", details=True)["items"]
     assert [p["index"] for p in served] == sorted(points)
+    mixed = [p for p in served if p["config"]["type"] == "mixed_precision"]
+    assert len(mixed) == 1 and isinstance(mixed[0]["config"]["bits"], dict), [p["config"] for p in served]
     for body in served:
         _typed(SweepPointOut, body)
         row = points[body["index"]]

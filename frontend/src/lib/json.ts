@@ -1,5 +1,5 @@
-// Narrowing of the API's free-form JSON documents (fidelity summaries, model inspections), which the
-// OpenAPI spec types as {[key: string]: unknown}.
+// Narrowing of the API's free-form JSON documents (model inspections, the job kinds' JSON Schemas), which
+// the OpenAPI spec types as {[key: string]: unknown}. Job results are typed: read them through api/types.
 
 export type JsonObject = Record<string, unknown>;
 

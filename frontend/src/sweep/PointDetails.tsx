@@ -5,7 +5,7 @@ import { exportHref } from "../api/queries";
 import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
 import { formatBytes, formatCount, formatNumber, formatPercent } from "../lib/format";
-import { at, isObject, numberAt, objectAt, stringAt, stringsAt, type JsonObject } from "../lib/json";
+import type { PointCost, PointFidelity } from "../api/types";
 import { latencyCsv, latencyRows, slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { formatKl } from "../lib/sensitivity";
 
@@ -29,8 +29,11 @@ function Facts({ facts, label }: { facts: Fact[]; label: string }) {
 const pp = (v: number | null) => (v === null ? "—" : `${formatNumber(v, 3)} pp`);
 const golden = (a: string, b: string) => `${a} → ${b}`;
 
-function fidelityFacts(f: JsonObject | null): Fact[] {
-  const n = (path: string) => numberAt(f, path);
+function fidelityFacts(f: PointFidelity | null): Fact[] {
+  const n = (key: keyof PointFidelity) => {
+    const v = f?.[key];
+    return typeof v === "number" ? v : null;
+  };
   const sqnr = n("sqnr_db");
   return [
     ["KL mean", formatKl(n("kl_mean"))],
@@ -41,11 +44,7 @@ function fidelityFacts(f: JsonObject | null): Fact[] {
     ["Label flips", formatNumber(n("label_flips"))],
     [
       "SQNR",
-      sqnr !== null
-        ? `${formatNumber(sqnr)} dB`
-        : at(f, "sqnr_db_infinite") === true || n("kl_mean") === 0
-          ? "∞ dB"
-          : "—",
+      sqnr !== null ? `${formatNumber(sqnr)} dB` : f?.sqnr_db_infinite === true || n("kl_mean") === 0 ? "∞ dB" : "—",
     ],
     ["Cosine mean", formatNumber(n("cosine_mean"), 6)],
     ["MSE", formatNumber(n("mse"))],
@@ -56,8 +55,11 @@ function fidelityFacts(f: JsonObject | null): Fact[] {
   ];
 }
 
-function costFacts(c: JsonObject | null): Fact[] {
-  const n = (path: string) => numberAt(c, path);
+function costFacts(c: PointCost | null): Fact[] {
+  const n = (key: keyof PointCost) => {
+    const v = c?.[key];
+    return typeof v === "number" ? v : null;
+  };
   return [
     ["Size", `${formatBytes(n("size_bytes"))} (fp32 ${formatBytes(n("size_bytes_fp32"))})`],
     ["Compression ratio", `${formatNumber(n("compression_ratio"), 3)} ×`],
@@ -70,8 +72,8 @@ function costFacts(c: JsonObject | null): Fact[] {
 }
 
 function RuntimeFacts({ row }: { row: SweepRow }) {
-  const r = objectAt(row.point, "runtime");
-  const matches = at(r, "matches_simulation");
+  const r = row.point?.runtime ?? null;
+  const matches = r?.matches_simulation;
   return (
     <>
       <p>
@@ -82,13 +84,13 @@ function RuntimeFacts({ row }: { row: SweepRow }) {
         ) : (
           <span className="badge badge-muted">runtime unknown</span>
         )}{" "}
-        {stringAt(r, "runtime") && <span className="muted small-text">{stringAt(r, "runtime")}</span>}
+        {r?.runtime && <span className="muted small-text">{r.runtime}</span>}
       </p>
       <Facts
         label="Runtime"
         facts={[
           ["Deployable form", row.realExport ?? "none"],
-          ["Other real forms", stringsAt(r, "real_kinds").slice(1).join(", ") || "—"],
+          ["Other real forms", (r?.real_kinds ?? []).slice(1).join(", ") || "—"],
           [
             "Same numbers as the simulation",
             matches === true ? "yes" : matches === false ? "no (the runtime's own kernels)" : "—",
@@ -102,8 +104,9 @@ function RuntimeFacts({ row }: { row: SweepRow }) {
 
 function LatencyTable({ row }: { row: SweepRow }) {
   const rows = latencyRows(row);
-  const settings = objectAt(row.point, "latency.settings");
-  const env = objectAt(row.point, "latency.environment");
+  const latency = row.point?.latency;
+  const settings = latency?.settings;
+  const env = latency?.environment;
   if (rows.length === 0)
     return <Empty>Not timed: the sweep ran with latency off, or the point has no runnable export.</Empty>;
   return (
@@ -111,8 +114,8 @@ function LatencyTable({ row }: { row: SweepRow }) {
       title={`Latency of ${row.label}`}
       csv={() => latencyCsv(row)}
       caption={[
-        `${stringAt(row.point, "latency.file") ?? "the export"} in ${stringAt(env, "runtime") ?? "ONNX Runtime"} ${stringAt(env, "onnxruntime_version") ?? ""}, ${String(numberAt(env, "intra_op_threads") ?? "?")} thread(s),`,
-        `${String(numberAt(settings, "repeats") ?? "?")} repeats after ${String(numberAt(settings, "warmup") ?? "?")} warm-up runs (min and max in the CSV); per sample: p50 / batch size.`,
+        `${latency?.file ?? "the export"} in ${env?.runtime ?? "ONNX Runtime"} ${env?.onnxruntime_version ?? ""}, ${String(env?.intra_op_threads ?? "?")} thread(s),`,
+        `${String(settings?.repeats ?? "?")} repeats after ${String(settings?.warmup ?? "?")} warm-up runs (min and max in the CSV); per sample: p50 / batch size.`,
         row.runtime === "simulated"
           ? "Simulated only: this times the simulation's float graph, not a deployable model."
           : "",
@@ -154,23 +157,23 @@ function Manifest({ row }: { row: SweepRow }) {
   const m = row.manifest;
   if (!m) return <Empty>No export: the sweep ran with export off.</Empty>;
   const sha = (v: string | null) => (v ? `${v.slice(0, 16)}…` : "—");
-  const matches = at(m, "matches_simulation");
+  const matches = m.matches_simulation;
   return (
     <>
       <Facts
         label="Export manifest"
         facts={[
-          ["Kind", stringAt(m, "kind") ?? "—"],
-          ["File", stringAt(m, "file") ?? "—"],
-          ["File size", formatBytes(numberAt(m, "file_size_bytes"))],
-          ["File SHA-256", sha(stringAt(m, "file_sha256"))],
-          ["Source model SHA-256", sha(stringAt(m, "source_model_sha256") ?? stringAt(m, "source_sha256"))],
+          ["Kind", m.kind || "—"],
+          ["File", m.file || "—"],
+          ["File size", formatBytes(m.file_size_bytes)],
+          ["File SHA-256", sha(m.file_sha256)],
+          ["Source model SHA-256", sha(m.source_model_sha256 ?? m.source_sha256)],
           ["Reproduces the simulation", matches === true ? "yes" : matches === false ? "no" : "—"],
-          ["ONNX opset", formatNumber(numberAt(m, "opset"))],
-          ["ONNX Runtime", stringAt(m, "onnxruntime_version") ?? "—"],
+          ["ONNX opset", formatNumber(m.opset)],
+          ["ONNX Runtime", m.onnxruntime_version ?? "—"],
         ]}
       />
-      {stringsAt(m, "notes").map((n) => (
+      {m.notes.map((n) => (
         <p key={n} className="muted small-text">
           {n}
         </p>
@@ -194,10 +197,10 @@ export function PointDetails({
   knee: boolean;
   slowBatch: number | null;
 }) {
-  const fidelity = objectAt(row.point, "fidelity");
-  const cost = objectAt(row.point, "cost");
-  const notes = [...stringsAt(row.point, "notes"), ...stringsAt(cost, "notes")];
-  const warnings = stringsAt(fidelity, "warnings");
+  const fidelity = row.point?.fidelity ?? null;
+  const cost = row.point?.cost ?? null;
+  const notes = [...(row.point?.notes ?? []), ...(cost?.notes ?? [])];
+  const warnings = fidelity?.warnings ?? [];
   return (
     <section className="panel point-details" aria-labelledby="point-heading" data-point={row.index}>
       <div className="chart-head">
@@ -251,7 +254,7 @@ export function PointDetails({
           <Manifest row={row} />
         </div>
       </div>
-      {isObject(row.config) && row.config.type !== "none" && (
+      {row.config.type !== "none" && (
         <details className="more-settings">
           <summary>Configuration (JSON)</summary>
           <pre className="json">{JSON.stringify(row.config, null, 2)}</pre>
