@@ -9,12 +9,15 @@ The worker's full load remains the final word: a file that passes here but fails
 
 from __future__ import annotations
 
+import logging
 import zipfile
 from pathlib import Path
 from typing import BinaryIO, Literal
 
 from backend.errors import InvalidUpload
 from backend.zip_formats import ArchiveLimits, check_archive, unreadable_zip
+
+log = logging.getLogger(__name__)
 
 ModelFormat = Literal["onnx", "onnx_zip", "torch_export", "torchscript"]
 
@@ -96,9 +99,17 @@ def check_onnx_stream(stream: BinaryIO, size: int, what: str = "file") -> None:
     try:
         fields = protobuf_top_level_fields(stream, size)
     except _WireError as exc:
+        # The protobuf detail ("wire type 4 ...") means nothing to most users: it goes to the log only.
+        log.info("upload refused: the %s is not an ONNX protobuf message: %s", what, exc)
+        if "truncated" in str(exc):
+            raise InvalidUpload(
+                f"the {what} is not a complete ONNX model: it ends early (truncated?). Upload it again, or "
+                "check that the file written by torch.onnx.export or onnx.save was copied whole."
+            ) from exc
         raise InvalidUpload(
-            f"the {what} is not a valid ONNX model ({exc}). Upload the file written by "
-            "torch.onnx.export or onnx.save; if the upload was cut short, upload it again."
+            f"the {what} is not a valid ONNX model: its contents are not an ONNX model. Check that it is the "
+            ".onnx file written by torch.onnx.export or onnx.save (not another file renamed to .onnx) and that "
+            "it was copied whole; if the upload was cut short, upload it again."
         ) from exc
     missing = [
         name

@@ -41,12 +41,13 @@ def test_model_upload_is_stored_once_and_queues_an_inspection(
     client: TestClient, project: dict[str, Any], settings: Settings
 ) -> None:
     data = files.minimal_onnx_bytes()
+    shapes = '{"x": [1, 4]}'
     first = _upload_model(client, project, "identity.onnx", data)
-    second = _upload_model(client, project, "again.onnx", data, name="same bytes")
+    other_shapes = _upload_model(client, project, "again.onnx", data, name="same bytes", input_shapes=shapes)
     assert first.status_code == 201, first.text
-    assert second.status_code == 201, second.text
-    a, b = first.json(), second.json()
-    assert a["format"] == "onnx" and a["status"] == "inspecting"
+    assert other_shapes.status_code == 201, other_shapes.text
+    a, b = first.json(), other_shapes.json()
+    assert a["format"] == "onnx" and a["status"] == "inspecting" and a["duplicate_of"] is None
     assert a["artifact_sha256"] == b["artifact_sha256"] and a["id"] != b["id"]
     assert len(_stored_files(settings)) == 1
     assert _counts(settings) == {"Artifact": 1, "Model": 2, "Dataset": 0, "Job": 2}
@@ -54,10 +55,44 @@ def test_model_upload_is_stored_once_and_queues_an_inspection(
     assert jobs["total"] == 2 and {j["status"] for j in jobs["items"]} == {"queued"}
 
 
+def test_the_same_model_file_again_answers_with_the_existing_model(
+    client: TestClient, project: dict[str, Any], settings: Settings
+) -> None:
+    data = files.minimal_onnx_bytes()
+    first = _upload_model(client, project, "identity.onnx", data).json()
+    again = _upload_model(client, project, "renamed.onnx", data, name="another name")
+    assert again.status_code == 200, again.text  # not 201: nothing was created
+    body = again.json()
+    assert body["id"] == body["duplicate_of"] == first["id"] and body["name"] == first["name"]
+    assert _counts(settings) == {"Artifact": 1, "Model": 1, "Dataset": 0, "Job": 1}
+    # An invalid model is no answer: the same bytes again make a new model (e.g. a retry once fixed).
+    with session_factory(settings.resolved_database_url)() as s:
+        s.get_one(Model, first["id"]).status = "invalid"
+        s.commit()
+    retried = _upload_model(client, project, "identity.onnx", data)
+    assert retried.status_code == 201 and retried.json()["id"] != first["id"], retried.text
+
+
+def test_the_same_dataset_file_again_answers_with_the_existing_dataset(
+    client: TestClient, project: dict[str, Any], settings: Settings
+) -> None:
+    url = f"/api/v1/projects/{project['id']}/datasets"
+    data = files.digits_like_npz(12)
+    first = client.post(url, files={"file": ("digits.npz", data)})
+    again = client.post(url, files={"file": ("copy.npz", data)}, data={"name": "copy"})
+    other = client.post(url, files={"file": ("fewer.npz", files.digits_like_npz(10))})
+    assert first.status_code == 201 and other.status_code == 201, (first.text, other.text)
+    assert again.status_code == 200, again.text
+    assert again.json()["duplicate_of"] == again.json()["id"] == first.json()["id"]
+    assert first.json()["duplicate_of"] is None
+    assert _counts(settings)["Dataset"] == 2 and len(_stored_files(settings)) == 2
+
+
 ONNX_ZIP = files.zip_bytes({"model/model.onnx": files.minimal_onnx_bytes(), "model/weights.bin": b"\0" * 64})
 BAD_MODELS = [
     ("empty.onnx", b"", "empty (0 bytes)"),
     ("notes.onnx", b"these are my notes about the model, not a model\n" * 20, "not a valid ONNX model"),
+    ("bytes.onnx", bytes([0x0C]) * 64, "not a valid ONNX model: its contents are not an ONNX model. Check"),
     ("model.pkl", files.pickle_bytes(), "never unpickles"),
     ("model.pt", files.pickle_bytes(), "never unpickles"),
     ("model.pt", files.torch_save_like_zip(), "torch.save() pickle"),
@@ -81,6 +116,7 @@ def test_bad_model_files_are_refused_and_leave_nothing(
     assert response.status_code == 422, response.text
     body = response.json()
     assert body["error"] == "invalid_upload" and message in body["detail"]
+    assert "wire type" not in body["detail"]  # plain words, not protobuf's (the detail goes to the log)
     assert _stored_files(settings) == []
     assert _counts(settings) == {"Artifact": 0, "Model": 0, "Dataset": 0, "Job": 0}
 
@@ -209,7 +245,7 @@ def test_deleting_the_last_reference_removes_the_file(
 ) -> None:
     data = files.minimal_onnx_bytes()
     a = _upload_model(client, project, "a.onnx", data).json()
-    b = _upload_model(client, project, "b.onnx", data).json()
+    b = _upload_model(client, project, "b.onnx", data, input_shapes='{"x": [2, 4]}').json()
     assert client.delete(f"/api/v1/models/{a['id']}").status_code == 204
     assert len(_stored_files(settings)) == 1, "still referenced by the second model"
     assert client.delete(f"/api/v1/models/{b['id']}").status_code == 204

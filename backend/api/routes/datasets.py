@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, Request, Response, status
 from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -36,7 +36,8 @@ router = APIRouter(tags=["datasets"])
         NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError
     ),
     summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of "
-    "images with an optional labels.csv (filename,label) and a preprocessing recipe",
+    "images with an optional labels.csv (filename,label) and a preprocessing recipe; the same file (and recipe) "
+    "again answers 200 with the existing dataset (duplicate_of)",
     openapi_extra=multipart_openapi(
         "The .npz file or the .zip of images.",
         {
@@ -49,6 +50,7 @@ router = APIRouter(tags=["datasets"])
 async def upload_dataset(
     project_id: uuid.UUID,
     request: Request,
+    response: Response,
     session: SessionDep,
     store: StoreDep,
     settings: SettingsDep,
@@ -80,6 +82,15 @@ async def upload_dataset(
             _describe_images_into(
                 dataset, staged.path, staged.size_bytes, recipe, limits, settings.image_max_pixels
             )
+        existing = session.scalars(
+            select(Dataset)
+            .where(Dataset.project_id == project_id, Dataset.artifact_sha256 == staged.sha256)
+            .order_by(Dataset.created_at)
+        ).all()
+        same = next((d for d in existing if d.preprocessing == dataset.preprocessing), None)
+        if same is not None:  # the same file read the same way: answer with it, store nothing
+            response.status_code = status.HTTP_200_OK
+            return DatasetOut.model_validate(same).model_copy(update={"duplicate_of": same.id})
 
         def add_rows(s: Session) -> None:
             s.add(dataset)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, Request, Response, status
 from pydantic import Field, TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -68,6 +68,26 @@ def model_out(session: SessionDep, model: Model) -> ModelOut:
     return out
 
 
+def _same_model(
+    session: Session, project_id: uuid.UUID, sha256: str, shapes: dict[str, list[int]] | None
+) -> Model | None:
+    """The project's model made from the same file and input shapes, unless it is invalid (a re-upload may
+    then be a retry after a fixed worker); the oldest one."""
+    candidates = session.scalars(
+        select(Model)
+        .where(Model.project_id == project_id, Model.artifact_sha256 == sha256)
+        .order_by(Model.created_at)
+    ).all()
+    return next(
+        (
+            m
+            for m in candidates
+            if m.declared_input_shapes == shapes and model_out(session, m).status != ModelStatus.invalid.value
+        ),
+        None,
+    )
+
+
 @router.post(
     "/projects/{project_id}/models",
     status_code=status.HTTP_201_CREATED,
@@ -75,7 +95,8 @@ def model_out(session: SessionDep, model: Model) -> ModelOut:
     responses=error_responses(
         NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError, QueueUnavailable
     ),
-    summary="Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt)",
+    summary="Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt); the same file "
+    "again answers 200 with the existing model (duplicate_of)",
     openapi_extra=multipart_openapi(
         "The model file.",
         {
@@ -87,6 +108,7 @@ def model_out(session: SessionDep, model: Model) -> ModelOut:
 async def upload_model(
     project_id: uuid.UUID,
     request: Request,
+    response: Response,
     session: SessionDep,
     store: StoreDep,
     settings: SettingsDep,
@@ -97,6 +119,10 @@ async def upload_model(
         staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
         shapes = _parse_input_shapes(fields)
         fmt = detect_model_format(staged.path, filename, ArchiveLimits.from_settings(settings))
+        existing = _same_model(session, project_id, staged.sha256, shapes)
+        if existing is not None:
+            response.status_code = status.HTTP_200_OK
+            return model_out(session, existing).model_copy(update={"duplicate_of": existing.id})
         model = Model(
             id=uuid.uuid4(),
             project_id=project_id,
