@@ -28,7 +28,7 @@ from here are re-exported.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -46,6 +46,7 @@ from worker.engine.fidelity_binding import (
     format_shape,
 )
 from worker.engine.fidelity_params import (
+    ATTENTION_MASK_KEY,
     CONCENTRATION_RULE,
     CONCENTRATION_SHARE,
     DEFAULT_THRESHOLD_KL,
@@ -66,6 +67,7 @@ from worker.engine.fidelity_table import (
 from worker.engine.types import Runner
 
 __all__ = [
+    "ATTENTION_MASK_KEY",
     "CONCENTRATION_RULE",
     "CONCENTRATION_SHARE",
     "DEFAULT_THRESHOLD_KL",
@@ -98,6 +100,8 @@ class FidelityReport:
         Samples that are not finite hold NaN / -1 / False. For a primary output that is not a
         classification, kl is NaN, the classes are -1 and top1_match is True for every finite sample
         (there is no class to flip); flagged then marks only non-finite samples.
+    per_class: per classification output, its per-class damage (`worker.engine.metrics.per_class`).
+    sequence: per output shaped (N, T, D), its token and pooled fidelity (`worker.engine.metrics.sequence`).
     """
 
     n_samples: int
@@ -110,6 +114,22 @@ class FidelityReport:
     warnings: list[str]
     notes: list[str]
     params: FidelityParams
+    per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sequence: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def classes_dict(self) -> dict[str, Any] | None:
+        """The per-class damage document (stored apart from the summary), or None without a
+        classification output: primary_output and outputs (golden output name → per-class dict)."""
+        if not self.per_class:
+            return None
+        return {"primary_output": self.primary_output, "outputs": self.per_class}
+
+    def sequence_dict(self) -> dict[str, Any] | None:
+        """The sequence-fidelity document, or None without an (N, T, D) output: outputs (golden output
+        name → token and pooled metrics)."""
+        if not self.sequence:
+            return None
+        return {"outputs": self.sequence}
 
     def summary_dict(self) -> dict[str, Any]:
         """JSON-serialisable summary: no NaN/inf (they become None; +inf SQNR sets sqnr_db_infinite).
@@ -168,6 +188,7 @@ def compare_models(
     accs = [_OutputAcc(g, c, params) for g, c in pairs]
     primary: _OutputAcc | None = None
     table: dict[str, np.ndarray] = {}
+    masks: dict[str, np.ndarray | None] = {}
     n_all_finite = 0
     for start in range(0, n, params.batch_size):
         stop = min(n, start + params.batch_size)
@@ -181,11 +202,17 @@ def compare_models(
             table = _empty_table(n)
             if lab is not None:
                 table["label"][:] = lab
+            masks = _sequence_masks(accs, arrays.get(ATTENTION_MASK_KEY), n, warnings)
         all_finite = np.ones(stop - start, dtype=np.bool_)
         for acc in accs:
             batch_labels = lab[start:stop] if (acc is primary and lab is not None) else None
+            mask = masks.get(acc.golden_name)
             finite, cls, ps = acc.update(
-                g_out[acc.golden_name], c_out[acc.compressed_name], start, batch_labels
+                g_out[acc.golden_name],
+                c_out[acc.compressed_name],
+                start,
+                batch_labels,
+                None if mask is None else mask[start:stop],
             )
             all_finite &= finite
             if acc is primary:
@@ -202,6 +229,28 @@ def _start(accs: list[_OutputAcc], g_out: dict[str, np.ndarray], c_out: dict[str
         acc.check_shapes(g_out[acc.golden_name], c_out[acc.compressed_name])
         acc.start(g_out[acc.golden_name], c_out[acc.compressed_name])
     return next((a for a in accs if a.kind == "classification"), accs[0])
+
+
+def _sequence_masks(
+    accs: list[_OutputAcc], raw: np.ndarray | None, n: int, warnings: list[str]
+) -> dict[str, np.ndarray | None]:
+    """The dataset's attention mask for each sequence output whose token count it fits (else None, with
+    a warning: its tokens are then all kept)."""
+    out: dict[str, np.ndarray | None] = {}
+    for acc in accs:
+        if acc.sequence is None or raw is None:
+            continue
+        mask = np.asarray(raw)
+        tokens = acc.per_sample_shape[0]
+        if mask.shape != (n, tokens):
+            warnings.append(
+                f"'{ATTENTION_MASK_KEY}' has shape {format_shape(mask.shape)}, not ({n}, {tokens}) as output "
+                f"'{acc.golden_name}' needs; its token metrics keep every token"
+            )
+            out[acc.golden_name] = None
+        else:
+            out[acc.golden_name] = mask
+    return out
 
 
 def _labels_for(primary: _OutputAcc, lab: np.ndarray | None, warnings: list[str]) -> np.ndarray | None:
@@ -260,4 +309,6 @@ def _report(
         warnings=warnings,
         notes=notes,
         params=params,
+        per_class={a.golden_name: d for a in accs if (d := a.per_class_dict()) is not None},
+        sequence={a.golden_name: d for a in accs if (d := a.sequence_dict()) is not None},
     )

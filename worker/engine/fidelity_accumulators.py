@@ -18,6 +18,8 @@ from worker.engine.fidelity_params import MAX_STORED_FLIPS, NN_BLOCK, FidelityPa
 from worker.engine.metrics import agreement, distributions, numerical
 from worker.engine.metrics.calibration import ReliabilityBins
 from worker.engine.metrics.numerical import NumericalAccumulator, RegressionAccumulator, json_float
+from worker.engine.metrics.per_class import PerClassAccumulator
+from worker.engine.metrics.sequence import SequenceAccumulator
 
 
 def infer_kind(per_sample_shape: tuple[int, ...], task: Task = "auto") -> OutputKind:
@@ -53,6 +55,7 @@ class _ClassificationAcc:
     correct: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("g1", "c1", "gk", "ck"), 0))
     bins_g: ReliabilityBins = field(default_factory=ReliabilityBins)
     bins_c: ReliabilityBins = field(default_factory=ReliabilityBins)
+    per_class: PerClassAccumulator | None = None
 
     def update(
         self, lp: np.ndarray, lq: np.ndarray, indices: np.ndarray, labels: np.ndarray | None
@@ -72,6 +75,8 @@ class _ClassificationAcc:
         }
         for key, values in per.items():
             self.sums[key] += float(np.sum(values, dtype=np.float64))
+        if self.per_class is not None:
+            self.per_class.update(lp, lq, per["kl"], indices, labels)
         self.n += int(lp.shape[0])
         if lp.shape[0]:
             self.kl_max = max(self.kl_max, float(per["kl"].max()))
@@ -181,6 +186,7 @@ class _OutputAcc:
     numerics: NumericalAccumulator = field(default_factory=NumericalAccumulator)
     classification: _ClassificationAcc | None = None
     regression: RegressionAccumulator | None = None
+    sequence: SequenceAccumulator | None = None
     embeddings: tuple[list[np.ndarray], list[np.ndarray]] = field(default_factory=lambda: ([], []))
     is_probability: dict[str, bool | None] = field(
         default_factory=lambda: {"golden": None, "compressed": None}
@@ -193,9 +199,15 @@ class _OutputAcc:
         self.per_sample_shape = tuple(int(d) for d in g.shape[1:])
         self.kind = infer_kind(self.per_sample_shape, self.params.task)
         if self.kind == "classification":
-            self.classification = _ClassificationAcc(top_k=min(self.params.top_k, self.per_sample_shape[0]))
+            n_classes = self.per_sample_shape[0]
+            self.classification = _ClassificationAcc(
+                top_k=min(self.params.top_k, n_classes),
+                per_class=PerClassAccumulator(n_classes, threshold=self.params.flip_confidence),
+            )
         elif self.kind == "regression":
             self.regression = RegressionAccumulator()
+        elif len(self.per_sample_shape) == 2:  # (T, D): token embeddings of a sequence model
+            self.sequence = SequenceAccumulator(pooling=self.params.pooling, top_k=self.params.top_k)
 
     def check_shapes(self, g: np.ndarray, c: np.ndarray) -> None:
         if g.shape[1:] != c.shape[1:]:
@@ -205,9 +217,15 @@ class _OutputAcc:
             )
 
     def update(
-        self, g_raw: np.ndarray, c_raw: np.ndarray, start: int, labels: np.ndarray | None
+        self,
+        g_raw: np.ndarray,
+        c_raw: np.ndarray,
+        start: int,
+        labels: np.ndarray | None,
+        mask: np.ndarray | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray], numerical.NumericalPerSample]:
-        """Fold a batch in; returns the finite mask, classification per-sample values and numerics."""
+        """Fold a batch in; returns the finite mask, classification per-sample values and numerics.
+        mask: the batch's attention mask ``(n, T)`` for a sequence output, or None."""
         self.check_shapes(g_raw, c_raw)
         g = np.asarray(g_raw, dtype=np.float64)
         c = np.asarray(c_raw, dtype=np.float64)
@@ -227,6 +245,8 @@ class _OutputAcc:
             cls = self.classification.update(lp, lq, indices, None if labels is None else labels[finite])
         elif self.regression is not None:
             self.regression.update(gf, cf)
+        elif self.sequence is not None:
+            self.sequence.update(gf, cf, None if mask is None else mask[finite])
         elif self.kind == "embedding":
             self.embeddings[0].append(gf.reshape(gf.shape[0], -1))
             self.embeddings[1].append(cf.reshape(cf.shape[0], -1))
@@ -290,6 +310,16 @@ class _OutputAcc:
             out["nearest_neighbour_agreement"] = json_float(self._nn_agreement())
             out["nearest_neighbour_metric"] = "cosine"
         return out
+
+    def per_class_dict(self) -> dict[str, Any] | None:
+        """Per-class damage (`worker.engine.metrics.per_class`) of a classification output, else None."""
+        if self.classification is None or self.classification.per_class is None:
+            return None
+        return self.classification.per_class.to_dict()
+
+    def sequence_dict(self) -> dict[str, Any] | None:
+        """Token and pooled fidelity (`worker.engine.metrics.sequence`) of an (N, T, D) output, else None."""
+        return None if self.sequence is None else self.sequence.to_dict()
 
     def _nn_agreement(self) -> float:
         g_parts, c_parts = self.embeddings

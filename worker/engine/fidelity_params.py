@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from worker.engine.metrics.per_class import DEFAULT_FLIP_CONFIDENCE
+from worker.engine.metrics.sequence import Pooling
+
 Task = Literal["auto", "classification", "embedding", "regression"]
 OutputKind = Literal["classification", "embedding", "regression", "tensor"]
 
@@ -25,6 +28,9 @@ NN_BLOCK = 1024
 LABELS_KEY = "labels"
 """Dataset array ignored by `bind_inputs`; used as labels by `compare_models` when none are passed."""
 
+ATTENTION_MASK_KEY = "attention_mask"
+"""Dataset array that masks the tokens of sequence outputs ``(N, T, D)`` (non-zero: a kept token)."""
+
 
 @dataclass
 class FidelityParams:
@@ -40,6 +46,10 @@ class FidelityParams:
     outputs_are_probabilities: for classification outputs, True when the models output probabilities
         (clamped at 1e-12, renormalised, then logged), False for logits, None to detect it per model and
         output on the first batch (non-negative rows that sum to 1 within 1e-3).
+    flip_confidence: the probability both models must reach for a top-1 flip to count as a confident
+        flip in the per-class damage (`worker.engine.metrics.per_class`).
+    pooling: how sequence outputs ``(N, T, D)`` are pooled into sentence embeddings: "mean" over the
+        attention mask, or the "first" token (`worker.engine.metrics.sequence`).
     """
 
     batch_size: int = 64
@@ -47,6 +57,8 @@ class FidelityParams:
     threshold_kl: float | None = DEFAULT_THRESHOLD_KL
     task: Task = "auto"
     outputs_are_probabilities: bool | None = None
+    flip_confidence: float = DEFAULT_FLIP_CONFIDENCE
+    pooling: Pooling = "mean"
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -57,3 +69,7 @@ class FidelityParams:
             raise ValueError(f"unknown task {self.task!r}")
         if self.threshold_kl is not None and not self.threshold_kl >= 0:
             raise ValueError(f"threshold_kl must be a non-negative number or None, got {self.threshold_kl}")
+        if not 0.0 <= self.flip_confidence <= 1.0:
+            raise ValueError(f"flip_confidence must be a probability in [0, 1], got {self.flip_confidence}")
+        if self.pooling not in ("mean", "first"):
+            raise ValueError(f"unknown pooling {self.pooling!r}")
