@@ -5,6 +5,7 @@ import type { FidelityReport, Job } from "../api/types";
 import { Layout } from "../components/Layout";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
+import { JobTimesFacts } from "../components/JobTimes";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatNumber, formatTime } from "../lib/format";
 import { readCalibration, readSummary } from "../lib/summary";
@@ -58,6 +59,7 @@ function JobFacts({ job }: { job: Job }) {
           {formatTime(job.finished_at)} ({formatDuration(job.duration_s)})
         </dd>
       </div>
+      <JobTimesFacts job={job} />
     </dl>
   );
 }

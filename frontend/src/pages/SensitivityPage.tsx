@@ -9,6 +9,7 @@ import type { Job, SensitivityReport } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
+import { JobTimesFacts } from "../components/JobTimes";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatTime } from "../lib/format";
 import { DEFAULT_COMPARE_QUERY, DEFAULT_SAMPLE_QUERY, href, type SensitivityQuery } from "../lib/route";
@@ -82,6 +83,7 @@ function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undef
             : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
         </dd>
       </div>
+      <JobTimesFacts job={job} />
     </dl>
   );
 }

@@ -9,6 +9,7 @@ import type { Job } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
+import { JobTimesFacts } from "../components/JobTimes";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatTime } from "../lib/format";
 import { isObject } from "../lib/json";
@@ -90,6 +91,7 @@ function JobFacts({ job, points }: { job: Job; points: number | null }) {
             : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
         </dd>
       </div>
+      <JobTimesFacts job={job} />
     </dl>
   );
 }

@@ -3,8 +3,9 @@ import { JOBS_PAGE, POLL_MS, isActive, useCancelJob, useJobs } from "../api/quer
 import type { Job } from "../api/types";
 import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
+import { JobTimesText } from "../components/JobTimes";
 import { ProgressBar, StatusBadge } from "../components/Status";
-import { formatDuration, formatTime } from "../lib/format";
+import { formatTime } from "../lib/format";
 import { isObject } from "../lib/json";
 import { DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, DEFAULT_SWEEP_QUERY, href } from "../lib/route";
 import { useNames } from "./names";
@@ -88,9 +89,10 @@ function JobRow({
             <ProgressBar value={job.progress} label={`Progress of ${job.kind} job`} />
             <div className="muted small-text">{job.progress_message}</div>
           </>
-        ) : (
-          formatDuration(job.duration_s)
-        )}
+        ) : null}
+        <div className="muted small-text">
+          <JobTimesText job={job} />
+        </div>
       </td>
       <td>{formatTime(job.created_at)}</td>
       <td>
@@ -156,7 +158,7 @@ export function JobsSection({ projectId, canCancel }: { projectId: string; canCa
                     <th>Kind</th>
                     <th>What</th>
                     <th>Status</th>
-                    <th>Progress / duration</th>
+                    <th>Progress / time</th>
                     <th>Created</th>
                     <th>
                       <span className="visually-hidden">Actions</span>
