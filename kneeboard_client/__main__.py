@@ -1,0 +1,5 @@
+"""`python -m kneeboard_client check ...`."""
+
+from kneeboard_client.cli import main
+
+main()
