@@ -10,6 +10,7 @@ from bench import (
     bench_load,
     bench_pareto,
     bench_profile,
+    bench_recovery,
     bench_sensitivity,
     bench_sweep,
     bench_upload,
@@ -30,6 +31,8 @@ def main() -> None:
     bench_profile.main()
     print()
     bench_sweep.main()
+    print()
+    bench_recovery.main([])
     print()
     bench_auth.main()
     print()

@@ -246,3 +246,15 @@ def test_the_full_chain_on_the_torch_export_program(
     assert kl[2] < kl[0] and kl[3] < kl[2]
     _, manifest = export_recovered(golden, outcome, tmp_path, calib, held, digits_split.y_test)
     np.testing.assert_allclose(manifest["metrics"]["measured"]["kl_mean"], kl[3], rtol=1e-4)
+
+
+def test_the_api_parameters_of_adaround_are_the_engines() -> None:
+    """backend/recovery_contracts.AdaRoundIn and the engine's AdaRoundParams: same fields, same defaults."""
+    from dataclasses import asdict
+
+    from backend.recovery_contracts import AdaRoundIn
+    from worker.engine.recovery import AdaRoundParams
+
+    api = AdaRoundIn().model_dump(exclude={"name"})
+    assert api == asdict(AdaRoundParams())
+    MethodSpec("adaround", api)  # the API's values pass the engine's checks

