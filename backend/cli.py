@@ -1,4 +1,4 @@
-"""`kneeboard` command line: up (the whole embedded stack), api, worker, migrate, user, token."""
+"""`kneeboard` command line: up (the whole embedded stack), api, worker, migrate, user, token, check."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from backend.db.models import Team, TeamMembership, User
 from backend.db.session import session_factory
 from backend.errors import KneeboardError
 from backend.settings import Settings, get_settings
+from kneeboard_client.cli import add_check_arguments, check_from_args
 
 log = logging.getLogger("kneeboard")
 
@@ -204,7 +205,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     token_create.add_argument("--user", required=True)
     token_create.add_argument("--name", default="command line")
     token_create.add_argument("--expires-in-days", type=int)
+    check = sub.add_parser("check", help="run a fidelity job on a server and gate CI on it (exit 0/1/2)")
+    add_check_arguments(check)
     args = parser.parse_args(argv)
+    if args.command == "check":  # a client of a server: no settings, no database
+        sys.exit(check_from_args(args))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = get_settings()
     if args.command == "up":
