@@ -216,3 +216,37 @@ def test_lstm(fmt: ModelFormat, lstm_files: tuple[DigitsLSTM, dict[str, Path]]) 
     (lstm_layer,) = [layer for layer in report.layers if layer.type == "LSTM"]
     assert lstm_layer.params == sum(p.numel() for p in lstm.parameters())
     assert lstm_layer.macs == cell
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_one_layer_identity_across_formats(
+    fmt: ModelFormat, cnn_files: dict[str, Path], digits_cnn: DigitsCNN
+) -> None:
+    """Every format names the CNN's layers by torch module path (digits_cnn.named_modules()), with the ONNX
+    node name, output tensor and parameter tensors kept as aliases."""
+    owners = [
+        name for name, m in digits_cnn.named_modules() if any(True for _ in m.parameters(recurse=False))
+    ]
+    layers = [layer for layer in inspect_model(cnn_files[fmt], fmt).layers if layer.params]
+    assert [layer.name for layer in layers] == owners
+    for layer in layers:
+        assert {f"{layer.name}.weight", f"{layer.name}.bias"} <= set(layer.aliases)
+        assert layer.name not in layer.aliases
+    if fmt in ("onnx", "onnx_zip"):
+        graph = onnx.load(str(cnn_files["onnx"]), load_external_data=False).graph
+        by_weight = {node.input[1]: node for node in graph.node if len(node.input) > 1}
+        for layer in layers:
+            node = by_weight[f"{layer.name}.weight"]
+            assert node.name in layer.aliases and node.output[0] in layer.aliases
+            assert layer.outputs == list(node.output) and layer.inputs == list(node.input)
+
+
+def test_int8_qdq_layers_keep_the_golden_identity(digits_bundle: DemoBundle) -> None:
+    golden = inspect_model(digits_bundle.golden_onnx, "onnx")
+    int8 = inspect_model(digits_bundle.int8_onnx, "onnx")
+    assert (
+        [layer.name for layer in int8.layers]
+        == [layer.name for layer in golden.layers]
+        == ["conv1", "conv2", "fc"]
+    )
+    assert "conv1.weight_quantized" in int8.layers[0].param_tensors

@@ -10,10 +10,18 @@ from worker.engine.types import TensorSpec
 
 @dataclass(frozen=True)
 class LayerInfo:
+    """One parameter-owning layer. `name` is its canonical id (identity.py: the torch module path when the
+    model records it, else the ONNX node name); `aliases` every other name it goes by (node name, output
+    tensors, parameter tensors), which layer queries accept as well."""
+
     name: str
     type: str
     params: int
     macs: int | None
+    aliases: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    param_tensors: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

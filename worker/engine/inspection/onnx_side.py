@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from worker.engine.errors import ModelLoadError
+from worker.engine.inspection.identity import canonical_onnx_ids, onnx_aliases
 from worker.engine.inspection.model import LayerInfo, ModelInspection
-from worker.engine.inspection.onnx_macs import _onnx_macs, _sum_or_none, node_name
+from worker.engine.inspection.onnx_macs import _onnx_macs, _sum_or_none
 from worker.engine.inspection.shapes import resolve_input_shapes
 from worker.engine.types import Dim, TensorSpec
 
@@ -64,13 +65,24 @@ def inspect_onnx(model_path: Path, input_shapes: Mapping[str, Sequence[int]] | N
     inputs = [_onnx_spec(value) for value in graph.input if value.name not in initializer_names]
     outputs = [_onnx_spec(value) for value in graph.output]
     shapes_used, notes = resolve_input_shapes(inputs, input_shapes)
-    node_params, total_params, param_notes = _onnx_params(graph)
+    param_names: dict[int, list[str]] = {}
+    node_params, total_params, param_notes = _onnx_params(graph, param_names)
     node_macs, mac_notes = _onnx_macs(model, shapes_used)
     notes += param_notes + mac_notes + _onnx_structure_notes(graph)
+    owners = [i for i in range(len(graph.node)) if node_params.get(i)]
+    ids = canonical_onnx_ids(graph, owners, {i: _weight_name(param_names.get(i, [])) for i in owners})
     layers = [
-        LayerInfo(node_name(node, i), node.op_type, node_params[i], node_macs[i] if node_macs else None)
-        for i, node in enumerate(graph.node)
-        if node_params.get(i)
+        LayerInfo(
+            ids[i],
+            graph.node[i].op_type,
+            node_params[i],
+            node_macs[i] if node_macs else None,
+            aliases=onnx_aliases(graph.node[i], i, ids[i], param_names.get(i, [])),
+            inputs=[name for name in graph.node[i].input if name],
+            outputs=[name for name in graph.node[i].output if name],
+            param_tensors=list(param_names.get(i, [])),
+        )
+        for i in owners
     ]
     macs = _sum_or_none(node_macs) if node_macs else None
     return ModelInspection(
@@ -122,14 +134,22 @@ def _onnx_spec(value: onnx.ValueInfoProto) -> TensorSpec:
     return TensorSpec(value.name, shape, dtype)
 
 
+def _weight_name(params: Sequence[str]) -> str:
+    """The state-dict style '<module>.weight' among a layer's parameters, else its first parameter."""
+    return next((name for name in params if name.endswith(".weight")), params[0] if params else "")
+
+
 def _onnx_dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     if dim.HasField("dim_value"):
         return int(dim.dim_value)
     return dim.dim_param or None
 
 
-def _onnx_params(graph: onnx.GraphProto) -> tuple[dict[int, int], int, list[str]]:
-    """Parameters per node index, the total, and notes.
+def _onnx_params(
+    graph: onnx.GraphProto, names: dict[int, list[str]] | None = None
+) -> tuple[dict[int, int], int, list[str]]:
+    """Parameters per node index, the total, and notes; `names`, when given, receives the parameter
+    initializers' names per owning node index.
 
     An initializer is a parameter unless it is integer-typed index/shape data (int64, bool) or every
     use is a shape / index / axes / quantization scale / zero-point input (see _META_INPUTS). So a QDQ
@@ -157,6 +177,8 @@ def _onnx_params(graph: onnx.GraphProto) -> tuple[dict[int, int], int, list[str]
         owners = [_weight_owner(graph, index, consumers) for index, _ in data_uses]
         owner = owners[0]  # all paths agree, or the first path wins
         per_node[owner] = per_node.get(owner, 0) + size
+        if names is not None:
+            names.setdefault(owner, []).append(init.name)
     notes = [f"{orphan} parameters are in initializers no node uses."] if orphan else []
     return per_node, total, notes
 

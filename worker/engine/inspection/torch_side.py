@@ -85,6 +85,7 @@ class _TorchModules:
 
     types: dict[str, str] = field(default_factory=dict)
     own_params: dict[str, int] = field(default_factory=dict)
+    param_names: dict[str, list[str]] = field(default_factory=dict)
 
     def layers(self, macs: Callable[[str], int | None]) -> list[LayerInfo]:
         """Leaf modules and modules that own parameters directly, in first-use order."""
@@ -94,8 +95,16 @@ class _TorchModules:
             is_leaf = name != "" and not any(other.startswith(f"{name}.") for other in names)
             if is_leaf or self.own_params.get(name, 0):
                 layer_type = self.types.get(name, "Module")
+                params = self.param_names.get(name, [])
                 result.append(
-                    LayerInfo(name or "(root)", layer_type, self.own_params.get(name, 0), macs(name))
+                    LayerInfo(
+                        name or "(root)",
+                        layer_type,
+                        self.own_params.get(name, 0),
+                        macs(name),
+                        aliases=list(params),
+                        param_tensors=list(params),
+                    )
                 )
         return result
 
@@ -190,6 +199,7 @@ def _export_modules(program: torch.export.ExportedProgram) -> _TorchModules:
     for target in program.graph_signature.parameters:
         owner = target.rsplit(".", 1)[0] if "." in target else ""
         modules.own_params[owner] = modules.own_params.get(owner, 0) + state[target].numel()
+        modules.param_names.setdefault(owner, []).append(target)
     return modules
 
 
@@ -201,9 +211,10 @@ def inspect_torchscript(path: Path, input_shapes: Mapping[str, Sequence[int]] | 
     modules = _TorchModules()
     for name, submodule in module.named_modules():
         modules.types[name] = str(getattr(submodule, "original_name", type(submodule).__name__))
-        own = sum(p.numel() for p in submodule.parameters(recurse=False))
+        own = dict(submodule.named_parameters(recurse=False))
         if own:
-            modules.own_params[name] = own
+            modules.own_params[name] = sum(p.numel() for p in own.values())
+            modules.param_names[name] = [f"{name}.{key}" if name else key for key in own]
     total_params = sum(p.numel() for p in module.parameters())
     notes = ["Per-layer MACs are not available for TorchScript; the total is counted."]
     return _torch_result(runner, modules, total_params, runner.module, input_shapes, False, notes)

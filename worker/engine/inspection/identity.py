@@ -1,0 +1,103 @@
+"""One identity per layer: a canonical id (the source module path when the model carries it, else the node
+name) and every alias a user may meet it under elsewhere (ONNX node name, output tensor names, parameter
+tensor names, torch module path).
+
+The dynamo ONNX exporter (torch.onnx.export(dynamo=True)) writes each node's module scopes into its
+metadata_props: ``pkg.torch.onnx.name_scopes`` = "['', 'encoder.layer.0', ..., 'encoder.layer.0.attention.
+self.query', 'linear']" - the root, each enclosing module's full path, then the op's own fx name. The
+innermost module path (the one before the op name) is the canonical id: the name torch users, the
+sensitivity scan (torch module paths) and the fidelity profile then share."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx
+
+NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+
+
+def name_scopes(node: onnx.NodeProto) -> list[str] | None:
+    """The dynamo exporter's scope list of `node` (root '', module paths..., op name); None without one."""
+    raw = next((prop.value for prop in node.metadata_props if prop.key == NAME_SCOPES_KEY), None)
+    if raw is None:
+        return None
+    try:
+        scopes = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+        return None
+    return scopes
+
+
+def _parent(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path else ""
+
+
+def onnx_module_path(node: onnx.NodeProto, weight: str | None = None) -> str | None:
+    """The torch module path of `node` as the dynamo exporter recorded it; None when the node carries none,
+    or sits directly in the root module (e.g. a flatten in forward()).
+
+    `weight`, the name of the node's weight initializer, wins when it is a state-dict name '<path>.weight'
+    whose module is a sibling of the recorded one: the exporter folds a BatchNorm into the Conv before it
+    and the fused node keeps the BatchNorm's scope ('_bn0'), while its weight keeps the Conv's name
+    ('_conv_stem.weight', EfficientNet-Lite0)."""
+    scopes = name_scopes(node)
+    if not scopes or len(scopes) < 2 or not scopes[-2]:
+        return None
+    path = scopes[-2]
+    if weight and weight.endswith(".weight"):
+        owner = weight.removesuffix(".weight")
+        if owner != path and _parent(owner) == _parent(path):
+            return owner
+    return path
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    return node.name or f"{node.op_type}_{index}"
+
+
+def canonical_onnx_ids(
+    graph: onnx.GraphProto, indices: Iterable[int], weights: Mapping[int, str] | None = None
+) -> dict[int, str]:
+    """Canonical id per node index: its module path (see onnx_module_path; `weights`: node index -> name
+    of its weight initializer), else its node name; a module path shared by several of these nodes gets
+    '#2', '#3'... from its second node on (graph order), so that ids stay unique."""
+    ids: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    weights = weights or {}
+    for index in indices:
+        node = graph.node[index]
+        base = onnx_module_path(node, weights.get(index)) or node_label(node, index)
+        count = seen.get(base, 0) + 1
+        seen[base] = count
+        ids[index] = base if count == 1 else f"{base}#{count}"
+    return ids
+
+
+def onnx_aliases(node: onnx.NodeProto, index: int, canonical: str, params: Iterable[str] = ()) -> list[str]:
+    """Every other name the layer goes by: node name, output tensors, module path, parameter tensors."""
+    scopes = name_scopes(node) or []
+    module = scopes[-2] if len(scopes) >= 2 else ""
+    names = [node_label(node, index), *[o for o in node.output if o], module, *params]
+    out: list[str] = []
+    for name in names:
+        if name and name != canonical and name not in out:
+            out.append(name)
+    return out
+
+
+def alias_index(layers: Iterable[Mapping[str, object]]) -> dict[str, str]:
+    """Alias (or canonical id) -> canonical id over stored inspection layers; the canonical id wins a clash."""
+    index: dict[str, str] = {}
+    rows = list(layers)
+    for row in rows:
+        for alias in row.get("aliases") or []:  # type: ignore[attr-defined]
+            index.setdefault(str(alias), str(row["name"]))
+    for row in rows:
+        index[str(row["name"])] = str(row["name"])
+    return index
