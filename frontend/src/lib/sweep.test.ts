@@ -12,9 +12,11 @@ import {
   logTicks,
   paretoFigure,
   pointsCsv,
+  hoverText,
   runtimeSeries,
   shortBytes,
   sliderScale,
+  samePlace,
   slowerThanGolden,
   sortRows,
   sweepSeries,
@@ -81,13 +83,27 @@ const ROWS: SweepRow[] = [
   point(
     0,
     "fp32",
-    { kl_mean: 0, size_bytes: 16000, top1_agreement: 1, latency_p50_ms_b1: 1, latency_ratio_b1: 1 },
+    {
+      kl_mean: 0,
+      size_bytes: 16000,
+      top1_agreement: 1,
+      latency_p50_ms_b1: 1,
+      latency_p90_ms_b1: 1.1,
+      latency_ratio_b1: 1,
+    },
     true,
   ),
   point(
     1,
     "w8",
-    { kl_mean: 1e-5, size_bytes: 4000, top1_agreement: 1, latency_p50_ms_b1: 1.5, latency_ratio_b1: 1.5 },
+    {
+      kl_mean: 1e-5,
+      size_bytes: 4000,
+      top1_agreement: 1,
+      latency_p50_ms_b1: 1.5,
+      latency_p90_ms_b1: 1.6,
+      latency_ratio_b1: 1.5,
+    },
     true,
   ),
   point(
@@ -133,10 +149,43 @@ describe("rows", () => {
     );
   });
 
-  it("flag points slower than fp32, never fp32 itself", () => {
-    expect(ROWS.map((r) => slowerThanGolden(r, 1))).toEqual([false, true, false, false]);
-    expect(slowerThanGolden(ROWS[1] as SweepRow, null)).toBe(false);
-    expect(slowerThanGolden(ROWS[1] as SweepRow, 32)).toBe(false);
+  it("flag points slower than fp32 beyond the measured spread, never fp32 itself", () => {
+    expect(ROWS.map((r) => slowerThanGolden(r, 1, ROWS))).toEqual([false, true, false, false]);
+    expect(slowerThanGolden(ROWS[1] as SweepRow, null, ROWS)).toBe(false);
+    expect(slowerThanGolden(ROWS[1] as SweepRow, 32, ROWS)).toBe(false);
+    // 1.05x slower while fp32's own p90 - p50 is 0.1 ms: inside the noise.
+    const noisy = toRow(point(6, "w8-noisy", { latency_p50_ms_b1: 1.05, latency_p90_ms_b1: 1.08 }, true));
+    expect(slowerThanGolden(noisy, 1, [...ROWS, noisy])).toBe(false);
+    // 1.3x with tight spreads: beyond it. Its own wide spread (p90 2.0) would hide it again.
+    const slow = toRow(point(7, "w8-slow", { latency_p50_ms_b1: 1.3, latency_p90_ms_b1: 1.35 }, true));
+    const spread = toRow(point(8, "w8-wide", { latency_p50_ms_b1: 1.3, latency_p90_ms_b1: 2.0 }, true));
+    expect([slow, spread].map((r) => slowerThanGolden(r, 1, [...ROWS, r]))).toEqual([true, false]);
+    expect(slowerThanGolden(slow, 1, [slow])).toBe(false); // no fp32 point of its sweep: no claim
+  });
+
+  it("list a pruned or low-rank point (simulated-float) apart from the real runtimes", () => {
+    const doc = point(9, "prune-0.5", {}, true);
+    const dense = toRow({
+      ...doc,
+      point: doc.point && {
+        ...doc.point,
+        runtime: doc.point.runtime && { ...doc.point.runtime, real_export: "simulated-float" },
+      },
+    });
+    expect(dense.runtime).toBe("simulated");
+    expect(runtimeSeries([...ROWS, dense]).map((s) => [s.key, s.rows.map((r) => r.label)])).toEqual([
+      ["real", ["fp32", "w8", "lowrank"]],
+      ["simulated", ["w4a8", "prune-0.5"]],
+    ]);
+  });
+
+  it("tell apart points at the same place on the chart", () => {
+    const twin = toRow(point(10, "w8-twin", { kl_mean: 1e-5, size_bytes: 4000 }, true));
+    const rows = [...ROWS, twin];
+    expect(samePlace(twin, rows, "size_bytes", "kl_mean").map((r) => r.label)).toEqual(["w8", "w8-twin"]);
+    expect(hoverText(twin, ["size_bytes", "kl_mean"], null, undefined, rows)).toContain(
+      "+1 other point at this position",
+    );
   });
 
   it("sort by index, label or an objective, missing values last both ways", () => {

@@ -156,6 +156,7 @@ function Results({
             onFrontier={onFrontier.has(selected.id)}
             knee={frontier.data?.knee === selected.id}
             slowBatch={view.batch}
+            rows={rows}
           />
         ) : (
           <Empty>

@@ -1,14 +1,15 @@
 // The Pareto scatter of a sweep's points (or several sweeps'): every point, the frontier for the chosen
-// objectives and bounds as a line, its knee as a star, points slower than fp32 ringed, the selected point
-// circled. A click on a point selects it. PNG from the modebar, CSV from the panel's button.
+// objectives and bounds as a line, its knee as a star, points slower than fp32 (beyond the timing spread)
+// ringed, the selected point circled. A click on a point selects it and lists any others at the same
+// place. PNG from the button or the modebar, CSV from the panel's button.
 import type { UseQueryResult } from "@tanstack/react-query";
 import type { PlotDatum } from "plotly.js";
-import { useCallback, useMemo, type ReactNode } from "react";
+import { useCallback, useMemo, useState, type ReactNode } from "react";
 import type { FrontierOut } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { ErrorMessage } from "../components/QueryView";
-import { buildAxis, paretoFigure, pointsCsv, value, type Series, type SweepRow } from "../lib/sweep";
+import { buildAxis, paretoFigure, pointsCsv, samePlace, value, type Series, type SweepRow } from "../lib/sweep";
 import { objectiveInfo } from "../lib/sweepObjectives";
 import type { SweepQuery, SweepView } from "../lib/sweepQuery";
 
@@ -81,12 +82,18 @@ export function ParetoChart({
       }),
     [series, x, y, data, view.specs, view.batch, selected, sweepNames],
   );
+  // Points with equal coordinates draw on top of each other: a click lists all of them to pick from.
+  const [place, setPlace] = useState<string[]>([]);
   const onClick = useCallback(
     (point: PlotDatum) => {
-      if (typeof point.customdata === "string") onSelect(point.customdata);
+      if (typeof point.customdata !== "string") return;
+      const row = rows.find((r) => r.id === point.customdata);
+      setPlace(row ? samePlace(row, rows, view.x, view.y).map((r) => r.id) : []);
+      onSelect(point.customdata);
     },
-    [onSelect],
+    [onSelect, rows, view.x, view.y],
   );
+  const together = place.length > 1 ? rows.filter((r) => place.includes(r.id)) : [];
   const knee = data?.knee ? rows.find((r) => r.id === data.knee) : undefined;
   const zeroNote = (axis: typeof x) =>
     axis.zeros > 0
@@ -100,7 +107,9 @@ export function ParetoChart({
     figure.outside > 0
       ? `${plural(figure.outside, "point")} outside the bounds ${figure.outside === 1 ? "is" : "are"} faded.`
       : "",
-    figure.slow.length > 0 ? `Orange rings: slower than fp32 at batch ${String(view.batch)} (latency ratio > 1).` : "",
+    figure.slow.length > 0
+      ? `Orange rings: slower than fp32 at batch ${String(view.batch)} beyond the measured spread (the p50 difference exceeds either point's p90 − p50).`
+      : "",
     legendNote ?? "",
     zeroNote(x),
     zeroNote(y),
@@ -138,6 +147,24 @@ export function ParetoChart({
       >
         <Plot data={figure.data} layout={figure.layout} filename={filename} height={460} onClick={onClick} />
       </div>
+      {together.length > 1 && (
+        <div className="same-place" role="group" aria-label="Points at the same position">
+          <span className="muted small-text">{together.length} points at this position:</span>{" "}
+          {together.map((r) => (
+            <button
+              key={r.id}
+              type="button"
+              className={r.id === selected ? "small chip-selected" : "small"}
+              aria-pressed={r.id === selected}
+              onClick={() => {
+                onSelect(r.id);
+              }}
+            >
+              {sweepNames ? `${sweepNames.get(r.jobId) ?? ""} · ${r.label}` : r.label}
+            </button>
+          ))}
+        </div>
+      )}
     </ChartPanel>
   );
 }

@@ -79,6 +79,8 @@ function RuntimeFacts({ row }: { row: SweepRow }) {
       <p>
         {row.runtime === "real" ? (
           <span className="badge badge-good">runs in a real runtime</span>
+        ) : row.runtime === "simulated" && row.realExport === "simulated-float" ? (
+          <span className="badge badge-busy">dense float32 only (no real kernel)</span>
         ) : row.runtime === "simulated" ? (
           <span className="badge badge-busy">simulated only</span>
         ) : (
@@ -191,11 +193,14 @@ export function PointDetails({
   onFrontier,
   knee,
   slowBatch,
+  rows,
 }: {
   row: SweepRow;
   onFrontier: boolean;
   knee: boolean;
   slowBatch: number | null;
+  /** The sweep's points (its fp32 point is the latency reference). */
+  rows: readonly SweepRow[];
 }) {
   const fidelity = row.point?.fidelity ?? null;
   const cost = row.point?.cost ?? null;
@@ -215,7 +220,7 @@ export function PointDetails({
             ) : (
               <span className="badge badge-muted">not on the frontier</span>
             )}{" "}
-            {slowerThanGolden(row, slowBatch) && (
+            {slowerThanGolden(row, slowBatch, rows) && (
               <span className="badge badge-bad">slower than fp32 at batch {slowBatch}</span>
             )}
           </p>

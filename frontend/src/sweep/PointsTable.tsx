@@ -112,7 +112,7 @@ export function PointsTable({
           </thead>
           <tbody>
             {sorted.map((r) => {
-              const slow = slowerThanGolden(r, batch);
+              const slow = slowerThanGolden(r, batch, rows);
               return (
                 <tr
                   key={r.id}
