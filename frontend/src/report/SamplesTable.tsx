@@ -132,7 +132,7 @@ function Row({
       <td className="num">{formatNumber(sample.kl)}</td>
       <td className="num">{formatNumber(sample.cosine, 6)}</td>
       <td className="num">{formatNumber(sample.mse)}</td>
-      <td className="num">{formatNumber(sample.sqnr_db)}</td>
+      <td className="num">{sample.sqnr_db_infinite ? "∞" : formatNumber(sample.sqnr_db)}</td>
       <td className="num">{sample.golden_class ?? "—"}</td>
       <td className={`num${flip ? " flip" : ""}`}>{sample.compressed_class ?? "—"}</td>
       <td className="num">{sample.label ?? "—"}</td>
