@@ -4,7 +4,7 @@
 // every point in a sortable table; the chunks (one per point), live while the sweep runs. The objectives,
 // bounds, selected point and sort are in the URL (a permalink).
 import { useCallback, useMemo } from "react";
-import { isActive, useJob, useProject, useSweepFrontier, useSweepPoints } from "../api/queries";
+import { isActive, useDatasets, useJob, useProject, useSweepFrontier, useSweepPoints } from "../api/queries";
 import type { Job } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
@@ -25,8 +25,17 @@ import { ParetoChart } from "../sweep/ParetoChart";
 import { PointDetails } from "../sweep/PointDetails";
 import { PointsTable } from "../sweep/PointsTable";
 
+/** The samples a sweep evaluates: the first max_samples of its dataset, so min(dataset size, requested). */
+function samplesEvaluated(requested: unknown, inDataset: number | undefined): string {
+  const asked = typeof requested === "number" ? requested : null;
+  if (inDataset === undefined) return asked === null ? "—" : `up to ${asked.toLocaleString("en-US")}`;
+  const used = asked === null ? inDataset : Math.min(asked, inDataset);
+  return `${used.toLocaleString("en-US")}${asked !== null && asked > inDataset ? ` (all of the dataset; ${asked.toLocaleString("en-US")} requested)` : ""}`;
+}
+
 function JobFacts({ job, points }: { job: Job; points: number | null }) {
   const name = useNames(job.project_id);
+  const datasets = useDatasets(job.project_id);
   const p = job.params;
   const configs = Array.isArray(p.configs) ? p.configs.length : null;
   const mixed = isObject(p.mixed_precision) ? p.mixed_precision : null;
@@ -44,7 +53,7 @@ function JobFacts({ job, points }: { job: Job; points: number | null }) {
       </div>
       <div>
         <dt>Samples</dt>
-        <dd>{typeof p.max_samples === "number" ? `up to ${p.max_samples.toLocaleString("en-US")}` : "—"}</dd>
+        <dd>{samplesEvaluated(p.max_samples, datasets.data?.find((d) => d.id === p.dataset_id)?.n_samples)}</dd>
       </div>
       <div>
         <dt>Points</dt>

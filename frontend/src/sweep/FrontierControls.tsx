@@ -3,7 +3,7 @@
 // max size, max latency) as a slider with a number field each. Bounds reach the URL — and so the frontier
 // query — once the user stops moving them for a moment.
 import { useEffect, useId, useRef, useState } from "react";
-import { formatBytes } from "../lib/format";
+import { bytesUnit } from "./units";
 import { canLog, sliderScale, value, type Bounds, type SweepRow } from "../lib/sweep";
 import { axisLabel, latencyObjective, objectiveInfo, type Direction } from "../lib/sweepObjectives";
 import type { SweepQuery, SweepView } from "../lib/sweepQuery";
@@ -141,6 +141,7 @@ function BoundControl({
   values,
   log,
   describe,
+  unit = 1,
   onChange,
 }: {
   label: string;
@@ -150,23 +151,31 @@ function BoundControl({
   log: boolean;
   /** The bound in words next to the field ("3.9 KiB"). */
   describe?: (v: number) => string;
+  /** The field is typed in this many base units (1024 for KiB, 0.01 for %); the bound stays in base units. */
+  unit?: number;
   onChange: (v: number | null) => void;
 }) {
   const id = useId();
   const scale = sliderScale(values, log);
-  const [text, setText] = useState(bound === null ? "" : String(bound));
+  const shown = (v: number | null) => (v === null ? "" : String(Number((v / unit).toPrecision(6))));
+  const read = (t: string) => {
+    const typed = parse(t);
+    return typed === null || typed === undefined ? typed : typed * unit;
+  };
+  const [text, setText] = useState(shown(bound));
   const [seen, setSeen] = useState(bound);
   if (bound !== seen) {
     // Changed from outside (the URL, "clear"): show it unless the field already says so.
     setSeen(bound);
-    if (parse(text) !== bound) setText(bound === null ? "" : String(bound));
+    if (read(text) !== bound) setText(shown(bound));
   }
   const commit = useRef(onChange);
   useEffect(() => {
     commit.current = onChange;
   }, [onChange]);
   useEffect(() => {
-    const parsed = parse(text);
+    const typed = parse(text);
+    const parsed = typed === null || typed === undefined ? typed : typed * unit;
     if (parsed === undefined || parsed === bound) return;
     const timer = setTimeout(() => {
       commit.current(parsed);
@@ -174,8 +183,8 @@ function BoundControl({
     return () => {
       clearTimeout(timer);
     };
-  }, [text, bound]);
-  const parsed = parse(text);
+  }, [text, bound, unit]);
+  const parsed = read(text);
   const position = scale
     ? parsed === null || parsed === undefined
       ? side === "max"
@@ -196,7 +205,7 @@ function BoundControl({
           value={position}
           disabled={!scale}
           onChange={(e) => {
-            if (scale) setText(String(scale.toValue(Number(e.target.value))));
+            if (scale) setText(shown(scale.toValue(Number(e.target.value))));
           }}
         />
         <input
@@ -247,6 +256,7 @@ export function BoundsControls({
     onChange({ bounds: { ...view.bounds, [key]: v } });
   };
   const latency = view.batch === null ? null : latencyObjective(view.batch);
+  const sizeUnit = bytesUnit(values("size_bytes"));
   const any = Object.values(view.bounds).some((v) => v !== null);
   return (
     <div className="bounds" role="group" aria-labelledby="bounds-heading">
@@ -278,23 +288,24 @@ export function BoundsControls({
       )}
       {available.includes("top1_agreement") && (
         <BoundControl
-          label="Min top-1 agreement (0–1)"
+          label="Min top-1 agreement (%)"
           side="min"
           value={view.bounds.minTop1}
           values={[...values("top1_agreement"), 1]}
           log={false}
-          describe={(v) => `${(v * 100).toFixed(2)} %`}
+          unit={0.01}
           onChange={set("minTop1")}
         />
       )}
       {available.includes("size_bytes") && (
         <BoundControl
-          label="Max size (bytes)"
+          label={`Max size (${sizeUnit.name})`}
           side="max"
           value={view.bounds.maxSize}
           values={values("size_bytes")}
           log
-          describe={(v) => formatBytes(v)}
+          unit={sizeUnit.bytes}
+          describe={(v) => `${Math.round(v).toLocaleString("en-US")} bytes`}
           onChange={set("maxSize")}
         />
       )}
