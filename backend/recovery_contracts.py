@@ -54,6 +54,15 @@ class AdaRoundIn(_Method):
 RecoveryMethodIn = Annotated[EqualizationIn | BiasCorrectionIn | AdaRoundIn, Field(discriminator="name")]
 
 
+SWEEP_POINT_ID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[0-9]{1,6}$"
+
+
+def parse_point_id(point_id: str) -> tuple[uuid.UUID, int]:
+    """'<sweep job id>:<index>' → (job id, index)."""
+    job, _, index = point_id.partition(":")
+    return uuid.UUID(job), int(index)
+
+
 class RecoveryJobParams(BaseModel):
     """Recover fidelity lost to compression, training-free (equalization, AdaRound, bias correction, in the
     order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
@@ -67,10 +76,11 @@ class RecoveryJobParams(BaseModel):
     config: CompressionConfigIn | None = Field(
         default=None, description="The compression configuration to recover (as sweeps take it)."
     )
-    sweep_point_id: int | None = Field(
+    sweep_point_id: str | None = Field(
         default=None,
-        ge=1,
-        description="Or: a point of a sweep of the golden model, whose configuration is taken.",
+        pattern=SWEEP_POINT_ID,
+        description="Or: a point of a sweep of the golden model, by its id '<sweep job id>:<index>' (as the "
+        "sweep's points and frontier give it); its configuration is taken.",
     )
     dataset_id: uuid.UUID = Field(description="Calibration and held-out data (labels optional).")
     heldout_fraction: float = Field(

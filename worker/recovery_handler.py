@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.contracts import RESULT_RECOVERY_SUMMARY
 from backend.db.models import Artifact, Dataset, JobResult, Model, ModelStatus, SweepPoint
-from backend.recovery_contracts import RecoveryJobParams
+from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.storage import copy_file_to_staging
 from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
 from worker.handlers import detached_row, load_dataset
@@ -44,7 +45,8 @@ def _configuration(ctx: JobContext, params: RecoveryJobParams) -> Any:
     if params.config is not None:
         return params.config.model_dump(mode="json")
     with ctx.sessions() as session:
-        row = session.get(SweepPoint, params.sweep_point_id)
+        job_id, index = parse_point_id(str(params.sweep_point_id))
+        row = session.scalar(select(SweepPoint).where(SweepPoint.job_id == job_id, SweepPoint.index == index))
         if row is None:
             raise EngineError(f"sweep point {params.sweep_point_id} was deleted while the job waited")
         point = dict(row.point)

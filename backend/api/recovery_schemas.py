@@ -80,7 +80,7 @@ class RecoveryLineageOut(ResultModel):
     job_id: uuid.UUID
     dataset_id: uuid.UUID
     heldout_fraction: float
-    sweep_point_id: int | None = None
+    sweep_point_id: str | None = Field(default=None, description="'<sweep job id>:<index>'.")
     point_id: str = Field(description="The configuration's id (e.g. w4-sym-channel).")
     config: CompressionConfigOut | None = None
     plan: dict[str, CompressionConfigOut] | None = Field(

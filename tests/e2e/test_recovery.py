@@ -85,6 +85,38 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
     accuracy = float((out.argmax(axis=1) == labels[held]).mean())
     assert accuracy == pytest.approx(summary["after"]["accuracy_compressed"])
 
+    # "recover this" from a sweep point: the point's configuration, by its id '<sweep job id>:<index>'
+    sweep = c.create_job(
+        project["id"],
+        "sweep",
+        {
+            "model_id": model["id"],
+            "dataset_id": dataset["id"],
+            "configs": [{"type": "weight_quant", "bits": 4, "per_channel": True}],
+            "max_samples": 64,
+            "latency": False,
+            "export": False,
+        },
+    )
+    assert c.wait_job(sweep["id"], timeout=300)["status"] == "succeeded"
+    from_point = {k: v for k, v in params.items() if k != "config"} | {
+        "sweep_point_id": f"{sweep['id']}:1",
+        "methods": [{"name": "bias_correction"}],
+    }
+    response = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": from_point})
+    assert response.status_code == 201, response.text
+    assert c.wait_job(response.json()["id"], timeout=300)["status"] == "succeeded"
+    second = c.http.get(f"/jobs/{response.json()['id']}/recovery").json()
+    assert (
+        second["lineage"]["sweep_point_id"] == f"{sweep['id']}:1" and second["point_id"] == "w4-sym-channel"
+    )
+    assert second["before"]["kl_mean"] == pytest.approx(
+        summary["before"]["kl_mean"]
+    )  # same config, same split
+    fp32 = from_point | {"sweep_point_id": f"{sweep['id']}:0"}  # the golden point: nothing to recover
+    refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": fp32})
+    assert refused.status_code == 422 and "uncompressed" in refused.json()["detail"]
+
     bad = dict(params, golden_model_id=recovered["id"])  # an ONNX golden model: refused before queuing
     refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": bad})
     assert refused.status_code == 422 and "torch.export" in refused.json()["detail"]

@@ -7,6 +7,7 @@ import uuid
 
 from fastapi import APIRouter, status
 from fastapi.responses import FileResponse
+from sqlalchemy import select
 
 from backend.accounts import Role
 from backend.api.auth import CallerDep
@@ -20,6 +21,7 @@ from backend.audit import AuditAction, record
 from backend.contracts import RESULT_RECOVERY_SUMMARY, JobKind
 from backend.db.models import Dataset, Job, Model, ModelStatus, Project, SweepPoint
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound, QueueUnavailable
+from backend.recovery_contracts import parse_point_id
 from backend.services.jobs import dispatch, new_job
 
 router = APIRouter(tags=["recovery"])
@@ -50,17 +52,22 @@ def create_recovery_job(
         )
     get_in_project_or_404(session, Dataset, params.dataset_id, body.project_id, caller)
     if params.sweep_point_id is not None:
-        point = session.get(SweepPoint, params.sweep_point_id)
-        sweep = None if point is None else session.get(Job, point.job_id)
+        sweep_id, index = parse_point_id(params.sweep_point_id)
+        sweep = session.get(Job, sweep_id)
+        point = session.scalar(
+            select(SweepPoint).where(SweepPoint.job_id == sweep_id, SweepPoint.index == index)
+        )
         if point is None or sweep is None or sweep.project_id != body.project_id:
             raise NotFound(f"no sweep point with id {params.sweep_point_id} in project {body.project_id}")
         if sweep.params.get("model_id") != str(params.golden_model_id):
             raise InvalidRequest(
-                f"params.sweep_point_id: point {point.id} belongs to a sweep of model "
+                f"params.sweep_point_id: point {params.sweep_point_id} belongs to a sweep of model "
                 f"{sweep.params.get('model_id')}, not of {params.golden_model_id}"
             )
         if not (point.point.get("config") or point.point.get("plan")):
-            raise InvalidRequest(f"params.sweep_point_id: point {point.id} is the uncompressed model")
+            raise InvalidRequest(
+                f"params.sweep_point_id: point {params.sweep_point_id} is the uncompressed model"
+            )
     job = new_job(body.project_id, JobKind.recovery, params.model_dump(mode="json"), caller.user_id)
     session.add(job)
     record(
