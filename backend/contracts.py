@@ -84,6 +84,18 @@ class FidelityJobParams(BaseModel):
         "(rows ≥ 0 summing to 1). Probabilities are clamped at 1e-12 and renormalised before logs.",
     )
     threads: int | None = Field(default=None, ge=1, le=256, description="Intra-op threads of the runtimes.")
+    flip_confidence: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="Per-class damage: a top-1 flip is confident when both models give their class at least "
+        "this probability (the golden one the label's, when the dataset has labels).",
+    )
+    pooling: Literal["mean", "first"] = Field(
+        default="mean",
+        description="Sequence outputs (N, T, D): sentence embeddings are the mean over the attention mask's "
+        "tokens, or the first token.",
+    )
     layer_profile: bool = Field(
         default=True,
         description="Also profile every matched layer (cosine and SQNR, accumulated and local) over the "
@@ -247,6 +259,8 @@ PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {
 # Result keys under which workers store documents in job_results.
 RESULT_FIDELITY_SUMMARY = "fidelity.summary"
 RESULT_FIDELITY_LAYERS = "fidelity.layers"
+RESULT_FIDELITY_CLASSES = "fidelity.classes"
+RESULT_FIDELITY_SEQUENCE = "fidelity.sequence"
 RESULT_SENSITIVITY = "sensitivity.result"
 RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
 RESULT_SENSITIVITY_PLANS = "sensitivity.plans"

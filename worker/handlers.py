@@ -13,7 +13,9 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from backend.contracts import (
+    RESULT_FIDELITY_CLASSES,
     RESULT_FIDELITY_LAYERS,
+    RESULT_FIDELITY_SEQUENCE,
     RESULT_FIDELITY_SUMMARY,
     FidelityJobParams,
     ImagePreprocessing,
@@ -148,6 +150,8 @@ class FidelityHandler:
             threshold_kl=params.threshold_kl,
             task=params.task,
             outputs_are_probabilities=params.outputs_are_probabilities,
+            flip_confidence=params.flip_confidence,
+            pooling=params.pooling,
         )
         report = compare_models(
             runners[0], runners[1], arrays, labels, fidelity_params, on_progress=on_progress
@@ -166,6 +170,15 @@ class FidelityHandler:
             ).outputs
         del runners  # the profile loads its own instrumented copies
         summary = json_safe(report.summary_dict())
+        # Per-class damage and sequence fidelity are documents of their own, beside the typed summary.
+        diagnostics = {
+            key: json_safe(document)
+            for key, document in (
+                (RESULT_FIDELITY_CLASSES, report.classes_dict()),
+                (RESULT_FIDELITY_SEQUENCE, report.sequence_dict()),
+            )
+            if document is not None
+        }
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
         layers = (
             _layer_profile(
@@ -177,6 +190,8 @@ class FidelityHandler:
 
         def write(session: Session) -> None:
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
+            for key, document in diagnostics.items():
+                session.add(JobResult(job_id=ctx.job_id, key=key, payload=document))
             if layers is not None:
                 session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_LAYERS, payload=layers))
             if samples:
