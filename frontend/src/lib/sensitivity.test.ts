@@ -236,6 +236,16 @@ describe("heatmap", () => {
     expect(escaped[0]?.[0]).toContain("<b>a&lt;b&gt;</b>");
   });
 
+  it("labels each cell of a small heatmap with its number, none of a big one", () => {
+    const labels = heatmapFigure(REPORT, null).layout.annotations ?? [];
+    const at = (layer: number, config: string) => labels.find((a) => a.y === layer && a.x === config)?.text;
+    const kl = REPORT.matrix.kl_mean;
+    expect(at(1, "w4-sym-tensor")).toBe(Number((kl[1]?.[1] as number).toPrecision(2)).toString());
+    expect(at(0, REPORT.matrix.columns[2] as string)).toBe("0"); // an exact cell
+    expect(at(2, REPORT.matrix.columns[2] as string)).toBeUndefined(); // not computed: no number
+    expect(labels).toHaveLength(3 * 4 - 1);
+  });
+
   it("outlines the selected layer", () => {
     const shapes = heatmapFigure(REPORT, "conv2").layout.shapes as Partial<Shape>[];
     expect(shapes).toHaveLength(1);
@@ -262,6 +272,7 @@ describe("heatmap", () => {
     const trace = figure.data[0] as { z: unknown[][]; text: string[][] };
     expect(trace.z).toHaveLength(500);
     expect(trace.text[499]).toHaveLength(10);
+    expect(figure.layout.annotations).toEqual([]); // 5000 cells: numbers in the hover text only
     expect(figure.height).toBe(500 * rowHeight(500) + (figure.layout.margin?.t ?? 0) + (figure.layout.margin?.b ?? 0));
     expect((figure.layout.yaxis?.tickvals as number[]).length).toBe(250);
     expect(figure.axis.missing).toBe(1);

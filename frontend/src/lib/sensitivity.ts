@@ -7,7 +7,7 @@
 // the smallest positive KL, where the colour bar reads "0". A null is a cell that could not be computed: a gap
 // (grey). In the matrix an SQNR of +∞ (identical outputs) also arrives as null; next to a KL of 0 it is shown
 // as ∞.
-import type { Data, Layout, Shape } from "plotly.js";
+import type { Annotations, Data, Layout, Shape } from "plotly.js";
 import type {
   ChannelImportance,
   MixedPrecisionPlan,
@@ -373,9 +373,38 @@ export function heatmapFigure(report: SensitivityReport, selected: string | null
       showgrid: false,
     },
     shapes,
+    annotations: cellLabels(report, axis),
     hoverlabel: { align: "left" },
   };
   return { data, layout, height, axis };
+}
+
+/** Cells of a small heatmap (up to 400) labelled with their number (KL or SQNR, 2 significant digits),
+ * white on the dark half of the colour scale; a larger one keeps its numbers in the hover text only. */
+export function cellLabels(report: SensitivityReport, axis: ColorAxis): Partial<Annotations>[] {
+  const { rows, columns } = report.matrix;
+  if (rows.length * columns.length > 400 || rowHeight(rows.length) < 20) return [];
+  const kl = metricOf(report.ranking_metric) === "kl";
+  const labels: Partial<Annotations>[] = [];
+  rows.forEach((_, i) => {
+    columns.forEach((column, j) => {
+      const c = cellAt(report, i, j);
+      const v = kl ? c.kl : c.sqnr;
+      const z = axis.z[i]?.[j];
+      if (!finite(v) || z === null || z === undefined) return;
+      const dark = (z - axis.zmin) / (axis.zmax - axis.zmin || 1) > 0.55;
+      labels.push({
+        x: column,
+        y: i,
+        xref: "x",
+        yref: "y",
+        text: v === 0 ? "0" : Number(v.toPrecision(2)).toString(),
+        showarrow: false,
+        font: { size: 10, color: dark ? "white" : "#222" },
+      });
+    });
+  });
+  return labels;
 }
 
 /** The heatmap's numbers in long form (one line per cell), with each layer's metadata. */

@@ -75,7 +75,9 @@ describe("sensitivity profiles", () => {
 
   it("group the mean per layer type, one bar per scan", () => {
     expect(layerTypes([cnn, lstm])).toEqual(["Conv", "Gemm", "LSTM"]);
-    const { data } = byTypeFigure([cnn, lstm], "w4", "kl");
+    const { data, layout } = byTypeFigure([cnn, lstm], "w4", "kl");
+    // Bars compare by height: a linear axis from 0, never a log one.
+    expect([layout.yaxis?.type, layout.yaxis?.rangemode]).toEqual(["linear", "tozero"]);
     const bars = data.map((d) => d as Partial<PlotData>);
     expect(bars[0]?.x).toEqual(["Conv", "Gemm", "LSTM"]);
     expect(bars[0]?.y).toEqual([1.5e-3, 8e-3, null]);

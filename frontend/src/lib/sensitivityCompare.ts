@@ -39,7 +39,8 @@ export function plotted(metric: Metric, score: number | null | undefined): numbe
 
 function yAxis(metric: Metric): Partial<Layout["yaxis"]> {
   return metric === "kl"
-    ? { title: { text: "KL mean (nats, log scale)" }, type: "log", exponentformat: "e" }
+    ? // Decade ticks written as powers of ten (10⁻⁵), not Plotly's in-between "0.4e−5" labels.
+      { title: { text: "KL mean (nats, log scale)" }, type: "log", dtick: 1, exponentformat: "power" }
     : { title: { text: "SQNR (dB), reversed: up = more damage" }, autorange: "reversed" };
 }
 
@@ -116,7 +117,12 @@ export function byTypeFigure(
       barmode: "group",
       bargap: 0.25,
       xaxis: { title: { text: "layer type" }, type: "category" },
-      yaxis: metric === "kl" ? yAxis(metric) : { title: { text: "mean −SQNR (dB): higher = more damage" } },
+      // Bars on a linear axis from 0: their heights compare as ratios (on a log axis from 1e-5, 2× looked
+      // like 20×).
+      yaxis:
+        metric === "kl"
+          ? { title: { text: "mean KL (nats)" }, type: "linear", rangemode: "tozero", tickformat: ".2~g" }
+          : { title: { text: "mean −SQNR (dB): higher = more damage" } },
       legend: { orientation: "h", y: -0.3 },
       margin: { l: 70, r: 20, t: 10, b: 90 },
     },

@@ -38,24 +38,34 @@ function figure(h: Histogram, measure: Measure, threshold: number | null, select
   ];
   const shapes: Partial<Shape>[] = [];
   const annotations: Layout["annotations"] = [];
+  const lo = toX(h.edges[0] ?? 0);
+  const hi = toX(h.edges[h.edges.length - 1] ?? 0);
+  // Each label on its own row inside the plot (threshold at the top, the selected sample below it), on the
+  // side of its line with more room: the two never overlap, even when the lines are close, and stay clear
+  // of the toolbar in the top margin.
+  let row = 0;
   const mark = (value: number | null, color: string, dash: "dash" | "dot", text: string) => {
     if (value === null || (h.log && value <= 0)) return;
-    shapes.push(vline(toX(value), color, dash));
+    const x = toX(value);
+    const right = hi > lo && (x - lo) / (hi - lo) > 0.6;
+    shapes.push(vline(x, color, dash));
     annotations.push({
-      x: toX(value),
-      y: 1,
+      x,
+      y: 1 - 0.12 * row,
       xref: "x",
       yref: "paper",
       text,
       showarrow: false,
-      yanchor: "bottom",
+      yanchor: "top",
+      xanchor: right ? "right" : "left",
+      xshift: right ? -4 : 4,
+      bgcolor: "rgba(255, 255, 255, 0.85)",
       font: { color },
     });
+    row += 1;
   };
   mark(threshold, "#d62728", "dash", `threshold ${formatNumber(threshold)}`);
   mark(selected, "#ff7f0e", "dot", "selected sample");
-  const lo = toX(h.edges[0] ?? 0);
-  const hi = toX(h.edges[h.edges.length - 1] ?? 0);
   const decades = Array.from({ length: Math.floor(hi) - Math.ceil(lo) + 1 }, (_, i) => Math.ceil(lo) + i);
   const label = measure === "kl" ? "KL(P‖Q) per sample, nats" : "MSE per sample";
   const layout: Partial<Layout> = {

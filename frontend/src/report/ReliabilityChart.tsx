@@ -7,12 +7,14 @@ import { Empty } from "../components/QueryView";
 import { formatNumber } from "../lib/format";
 import type { Calibration } from "../lib/summary";
 
+// The legend below the axes: the row above the bars holds each bin's sample count.
 const LAYOUT: Partial<Layout> = {
   xaxis: { title: { text: "confidence (top-1 probability)" }, range: [0, 1] },
-  yaxis: { title: { text: "accuracy" }, range: [0, 1.02] },
-  legend: { orientation: "h", x: 0, y: 1.12 },
-  margin: { l: 60, r: 20, t: 30, b: 50 },
+  yaxis: { title: { text: "accuracy" }, range: [0, 1.12], tickvals: [0, 0.2, 0.4, 0.6, 0.8, 1] },
+  legend: { orientation: "h", x: 0, y: -0.28 },
+  margin: { l: 60, r: 20, t: 32, b: 90 },
 };
+const COUNT_ROW = 1.06;
 
 export function ReliabilityChart({ role, calibration }: { role: "golden" | "compressed"; calibration: Calibration }) {
   const filled = useMemo(() => calibration.bins.filter((b) => b.count > 0), [calibration]);
@@ -42,6 +44,17 @@ export function ReliabilityChart({ role, calibration }: { role: "golden" | "comp
       },
       {
         type: "scatter",
+        mode: "text",
+        name: "samples per bin",
+        x: filled.map((b) => (b.lower + b.upper) / 2),
+        y: filled.map(() => COUNT_ROW),
+        text: filled.map((b) => b.count.toLocaleString("en-US")),
+        textfont: { size: 10, color: "#555" },
+        hoverinfo: "skip",
+        showlegend: false,
+      },
+      {
+        type: "scatter",
         mode: "lines",
         name: "perfect calibration",
         x: [0, 1],
@@ -56,7 +69,7 @@ export function ReliabilityChart({ role, calibration }: { role: "golden" | "comp
   return (
     <ChartPanel
       title={title}
-      caption={`ECE ${formatNumber(calibration.ece)}, MCE ${formatNumber(calibration.mce)}. Bars below the diagonal: over-confident.`}
+      caption={`ECE ${formatNumber(calibration.ece)}, MCE ${formatNumber(calibration.mce)}. Bars below the diagonal: over-confident. The numbers above the bars: samples per bin (a bin of few samples says little).`}
       csv={() => ({
         header: ["bin_lower", "bin_upper", "count", "mean_confidence", "accuracy"],
         rows: calibration.bins.map((b) => [b.lower, b.upper, b.count, b.confidence, b.accuracy]),
