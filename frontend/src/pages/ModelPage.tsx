@@ -7,6 +7,7 @@ import { StatusBadge } from "../components/Status";
 import { formatBytes, formatCount, formatPercent, formatShape, formatTime } from "../lib/format";
 import { arrayAt, numberAt, stringAt, stringsAt } from "../lib/json";
 import { href } from "../lib/route";
+import { ModelLineage } from "../recovery/ModelLineage";
 
 interface Tensor {
   name: string;
@@ -135,6 +136,7 @@ function ModelDetails({ model }: { model: Model }) {
           {model.error}
         </p>
       )}
+      <ModelLineage model={model} />
       {model.status === "inspecting" && (
         <p className="muted" role="status">
           A worker is inspecting this model…

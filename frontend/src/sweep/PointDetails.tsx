@@ -8,6 +8,7 @@ import { formatBytes, formatCount, formatNumber, formatPercent } from "../lib/fo
 import type { PointCost, PointFidelity } from "../api/types";
 import { latencyCsv, latencyRows, slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { formatKl } from "../lib/sensitivity";
+import { RecoverButton } from "../recovery/RecoverButton";
 
 type Fact = [string, string];
 
@@ -238,6 +239,7 @@ export function PointDetails({
           <span className="muted small-text">No export (the sweep ran with export off)</span>
         )}
       </div>
+      <RecoverButton sweepJobId={row.jobId} index={row.index} />
       {[...notes, ...warnings].map((n) => (
         <p key={n} className="note small-text">
           {n}

@@ -1,0 +1,67 @@
+// A recovery job's result: the lineage line, the before/after table per method step, and the links to the
+// recovered model (its page and its ONNX file).
+import { ErrorMessage, Loading } from "../components/QueryView";
+import { href } from "../lib/route";
+import { useRecoverySummary, recoveredModelHref } from "./queries";
+import { lineageLine, stepRows, type RecoverySummary } from "./recovery";
+
+export function StepsTable({ summary }: { summary: RecoverySummary }) {
+  return (
+    <table className="table compact" aria-label="Before and after recovery (held-out split)">
+      <thead>
+        <tr>
+          <th>Step</th>
+          <th className="num">KL mean</th>
+          <th className="num">vs before</th>
+          <th className="num">Top-1 agreement</th>
+          <th className="num">Accuracy</th>
+          <th className="num">Time</th>
+        </tr>
+      </thead>
+      <tbody>
+        {stepRows(summary).map((row) => (
+          <tr key={row.method}>
+            <td>{row.method}</td>
+            <td className="num">{row.kl}</td>
+            <td className="num">{row.klRatio}</td>
+            <td className="num">{row.top1}</td>
+            <td className="num">{row.accuracy}</td>
+            <td className="num">{row.seconds}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showModelLink: boolean }) {
+  const summary = useRecoverySummary(jobId, true);
+  if (summary.isPending) return <Loading what="the recovery result" />;
+  if (summary.isError) return <ErrorMessage error={summary.error} />;
+  const s = summary.data;
+  return (
+    <div className="recovery-result">
+      <p className="lineage" aria-label="Lineage">
+        {lineageLine(s.lineage).map((part, i) => (
+          <span key={part}>
+            {i > 0 && " → "}
+            {i === 0 ? (
+              <a href={href({ page: "model", modelId: s.lineage.parent_model_id })}>{part}</a>
+            ) : (
+              <code>{part}</code>
+            )}
+          </span>
+        ))}
+      </p>
+      <StepsTable summary={s} />
+      <p className="muted">
+        {s.n_heldout} held-out and {s.n_calibration} calibration samples. Exported as <code>{s.export.kind}</code>
+        {s.export.measured ? `, KL ${s.export.measured.kl_mean?.toPrecision(4) ?? "—"} in onnxruntime` : ""}.{" "}
+        {showModelLink && <a href={href({ page: "model", modelId: s.model_id })}>The recovered model</a>}{" "}
+        <a href={recoveredModelHref(jobId)} download>
+          Download ONNX
+        </a>
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,36 @@
+// The recovery API: launch a job ("recover this") and read its summary.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { api, unwrap } from "../api/http";
+import { keys } from "../api/queries";
+import type { components } from "../client/schema";
+
+type Params = components["schemas"]["RecoveryJobParams"];
+
+export function useRecoverySummary(jobId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: ["recovery", jobId] as const,
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/recovery", { params: { path: { job_id: jobId } } })),
+    enabled,
+    staleTime: Infinity,
+  });
+}
+
+/** The model (once its id is known): the "recover this" button needs its format. */
+export function useModelWhenKnown(modelId: string | undefined) {
+  return useQuery({
+    queryKey: keys.model(modelId ?? ""),
+    queryFn: () => unwrap(api.GET("/api/v1/models/{model_id}", { params: { path: { model_id: modelId ?? "" } } })),
+    enabled: !!modelId,
+  });
+}
+
+export function useCreateRecovery(projectId: string) {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (params: Params) =>
+      unwrap(api.POST("/api/v1/recovery-jobs", { body: { project_id: projectId, params } })),
+    onSuccess: () => client.invalidateQueries({ queryKey: keys.jobs(projectId) }),
+  });
+}
+
+export const recoveredModelHref = (jobId: string): string => `/api/v1/jobs/${jobId}/recovery/model`;

@@ -1,0 +1,50 @@
+// Recovery results as the dashboard shows them: the before/after rows of each method step and the lineage
+// line golden → compressed → recovered. Pure functions over the API's typed documents (tested).
+import type { components } from "../client/schema";
+import { formatKl } from "../lib/sensitivity";
+import { formatPercent } from "../lib/format";
+
+export type RecoverySummary = components["schemas"]["RecoverySummaryOut"];
+export type RecoveryLineage = components["schemas"]["RecoveryLineageOut"];
+type Fidelity = components["schemas"]["PointFidelityOut"];
+
+/** The methods a "recover this" launch applies, in order: equalization must come first. */
+export const DEFAULT_METHODS = [
+  { name: "equalization" as const },
+  { name: "adaround" as const },
+  { name: "bias_correction" as const },
+];
+
+export interface StepRow {
+  method: string;
+  kl: string;
+  klRatio: string;
+  top1: string;
+  accuracy: string;
+  seconds: string;
+}
+
+const ratio = (value: number | null, base: number | null): string =>
+  value === null || base === null || base === 0 ? "—" : `${(value / base).toFixed(2)}×`;
+
+/** One row per step ("before", then each method): held-out KL, its ratio to "before", top-1 agreement,
+ * accuracy (when the dataset is labelled) and the method's time. */
+export function stepRows(summary: RecoverySummary): StepRow[] {
+  const base = summary.before.kl_mean;
+  return summary.steps.map((step) => {
+    const f: Fidelity = step.fidelity;
+    return {
+      method: step.method === "before" ? "compressed (no recovery)" : step.method.replace("_", " "),
+      kl: formatKl(f.kl_mean),
+      klRatio: ratio(f.kl_mean, base),
+      top1: formatPercent(f.top1_agreement),
+      accuracy: formatPercent(f.accuracy_compressed),
+      seconds: step.method === "before" ? "—" : `${step.seconds.toFixed(2)} s`,
+    };
+  });
+}
+
+/** "golden → w4-sym-channel → equalization, adaround, bias correction". */
+export function lineageLine(lineage: RecoveryLineage): string[] {
+  return ["golden", lineage.point_id, lineage.methods.map((m) => m.name.replace("_", " ")).join(", ") || "recovered"];
+}
