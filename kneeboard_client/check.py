@@ -151,7 +151,10 @@ def _model(
         if not path.is_file():
             raise CheckError(f"{role} model {ref!r}: no such file (nor a model id)")
         log.write(f"kneeboard check: uploading the {role} model {path}\n")
-        model = client.upload_model(project["id"], path, name=name or path.name)
+        try:
+            model = client.upload_model(project["id"], path, name=name or path.name)
+        except ApiError as exc:
+            raise CheckError(f"{role} model {path}: the server rejected it: {exc.message}") from exc
     model = client.wait_model(model["id"])
     if model["status"] != "ready":
         raise CheckError(
@@ -167,7 +170,10 @@ def _dataset(client: KneeboardClient, project: Json, ref: str, log: TextIO) -> J
     if not path.is_file():
         raise CheckError(f"dataset {ref!r}: no such file (nor a dataset id)")
     log.write(f"kneeboard check: uploading the dataset {path}\n")
-    return client.upload_dataset(project["id"], path, name=path.name)
+    try:
+        return client.upload_dataset(project["id"], path, name=path.name)
+    except ApiError as exc:
+        raise CheckError(f"dataset {path}: the server rejected it: {exc.message}") from exc
 
 
 def _baseline(client: KneeboardClient, spec: CheckSpec, project: Json, golden: Json) -> str | None:
