@@ -193,3 +193,56 @@ def test_lite0_ort_optimised_and_renamed_matches_every_conv(tmp_path: Path) -> N
     cosines = activation_cosines(result, golden, renamed, {"input": images})
     conv_ids = [m.golden for m in result.matches if m.op_class in ("conv", "dense")]
     assert min(cosines[i] for i in conv_ids) > 0.99
+
+
+# ----------------------------------------------------------------- the per-layer profile's matching
+
+
+def renamed_copy(src: Path, dst: Path) -> Path:
+    """`src` with every node and internal tensor renamed (inputs and outputs kept), metadata dropped."""
+    model = onnx.load(str(src))
+    keep = {v.name for v in model.graph.input} | {v.name for v in model.graph.output}
+    rename = {}
+    for i, node in enumerate(model.graph.node):
+        node.name = f"op{i}"
+        node.ClearField("metadata_props")
+        for k, out in enumerate(node.output):
+            if out and out not in keep:
+                rename[out] = f"t{i}_{k}"
+                node.output[k] = rename[out]
+    for node in model.graph.node:
+        for k, name in enumerate(node.input):
+            node.input[k] = rename.get(name, name)
+    onnx.save(model, str(dst))
+    return dst
+
+
+def test_profile_matching_falls_back_to_structure(
+    cnn_pair: tuple[Path, Path, np.ndarray], tmp_path: Path
+) -> None:
+    from worker.engine.layer_profile.matching import MatchInfo, match_layers
+    from worker.engine.layer_profile.onnx_side import OnnxSide
+
+    golden, int8, x = cnn_pair
+    renamed = renamed_copy(int8, tmp_path / "renamed.onnx")
+    g_side = OnnxSide(golden, tmp_path, "golden")
+    c_side = OnnxSide(renamed, tmp_path, "compressed")
+    details: dict[str, MatchInfo] = {}
+    notes: list[str] = []
+    pairs = match_layers(g_side, c_side, {}, notes, details)
+    by_id = {details[p.golden].canonical: p for p in pairs}
+    assert {"conv1", "conv2", "fc"} <= set(by_id), details
+    assert [details[by_id[i].golden].method for i in ("conv1", "conv2", "fc")] == [
+        "structure",
+        "structure",
+        "name",
+    ]
+    assert by_id["fc"].golden == "logits"  # a graph output keeps its name, yet the row is the fc layer
+    assert details[by_id["conv1"].golden].aliases[0] == "relu"  # the fused conv1 row is the post-ReLU tensor
+    # The paired tensors carry the same signal (onnxruntime's values, which the matcher never saw).
+    g = activations(golden, {"input": x}, [p.golden for p in by_id.values()])
+    c = activations(renamed, {"input": x}, [p.compressed for p in by_id.values()])
+    for pair in by_id.values():
+        a, b = g[pair.golden].ravel(), c[pair.compressed].ravel()
+        assert a @ b / (np.linalg.norm(a) * np.linalg.norm(b)) > 0.99
+    assert any("graph structure" in note for note in notes)

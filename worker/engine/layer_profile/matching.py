@@ -5,11 +5,18 @@ tensor, ``<name>_DequantizeLinear_Output`` (or ``..._Output_1``), stands for the
 in onnxruntime.quantization.qdq_loss_debug; graph inputs quantized that way appear as layers too (op type
 "Input"). Tensors consumed only by QuantizeLinear (the pre-quantization values) are not layers of their
 own. torch.export vs torch.export: leaf modules match by module path. Across formats layers match only
-through `name_map` (golden name -> compressed name), which takes precedence over automatic matching."""
+through `name_map` (golden name -> compressed name), which takes precedence over automatic matching.
+
+ONNX vs ONNX layers that names leave unmatched (a third party's export, a re-export, fused ops) are then
+matched by graph structure (worker.engine.layer_matching): each weighted golden layer's output tensor
+(after its folded bias / activation / QDQ) pairs with its structural counterpart's. `details`, when
+given, receives per golden name the layer's canonical id, aliases, how it was matched and a confidence."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from worker.engine.layer_profile.accumulate import LayerPair
 from worker.engine.layer_profile.sides import INPUT_OP_TYPE, Side
@@ -17,6 +24,55 @@ from worker.engine.layer_profile.sides import INPUT_OP_TYPE, Side
 DEQUANT_OUTPUT_SUFFIXES = ("_DequantizeLinear_Output", "_DequantizeLinear_Output_1")
 """Names onnxruntime's QDQ quantizer gives the dequantized copy of a tensor (quant_utils.DEQUANT_OUTPUT_SUFFIX
 and qdq_loss_debug's second-consumer variant)."""
+
+
+@dataclass
+class MatchInfo:
+    """How one golden layer was paired: `canonical` its one identity (torch module path when the model
+    records it), `aliases` its other names, `method` "name_map" / "name" / "structure" / "weights",
+    `confidence` in [0, 1] (1 for names; the structural score otherwise, see layer_matching.align)."""
+
+    canonical: str
+    method: str
+    confidence: float
+    aliases: list[str] = field(default_factory=list)
+    compressed_canonical: str | None = None
+
+
+def _tensor_ids(side: Side) -> dict[str, tuple[str, list[str]]]:
+    """ONNX tensor -> (canonical id of its producing node's layer, aliases); {} for other formats."""
+    model: Any = getattr(side, "model", None)
+    if model is None:
+        return {}
+    from worker.engine.inspection.identity import canonical_onnx_ids, node_label
+
+    graph = model.graph
+    ids = canonical_onnx_ids(graph, range(len(graph.node)))
+    out: dict[str, tuple[str, list[str]]] = {}
+    for index, node in enumerate(graph.node):
+        for name in node.output:
+            if name:
+                aliases = [a for a in dict.fromkeys([name, node_label(node, index)]) if a != ids[index]]
+                out[name] = (ids[index], aliases)
+    return out
+
+
+def _structural_pairs(golden: Side, compressed: Side, notes: list[str]) -> list[Any]:
+    """Structural matches of two ONNX sides ([] when either is not ONNX or matching fails)."""
+    g_model: Any = getattr(golden, "model", None)
+    c_model: Any = getattr(compressed, "model", None)
+    if g_model is None or c_model is None:
+        return []
+    from worker.engine.layer_matching import match_onnx_models
+
+    try:
+        result = match_onnx_models(
+            g_model, c_model, getattr(golden, "folder", None), getattr(compressed, "folder", None)
+        )
+    except Exception as exc:  # a graph the matcher cannot read: name matching stands alone
+        notes.append(f"Structural layer matching failed, layers matched by name only: {exc}")
+        return []
+    return list(result.matches)
 
 
 def _auto_match(
@@ -34,9 +90,14 @@ def _auto_match(
 
 
 def match_layers(
-    golden: Side, compressed: Side, name_map: Mapping[str, str], notes: list[str]
+    golden: Side,
+    compressed: Side,
+    name_map: Mapping[str, str],
+    notes: list[str],
+    details: dict[str, MatchInfo] | None = None,
 ) -> list[LayerPair]:
-    """Pair golden and compressed names (name_map first, then automatic), in golden order."""
+    """Pair golden and compressed names (name_map first, then by name, then by graph structure), in golden
+    order; `details` (optional) receives each pair's identity, method and confidence."""
     same = golden.family == compressed.family
     if not same and not name_map:
         notes.append(
@@ -51,16 +112,42 @@ def match_layers(
             notes.append(f"name_map: the compressed model has no layer or float tensor {c!r} (for {g!r}).")
     targets = set(compressed.candidates)
     auto_names = set(golden.candidates) | {n for n in golden.order if golden.op_type(n) == INPUT_OP_TYPE}
-    pairs: list[LayerPair] = []
+    chosen: dict[str, tuple[str, str, float]] = {}
     for name in golden.order:
         if name in name_map:
-            target = name_map[name] if name_map[name] in compressed_names else None
+            if name_map[name] in compressed_names:
+                chosen[name] = (name_map[name], "name_map", 1.0)
         elif name in auto_names:
             target = _auto_match(name, golden, golden_names, compressed, targets)
-        else:
-            target = None
-        if target is not None:
-            pairs.append(LayerPair(name, target, golden.op_type(name)))
+            if target is not None:
+                chosen[name] = (target, "name", 1.0)
+    used = {target for target, _, _ in chosen.values()}
+    layer_ids: dict[str, tuple[str, str]] = {}
+    added = 0
+    for match in _structural_pairs(golden, compressed, notes):
+        layer_ids.setdefault(match.golden_output, (match.golden, match.compressed))
+        g, c = match.golden_output, match.compressed_output
+        if g in chosen or g in name_map or c in used or g not in golden_names or c not in compressed_names:
+            continue
+        chosen[g] = (c, match.method, match.confidence)
+        used.add(c)
+        added += 1
+    if added:
+        notes.append(
+            f"{added} layers named differently in the two models were matched by graph structure "
+            "(op class, weight shape, dequantized-weight cosine); check their confidence."
+        )
+    pairs = [LayerPair(n, chosen[n][0], golden.op_type(n)) for n in golden.order if n in chosen]
+    if details is not None:
+        g_ids, c_ids = _tensor_ids(golden), _tensor_ids(compressed)
+        for pair in pairs:
+            target, method, confidence = chosen[pair.golden]
+            canonical, aliases = g_ids.get(pair.golden, (pair.golden, []))
+            c_canonical = c_ids.get(target, (target, []))[0]
+            if pair.golden in layer_ids:  # the (fused) output of a weighted layer: named after that layer
+                canonical, c_canonical = layer_ids[pair.golden]
+                aliases = [a for a in dict.fromkeys([pair.golden, *aliases]) if a != canonical]
+            details[pair.golden] = MatchInfo(canonical, method, confidence, aliases, c_canonical)
     return pairs
 
 
