@@ -250,3 +250,13 @@ def test_int8_qdq_layers_keep_the_golden_identity(digits_bundle: DemoBundle) -> 
         == ["conv1", "conv2", "fc"]
     )
     assert "conv1.weight_quantized" in int8.layers[0].param_tensors
+
+
+def test_inspection_names_layers_as_the_sensitivity_scan_does(cnn_files: dict[str, Path]) -> None:
+    """The model page (inspection) and the sensitivity scan (compression backends) share the layer names."""
+    from worker.engine.compression.onnx_backend import OnnxCompressible
+
+    compressible = OnnxCompressible(onnx.load(str(cnn_files["onnx"])))
+    layers = compressible.layers
+    names = [spec.name for spec in (layers() if callable(layers) else layers)]
+    assert [layer.name for layer in inspect_model(cnn_files["onnx"], "onnx").layers] == names

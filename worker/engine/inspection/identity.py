@@ -11,6 +11,8 @@ sensitivity scan (torch module paths) and the fidelity profile then share."""
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     import onnx
 
 NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+_CALL_SUFFIX = re.compile(r"@\d+$")  # the k-th call of a module ("relu@1"), as in compression's names
 
 
 def name_scopes(node: onnx.NodeProto) -> list[str] | None:
@@ -34,45 +37,34 @@ def name_scopes(node: onnx.NodeProto) -> list[str] | None:
     return scopes
 
 
-def _parent(path: str) -> str:
-    return path.rsplit(".", 1)[0] if "." in path else ""
-
-
-def onnx_module_path(node: onnx.NodeProto, weight: str | None = None) -> str | None:
+def onnx_module_path(node: onnx.NodeProto) -> str | None:
     """The torch module path of `node` as the dynamo exporter recorded it; None when the node carries none,
     or sits directly in the root module (e.g. a flatten in forward()).
 
-    `weight`, the name of the node's weight initializer, wins when it is a state-dict name '<path>.weight'
-    whose module is a sibling of the recorded one: the exporter folds a BatchNorm into the Conv before it
-    and the fused node keeps the BatchNorm's scope ('_bn0'), while its weight keeps the Conv's name
-    ('_conv_stem.weight', EfficientNet-Lite0)."""
+    The same rule as the sensitivity scan's layer names (compression/onnx_backend._scope), so that both
+    name a layer alike - including a Conv the exporter folded a BatchNorm into, which keeps the
+    BatchNorm's scope ('_bn0' in EfficientNet-Lite0; its weight, '_conv_stem.weight', is an alias)."""
     scopes = name_scopes(node)
-    if not scopes or len(scopes) < 2 or not scopes[-2]:
+    parts = [_CALL_SUFFIX.sub("", scope) for scope in (scopes or [])[1:-1] if scope]
+    if not parts:
         return None
-    path = scopes[-2]
-    if weight and weight.endswith(".weight"):
-        owner = weight.removesuffix(".weight")
-        if owner != path and _parent(owner) == _parent(path):
-            return owner
-    return path
+    nested = all(b.startswith(a + ".") for a, b in itertools.pairwise(parts))
+    return parts[-1] if nested else ".".join(parts)
 
 
 def node_label(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type}_{index}"
 
 
-def canonical_onnx_ids(
-    graph: onnx.GraphProto, indices: Iterable[int], weights: Mapping[int, str] | None = None
-) -> dict[int, str]:
-    """Canonical id per node index: its module path (see onnx_module_path; `weights`: node index -> name
-    of its weight initializer), else its node name; a module path shared by several of these nodes gets
-    '#2', '#3'... from its second node on (graph order), so that ids stay unique."""
+def canonical_onnx_ids(graph: onnx.GraphProto, indices: Iterable[int]) -> dict[int, str]:
+    """Canonical id per node index: its module path (onnx_module_path), else its node name; a module path
+    shared by several of these nodes gets '#2', '#3'... from its second node on (graph order), so that
+    ids stay unique."""
     ids: dict[int, str] = {}
     seen: dict[str, int] = {}
-    weights = weights or {}
     for index in indices:
         node = graph.node[index]
-        base = onnx_module_path(node, weights.get(index)) or node_label(node, index)
+        base = onnx_module_path(node) or node_label(node, index)
         count = seen.get(base, 0) + 1
         seen[base] = count
         ids[index] = base if count == 1 else f"{base}#{count}"

@@ -70,7 +70,7 @@ def inspect_onnx(model_path: Path, input_shapes: Mapping[str, Sequence[int]] | N
     node_macs, mac_notes = _onnx_macs(model, shapes_used)
     notes += param_notes + mac_notes + _onnx_structure_notes(graph)
     owners = [i for i in range(len(graph.node)) if node_params.get(i)]
-    ids = canonical_onnx_ids(graph, owners, {i: _weight_name(param_names.get(i, [])) for i in owners})
+    ids = canonical_onnx_ids(graph, owners)
     layers = [
         LayerInfo(
             ids[i],
@@ -132,11 +132,6 @@ def _onnx_spec(value: onnx.ValueInfoProto) -> TensorSpec:
     if tensor_type.HasField("shape"):
         shape = tuple(_onnx_dim(dim) for dim in tensor_type.shape.dim)
     return TensorSpec(value.name, shape, dtype)
-
-
-def _weight_name(params: Sequence[str]) -> str:
-    """The state-dict style '<module>.weight' among a layer's parameters, else its first parameter."""
-    return next((name for name in params if name.endswith(".weight")), params[0] if params else "")
 
 
 def _onnx_dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:

@@ -97,9 +97,7 @@ def graph_layers(model: onnx.ModelProto, folder: Path | None = None) -> list[Gra
         if position is None or (op_class == "dense" and position == 0 and node.op_type == "Gemm"):
             continue
         found.append((index, op_class, position))
-    ids = canonical_onnx_ids(
-        graph, [i for i, _, _ in found], {i: graph.node[i].input[p] for i, _, p in found}
-    )
+    ids = canonical_onnx_ids(graph, [i for i, _, _ in found])
     layers = []
     for index, op_class, position in found:
         node = graph.node[index]
