@@ -31,7 +31,7 @@ class ClassDamageOut(ResultModel):
 class ConfusionOut(ResultModel):
     rows: str = Field(default="golden predicted class")
     columns: str = Field(default="compressed predicted class")
-    cells: list[tuple[int, int, int]] = Field(
+    cells: list[list[int]] = Field(
         default_factory=list,
         description="Non-zero cells as [golden class, compressed class, samples]; off-diagonal cells are flips.",
     )

@@ -11,11 +11,13 @@ import { formatDuration, formatNumber, formatTime } from "../lib/format";
 import { readCalibration, readSummary } from "../lib/summary";
 import { DEFAULT_SENSITIVITY_QUERY, href, type SampleQuery } from "../lib/route";
 import { useNames } from "../project/names";
+import { ClassDamage } from "../report/ClassDamage";
 import { DivergenceHistogram } from "../report/DivergenceHistogram";
 import { LayerProfileSection } from "../report/LayerProfileChart";
 import { MetricCards } from "../report/MetricCards";
 import { ReliabilityChart } from "../report/ReliabilityChart";
 import { SamplesTable } from "../report/SamplesTable";
+import { SequenceFidelity } from "../report/SequenceFidelity";
 import { Verdict } from "../report/Verdict";
 
 function JobFacts({ job }: { job: Job }) {
@@ -134,6 +136,13 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
         )}
       </section>
       <LayerProfileSection jobId={job.id} />
+      <ClassDamage
+        jobId={job.id}
+        onSample={(sample) => {
+          setQuery({ sample });
+        }}
+      />
+      <SequenceFidelity jobId={job.id} />
       <SamplesTable
         jobId={job.id}
         output={summary.perSampleOutput}
