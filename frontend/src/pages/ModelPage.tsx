@@ -49,6 +49,12 @@ function TensorTable({ title, items }: { title: string; items: Tensor[] }) {
   );
 }
 
+// A layer is named by its canonical id (the torch module path when the model records it); the ONNX
+// node name, output tensors and parameter tensors it also goes by show on hover.
+function aliasTitle(aliases: string[]): string | undefined {
+  return aliases.length > 0 ? `Also known as: ${aliases.join(", ")}` : undefined;
+}
+
 function LayerTable({ inspection }: { inspection: unknown }) {
   const layers = arrayAt(inspection, "layers");
   const totalMacs = numberAt(inspection, "macs");
@@ -73,7 +79,7 @@ function LayerTable({ inspection }: { inspection: unknown }) {
             <tr key={i}>
               <td className="num">{i + 1}</td>
               <td>
-                <code>{stringAt(layer, "name")}</code>
+                <code title={aliasTitle(stringsAt(layer, "aliases"))}>{stringAt(layer, "name")}</code>
               </td>
               <td>{stringAt(layer, "type")}</td>
               <td className="num">{formatCount(numberAt(layer, "params"))}</td>
