@@ -76,6 +76,8 @@ function DatasetUpload({ projectId }: { projectId: string }) {
     setName("");
     setRecipe("");
     await client.invalidateQueries({ queryKey: keys.datasets(projectId) });
+    if (dataset.duplicate_of)
+      return `This file is already in the project as “${dataset.name}” (same sha256 and preprocessing): nothing new was stored.`;
     return `Uploaded ${dataset.name}: ${dataset.n_samples.toLocaleString("en-US")} samples.`;
   };
   return (

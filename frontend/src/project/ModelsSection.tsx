@@ -35,10 +35,13 @@ function ModelUpload({ projectId }: { projectId: string }) {
   const [shapes, setShapes] = useState("");
   const upload = async (file: File, onProgress: (f: number) => void) => {
     const model = await uploadModel(projectId, file, { name, input_shapes: shapes }, onProgress);
+    const typedShapes = shapes;
     setName("");
     setShapes("");
     await client.invalidateQueries({ queryKey: keys.models(projectId) });
     void client.invalidateQueries({ queryKey: keys.jobs(projectId) });
+    if (model.duplicate_of)
+      return `This file is already in the project as “${model.name}” (same sha256${typedShapes.trim() ? " and input shapes" : ""}): nothing new was stored.`;
     return `Uploaded ${model.name}; a worker is inspecting it.`;
   };
   return (
