@@ -95,10 +95,11 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
             "configs": [{"type": "weight_quant", "bits": 4, "per_channel": True}],
             "max_samples": 64,
             "latency": False,
-            "export": False,
         },
     )
-    assert c.wait_job(sweep["id"], timeout=300)["status"] == "succeeded"
+    assert c.wait_job(sweep["id"], timeout=300)["status"] == "succeeded"  # with the .pt2 model's exports
+    point = c.http.get(f"/jobs/{sweep['id']}/sweep/points/1").json()
+    assert point["export_available"], point
     from_point = {k: v for k, v in params.items() if k != "config"} | {
         "sweep_point_id": f"{sweep['id']}:1",
         "methods": [{"name": "bias_correction"}],

@@ -31,13 +31,11 @@ from worker.engine.recovery.common import (
     compressed_handle,
     execution_order,
     linear_layers,
-    materialize,
     no_progress,
-    plain_module,
-    private_copy,
 )
 from worker.engine.recovery.equalization import equalize
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
+from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
 METHODS = ("equalization", "adaround", "bias_correction")
 

@@ -117,14 +117,16 @@ def _builder(
     output_name = golden.outputs[0].name if golden.outputs else "output"
 
     def build_torch(plan: Mapping[str, Config]) -> onnx.ModelProto:
-        import copy
-
         import onnx
 
         from worker.engine.demo_models import export_onnx
+        from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
         outcome, chains = resolve(golden, plan, calibration)
-        work = copy.deepcopy(module).eval()
+        # a .pt2 golden model is an unflattened module: neither deep-copyable nor exportable as it is
+        work = private_copy(module)
+        materialize(work)
+        work = plain_module(work)
         params = dict(work.named_parameters(remove_duplicate=False))
         with torch.no_grad():
             for key, value in outcome.tensors.items():
