@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from backend.api.diagnostic_schemas import FidelityClassesOut
 from backend.api.routes.sweep import FrontierOut, SweepPointOut
 from backend.api.schemas import FidelityReportOut, LayerProfileOut, Page, SampleDivergenceOut
 from backend.api.sensitivity_schemas import (
@@ -109,6 +110,10 @@ def test_every_result_the_worker_writes_is_served_whole_and_typed(make_stack: An
     samples = Page[SampleDivergenceOut].model_validate(get(f"/jobs/{fidelity}/fidelity/samples"))
     assert samples.total == report["summary"]["n_samples"]
     assert all(not row.sqnr_db_infinite for row in samples.items if row.sqnr_db is not None)
+    classes = get(f"/jobs/{fidelity}/fidelity/classes")
+    _typed(FidelityClassesOut, classes)
+    served_whole(stored["fidelity.classes"], classes, "per-class damage")
+    assert classes["outputs"][report["summary"]["primary_output"]]["by"] == "label"
 
     for route, key in (("sensitivity", "sensitivity.result"), ("sensitivity/all-but", "sensitivity.all_but")):
         body = get(f"/jobs/{scan}/{route}", cells=True)
