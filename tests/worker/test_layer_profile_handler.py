@@ -81,6 +81,7 @@ def raise_in_sums(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
         raise exc
 
     monkeypatch.setattr("worker.engine.layer_profile.accumulate.sample_sums", fail)
+    monkeypatch.setattr("worker.engine.layer_profile.accumulate.shared_sample_sums", fail)
 
 
 def raise_in_runtime(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:

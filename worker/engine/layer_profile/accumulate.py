@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from worker.engine.layer_profile.results import LayerStats
-from worker.engine.metrics.numerical import sample_sums, sqnr_db
+from worker.engine.metrics.numerical import SampleSums, sample_sums, shared_sample_sums, sqnr_db
 
 
 class StatsAccumulator:
@@ -26,14 +26,23 @@ class StatsAccumulator:
 
     def update(self, a: np.ndarray, b: np.ndarray, batch_size: int) -> None:
         """Fold one batch in; a shape mismatch is recorded in `problem` and stops further updates."""
+        if self.accepts(a.shape, b.shape, batch_size):
+            self.add(sample_sums(a, b))
+
+    def accepts(self, a_shape: tuple[int, ...], b_shape: tuple[int, ...], batch_size: int) -> bool:
+        """Whether a batch of these shapes is to be folded in (records a shape problem, or a batch that is
+        not on axis 0)."""
         if self.problem is not None:
-            return
-        if a.shape != b.shape:
-            self.problem = f"shapes differ (golden {list(a.shape)}, compressed {list(b.shape)})"
-            return
-        if a.ndim == 0 or a.shape[0] != batch_size:
+            return False
+        if a_shape != b_shape:
+            self.problem = f"shapes differ (golden {list(a_shape)}, compressed {list(b_shape)})"
+            return False
+        if len(a_shape) == 0 or a_shape[0] != batch_size:
             self.batch_first = False
-        sums = sample_sums(a, b)
+        return True
+
+    def add(self, sums: SampleSums) -> None:
+        """Fold one batch's per-sample sums in."""
         if sums.signal.shape[0] == 0:
             return
         cosine = sums.cosine()
@@ -67,3 +76,32 @@ class LayerPair:
 
     def drop_local(self, reason: str) -> None:
         self.local, self.local_note = None, reason
+
+    def fold(
+        self, g: np.ndarray, c: np.ndarray, local: np.ndarray | None, qdq_input: np.ndarray | None, n: int
+    ) -> None:
+        """Fold one batch of the layer in: accumulated (golden vs compressed), local (golden vs the local
+        output, if given) and qdq_err (the quantizer's input vs compressed, if given), the arrays shared by
+        two comparisons converted to float64 once (metrics.numerical.shared_sample_sums)."""
+        arrays = [g, c]
+        comparisons: list[tuple[int, int]] = []
+        targets: list[StatsAccumulator] = []
+        if self.accumulated.accepts(g.shape, c.shape, n):
+            comparisons.append((0, 1))
+            targets.append(self.accumulated)
+        if self.local is not None and local is not None and self.local.accepts(g.shape, local.shape, n):
+            arrays.append(local)
+            comparisons.append((0, len(arrays) - 1))
+            targets.append(self.local)
+        if self.qdq is not None and qdq_input is not None and self.qdq.accepts(qdq_input.shape, c.shape, n):
+            arrays.append(qdq_input)
+            comparisons.append((len(arrays) - 1, 1))
+            targets.append(self.qdq)
+        if not comparisons:
+            return
+        if all(a.shape == g.shape for a in arrays):
+            sums = shared_sample_sums(arrays, comparisons)
+        else:  # e.g. golden and compressed shapes differ but the quantizer's input matches its output
+            sums = [sample_sums(arrays[i], arrays[j]) for i, j in comparisons]
+        for target, value in zip(targets, sums, strict=True):
+            target.add(value)

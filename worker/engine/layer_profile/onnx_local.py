@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from worker.engine.layer_profile.accumulate import LayerPair
+from worker.engine.layer_profile.bound_run import BoundRunner
 from worker.engine.layer_profile.onnx_side import (
     NUMPY_OF_ORT,
     ORT_FLOAT_TYPES,
@@ -117,8 +118,10 @@ class OnnxLocal:
         self._inputs = sorted(self.plan.graph_inputs)
         self._side = side
         self.session: onnxruntime.InferenceSession | None = None
+        self._runner: BoundRunner | None = None
         if self.plan.outputs:  # a model without outputs would be refused
             self.session = ort_session(self._write(side, workdir / "local.onnx"), side.folder, side.threads)
+            self._runner = BoundRunner(self.session, list(self.plan.outputs.values()))
 
     def _write(self, side: OnnxSide, target: Path) -> Path:
         """Save the compressed model with the planned nodes, inputs and outputs (and only the initializers
@@ -145,8 +148,9 @@ class OnnxLocal:
         return target
 
     def run(self, feeds: Feeds, golden: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Local outputs by golden name for one batch; `golden` holds the golden activations."""
-        if self.session is None:
+        """Local outputs by golden name for one batch; `golden` holds the golden activations. The arrays are
+        buffers that the next run overwrites."""
+        if self._runner is None:
             return {}
         bound = self._side.feeds(feeds)
         inputs = {name: bound[name] for name in self._inputs}
@@ -156,5 +160,5 @@ class OnnxLocal:
                 for name, g in self.plan.boundaries.items()
             }
         )
-        values = self.session.run(list(self.plan.outputs.values()), inputs)
-        return {g: np.asarray(v) for g, v in zip(self.plan.outputs, values, strict=True)}
+        values = self._runner.run(inputs)
+        return {g: values[out] for g, out in self.plan.outputs.items()}

@@ -86,23 +86,19 @@ def _nbytes(values: Mapping[str, np.ndarray]) -> int:
 
 
 def _run_local(
-    local: OnnxLocal | TorchLocal, pairs: list[LayerPair], feeds: Feeds, g: Mapping[str, np.ndarray], n: int
-) -> tuple[OnnxLocal | TorchLocal | None, int]:
-    """Fold one batch's local values in; returns the evaluator (None, having said why, if it failed) and
-    the bytes its values took."""
+    local: OnnxLocal | TorchLocal, pairs: list[LayerPair], feeds: Feeds, g: Mapping[str, np.ndarray]
+) -> tuple[OnnxLocal | TorchLocal | None, dict[str, np.ndarray]]:
+    """One batch's local values by golden name; returns the evaluator (None, having said why, if it
+    failed) and the values."""
     try:
-        values = local.run(feeds, g)
+        return local, local.run(feeds, g)
     except Exception as exc:  # e.g. a golden tensor that the compressed sub-graph cannot take
         if stops_the_job(exc):
             raise
         for pair in pairs:
             if pair.local is not None:
                 pair.drop_local(f"the local sub-graphs failed to run: {exc}")
-        return None, 0
-    for pair in pairs:
-        if pair.local is not None and pair.golden in values:
-            pair.local.update(g[pair.golden], values[pair.golden], n)
-    return local, _nbytes(values)
+        return None, {}
 
 
 def _process(
@@ -118,24 +114,25 @@ def _process(
     sums. The first batch (one sample) measures the bytes per sample that size the later batches."""
     g_names = {p.golden for p in pairs}
     c_names = {p.compressed for p in pairs} | {p.qdq_input for p in pairs if p.qdq_input is not None}
+    for side, names in ((golden, g_names), (compressed, c_names)):
+        if isinstance(side, OnnxSide):
+            side.narrow(names)
     fixed = golden.fixed_batch or compressed.fixed_batch
     done = 0
     for feeds in batches:
         n = batch_size_of(feeds)
         g = golden.capture(feeds, g_names)
         c = compressed.capture(feeds, c_names)
-        held = _nbytes(g) + _nbytes(c)
-        for pair in pairs:
-            pair.accumulated.update(g[pair.golden], c[pair.compressed], n)
-            if pair.qdq is not None and pair.qdq_input is not None:
-                pair.qdq.update(c[pair.qdq_input], c[pair.compressed], n)
-        del c
+        values: dict[str, np.ndarray] = {}
         if local is not None:
-            local, local_bytes = _run_local(local, pairs, feeds, g, n)
-            held += local_bytes
+            local, values = _run_local(local, pairs, feeds, g)
+        held = _nbytes(g) + _nbytes(c) + _nbytes(values)
+        for pair in pairs:
+            qdq_input = c[pair.qdq_input] if pair.qdq is not None and pair.qdq_input is not None else None
+            pair.fold(g[pair.golden], c[pair.compressed], values.get(pair.golden), qdq_input, n)
         if isinstance(golden, TorchSide):
             held += golden.inputs_nbytes()
-        del g
+        del g, c, values
         if done == 0:
             batches.size = profile_batch_size(held / n, budget_mb, fixed)
         done += n
