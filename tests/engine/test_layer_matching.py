@@ -246,3 +246,15 @@ def test_profile_matching_falls_back_to_structure(
         a, b = g[pair.golden].ravel(), c[pair.compressed].ravel()
         assert a @ b / (np.linalg.norm(a) * np.linalg.norm(b)) > 0.99
     assert any("graph structure" in note for note in notes)
+    # A user's name map may use any alias: the golden layer's canonical id, the compressed node's name.
+    nodes = onnx.load(str(renamed)).graph.node  # initializers keep their names: conv2.weight_quantized
+    dequantized = next(n.output[0] for n in nodes if n.input[0] == "conv2.weight_quantized")
+    conv2_node = next(n for n in nodes if n.op_type == "Conv" and n.input[1] == dequantized)
+    details.clear()
+    pairs = match_layers(g_side, c_side, {"conv2": conv2_node.name}, [], details)
+    mapped = [p for p in pairs if details[p.golden].method == "name_map"]
+    # The node stands for its layer, whose output is the dequantized copy after the QDQ pair.
+    quantize = next(n for n in nodes if n.input[0] == conv2_node.output[0])
+    dequantize = next(n for n in nodes if n.input[0] == quantize.output[0])
+    assert (quantize.op_type, dequantize.op_type) == ("QuantizeLinear", "DequantizeLinear")
+    assert [(details[p.golden].canonical, p.compressed) for p in mapped] == [("conv2", dequantize.output[0])]

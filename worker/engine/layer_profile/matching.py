@@ -57,6 +57,21 @@ def _tensor_ids(side: Side) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
+def _alias_map(
+    ids: Mapping[str, tuple[str, list[str]]], layers: Mapping[str, str], names: Collection[str]
+) -> dict[str, str]:
+    """Alias or canonical id -> the tensor it stands for: a weighted layer's id -> its (fused) output
+    tensor, a node name -> its output, a module path -> the first tensor it produces."""
+    out: dict[str, str] = dict(layers)
+    for tensor, (canonical, aliases) in ids.items():
+        if tensor not in names:
+            continue
+        for alias in [canonical, *aliases]:
+            if alias != tensor:
+                out.setdefault(alias, tensor)
+    return {alias: tensor for alias, tensor in out.items() if alias not in names}
+
+
 def _structural_pairs(golden: Side, compressed: Side, notes: list[str]) -> list[Any]:
     """Structural matches of two ONNX sides ([] when either is not ONNX or matching fails)."""
     g_model: Any = getattr(golden, "model", None)
@@ -105,6 +120,11 @@ def match_layers(
             "only be matched through a name mapping (golden name -> compressed name), and none was given."
         )
     golden_names, compressed_names = set(golden.order), set(compressed.order)
+    structural = _structural_pairs(golden, compressed, notes)
+    g_ids, c_ids = _tensor_ids(golden), _tensor_ids(compressed)
+    g_alias = _alias_map(g_ids, {m.golden: m.golden_output for m in structural}, golden_names)
+    c_alias = _alias_map(c_ids, {m.compressed: m.compressed_output for m in structural}, compressed_names)
+    name_map = {g_alias.get(g, g): c_alias.get(c, c) for g, c in name_map.items()}  # any alias goes
     for g, c in name_map.items():
         if g not in golden_names:
             notes.append(f"name_map: the golden model has no layer or float tensor {g!r}.")
@@ -124,7 +144,7 @@ def match_layers(
     used = {target for target, _, _ in chosen.values()}
     layer_ids: dict[str, tuple[str, str]] = {}
     added = 0
-    for match in _structural_pairs(golden, compressed, notes):
+    for match in structural:
         layer_ids.setdefault(match.golden_output, (match.golden, match.compressed))
         g, c = match.golden_output, match.compressed_output
         if g in chosen or g in name_map or c in used or g not in golden_names or c not in compressed_names:
@@ -139,7 +159,6 @@ def match_layers(
         )
     pairs = [LayerPair(n, chosen[n][0], golden.op_type(n)) for n in golden.order if n in chosen]
     if details is not None:
-        g_ids, c_ids = _tensor_ids(golden), _tensor_ids(compressed)
         for pair in pairs:
             target, method, confidence = chosen[pair.golden]
             canonical, aliases = g_ids.get(pair.golden, (pair.golden, []))
