@@ -234,6 +234,22 @@ class LayerFidelityOut(BaseModel):
     qdq_input: str | None = Field(
         default=None, description="The compressed model's tensor entering that QuantizeLinear."
     )
+    canonical_id: str | None = Field(
+        default=None,
+        description="The layer's one identity (torch module path when the model records it, else the node "
+        "name), as on the model page and in sensitivity scans; null in profiles stored before it existed.",
+    )
+    aliases: list[str] = Field(
+        default_factory=list, description="Other names of the layer (tensor, ONNX node)."
+    )
+    match_method: str | None = Field(
+        default=None,
+        description="How the compressed layer was found: name_map, name, structure (graph alignment) or weights "
+        "(weight similarity alone).",
+    )
+    match_confidence: float | None = Field(
+        default=None, description="1 for names; the structural match score in [0, 1] otherwise."
+    )
 
 
 class KernelGapOut(BaseModel):

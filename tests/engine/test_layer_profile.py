@@ -41,6 +41,10 @@ LAYER_KEYS = {
     "local_note",
     "qdq_err",
     "qdq_input",
+    "canonical_id",
+    "aliases",
+    "match_method",
+    "match_confidence",
 }
 
 
@@ -445,6 +449,11 @@ def test_to_dict_is_strict_json_with_the_documented_keys(models: Models, digits_
         assert set(layer) == LAYER_KEYS
         assert set(layer["accumulated"]) == set(layer["local"]) == STAT_KEYS
         assert layer["qdq_err"] is None  # no quantizer in a float model
+    # One identity per row: the layers' module paths (the post-ReLU rows), distinct ids for the rest.
+    ids = {layer["name"]: layer["canonical_id"] for layer in data["layers"]}
+    assert {ids["relu"], ids["relu_1"], ids["logits"]} == {"conv1", "conv2", "fc"}
+    assert len(set(ids.values())) == len(ids)
+    assert all(layer["match_method"] == "name" for layer in data["layers"])
 
 
 def test_torchscript_is_reported_as_unsupported(models: Models, digits_split: DigitsSplit) -> None:

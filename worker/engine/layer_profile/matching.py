@@ -14,11 +14,12 @@ given, receives per golden name the layer's canonical id, aliases, how it was ma
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from worker.engine.layer_profile.accumulate import LayerPair
+from worker.engine.layer_profile.results import LayerFidelity
 from worker.engine.layer_profile.sides import INPUT_OP_TYPE, Side
 
 DEQUANT_OUTPUT_SUFFIXES = ("_DequantizeLinear_Output", "_DequantizeLinear_Output_1")
@@ -159,6 +160,7 @@ def match_layers(
         )
     pairs = [LayerPair(n, chosen[n][0], golden.op_type(n)) for n in golden.order if n in chosen]
     if details is not None:
+        layer_names = {ids[0] for g, ids in layer_ids.items() if g in chosen}
         for pair in pairs:
             target, method, confidence = chosen[pair.golden]
             canonical, aliases = g_ids.get(pair.golden, (pair.golden, []))
@@ -166,8 +168,30 @@ def match_layers(
             if pair.golden in layer_ids:  # the (fused) output of a weighted layer: named after that layer
                 canonical, c_canonical = layer_ids[pair.golden]
                 aliases = [a for a in dict.fromkeys([pair.golden, *aliases]) if a != canonical]
+            elif canonical in layer_names:  # e.g. a Conv's pre-activation tensor: the id names its ReLU's row
+                canonical = f"{canonical}/{pair.golden}"
             details[pair.golden] = MatchInfo(canonical, method, confidence, aliases, c_canonical)
     return pairs
+
+
+def annotate(layers: Sequence[LayerFidelity], details: Mapping[str, MatchInfo]) -> list[LayerFidelity]:
+    """The profile's rows with each layer's identity and how it was matched (see match_layers' details)."""
+    out = []
+    for layer in layers:
+        info = details.get(layer.name)
+        if info is None:
+            out.append(layer)
+            continue
+        out.append(
+            replace(
+                layer,
+                canonical_id=info.canonical,
+                aliases=tuple(info.aliases),
+                match_method=info.method,
+                match_confidence=info.confidence,
+            )
+        )
+    return out
 
 
 def matching_note(golden: Side, compressed: Side) -> str:

@@ -47,6 +47,15 @@ class LayerFidelity:
     output of a QuantizeLinear -> DequantizeLinear pair."""
     qdq_input: str | None = None
     """The compressed model's tensor entering that QuantizeLinear."""
+    canonical_id: str | None = None
+    """The layer's one identity (torch module path when the model records it, see inspection.identity);
+    the model page, sensitivity scans and this profile share it."""
+    aliases: tuple[str, ...] = ()
+    """Other names of the layer (tensor, ONNX node name)."""
+    match_method: str | None = None
+    """How the compressed layer was found: "name_map", "name", "structure" or "weights"."""
+    match_confidence: float | None = None
+    """1 for names, the structural score in [0, 1] otherwise (layer_matching.align)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +69,10 @@ class LayerFidelity:
             "local_note": self.local_note,
             "qdq_err": None if self.qdq_err is None else self.qdq_err.to_dict(),
             "qdq_input": self.qdq_input,
+            "canonical_id": self.canonical_id,
+            "aliases": list(self.aliases),
+            "match_method": self.match_method,
+            "match_confidence": self.match_confidence,
         }
 
 

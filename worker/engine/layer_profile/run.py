@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.layer_profile.accumulate import LayerPair, StatsAccumulator
 from worker.engine.layer_profile.batching import DEFAULT_MEMORY_BUDGET_MB, Rebatcher, profile_batch_size
-from worker.engine.layer_profile.matching import match_layers, matching_note
+from worker.engine.layer_profile.matching import MatchInfo, annotate, match_layers, matching_note
 from worker.engine.layer_profile.onnx_local import OnnxLocal
 from worker.engine.layer_profile.onnx_side import OnnxSide
 from worker.engine.layer_profile.results import LayerFidelity, LayerProfile, LayerStats
@@ -229,14 +229,15 @@ def profile_layers(
             if isinstance(side, TorchSide):
                 side.capture(next(iter(probe)), None)  # discovers the leaf-module calls
         notes.append(matching_note(golden, compressed))
-        pairs = match_layers(golden, compressed, name_map or {}, notes)
+        details: dict[str, MatchInfo] = {}
+        pairs = match_layers(golden, compressed, name_map or {}, notes, details)
         local = _make_local(golden, compressed, pairs, workdir)
         _plan_qdq(compressed, pairs)
         with threadpool_limits(limits=1, user_api="blas"):  # numpy's dot products: see sample_sums
             n = _process(golden, compressed, pairs, local, rebatched, memory_budget_mb, on_progress)
     matched_g = {p.golden for p in pairs}
     matched_c = {p.compressed for p in pairs}
-    layers = _finish(pairs, notes)
+    layers = annotate(_finish(pairs, notes), details)
     return LayerProfile(
         layers=layers,
         unmatched_golden=[name for name in golden.candidates if name not in matched_g],
