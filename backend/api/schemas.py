@@ -58,16 +58,16 @@ class ModelOut(ORMModel):
         description="Inputs, outputs, layers (type, parameters, MACs), totals. Filled by the inspect job."
     )
     created_at: UTCDateTime
+    lineage: RecoveryLineageOut | None = Field(
+        default=None,
+        description="Where a model made by a job comes from (a recovery job: parent model, configuration, "
+        "methods, dataset, job); null for uploads.",
+    )
     duplicate_of: uuid.UUID | None = Field(
         default=None,
         description="Set (to this model's id) when an upload was the same file (sha256) with the same input "
         "shapes as this existing model of the project: the answer (200, not 201) is that model and nothing new "
         "was stored.",
-    )
-    lineage: RecoveryLineageOut | None = Field(
-        default=None,
-        description="Where a model made by a job comes from (a recovery job: parent model, configuration, "
-        "methods, dataset, job); null for uploads.",
     )
 
 

@@ -325,6 +325,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/fidelity/classes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Fidelity Classes
+         * @description Per-class damage of each classification output: per class the accuracy of both models and the
+         *     drop, mean KL and top-1 agreement (most damaged first), the golden → compressed confusion matrix, and
+         *     the confident flips with their sample indexes.
+         */
+        get: operations["getFidelityClasses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/fidelity/classes/samples": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Fidelity Class Samples
+         * @description The samples of one cell of the confusion matrix (primary output), highest KL first.
+         */
+        get: operations["listFidelityClassSamples"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/fidelity/layers": {
         parameters: {
             query?: never;
@@ -354,6 +396,68 @@ export interface paths {
         };
         /** List Fidelity Samples */
         get: operations["listFidelitySamples"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/fidelity/sequence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Fidelity Sequence
+         * @description Per output shaped (N, T, D): per-token cosine and SQNR over the attention mask's tokens, and the
+         *     pooled sentence embeddings' cosine and nearest-neighbour agreement.
+         */
+        get: operations["getFidelitySequence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Recovery Summary
+         * @description Before/after on the held-out split (per method step), the recovered model's id and lineage, and its
+         *     export measured in onnxruntime.
+         */
+        get: operations["getRecoverySummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/recovery/model": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download Recovered Model
+         * @description The recovered model's runnable ONNX file (the export the summary's "export" describes).
+         */
+        get: operations["downloadRecoveredModel"];
         put?: never;
         post?: never;
         delete?: never;
@@ -568,7 +672,7 @@ export interface paths {
         /** List Datasets */
         get: operations["listDatasets"];
         put?: never;
-        /** Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of images with an optional labels.csv (filename,label) and a preprocessing recipe */
+        /** Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of images with an optional labels.csv (filename,label) and a preprocessing recipe; the same file (and recipe) again answers 200 with the existing dataset (duplicate_of) */
         post: operations["uploadDataset"];
         delete?: never;
         options?: never;
@@ -606,8 +710,29 @@ export interface paths {
         /** List Models */
         get: operations["listModels"];
         put?: never;
-        /** Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt) */
+        /** Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt); the same file again answers 200 with the existing model (duplicate_of) */
         post: operations["uploadModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/recovery-jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Recovery Job
+         * @description Recover the fidelity a compression configuration loses (a job of kind "recovery"; follow it with
+         *     GET /jobs/{id}, read the result with GET /jobs/{id}/recovery).
+         */
+        post: operations["createRecoveryJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -789,6 +914,117 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * ActivationQuantIn
+         * @description Fake-quantize the layer's outputs with a range calibrated on the calibration set.
+         */
+        ActivationQuantIn: {
+            /**
+             * Bits
+             * @default 8
+             */
+            bits: number;
+            /**
+             * Calibration
+             * @default minmax
+             * @enum {string}
+             */
+            calibration: "minmax" | "percentile" | "mse";
+            /**
+             * Percentile
+             * @description Only with calibration "percentile" (default 99.99).
+             */
+            percentile?: number | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "activation_quant";
+        };
+        /**
+         * AdaRoundIn
+         * @description Learn per weight whether it rounds up or down (minimising each layer's output error).
+         */
+        AdaRoundIn: {
+            /**
+             * Batch Size
+             * @description Calibration inputs per step.
+             * @default 64
+             */
+            batch_size: number;
+            /**
+             * Beta End
+             * @default 2
+             */
+            beta_end: number;
+            /**
+             * Beta Start
+             * @default 20
+             */
+            beta_start: number;
+            /**
+             * Iterations
+             * @description Adam steps per layer.
+             * @default 600
+             */
+            iterations: number;
+            /**
+             * Learning Rate
+             * @default 0.01
+             */
+            learning_rate: number;
+            /**
+             * Max Samples
+             * @description Calibration samples kept per layer.
+             * @default 512
+             */
+            max_samples: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "adaround";
+            /**
+             * Reg Weight
+             * @description λ of the rounding regulariser.
+             * @default 0.01
+             */
+            reg_weight: number;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * Warmup
+             * @description Fraction of iterations without regulariser.
+             * @default 0.2
+             */
+            warmup: number;
+        };
+        /** AdaRoundParamsOut */
+        AdaRoundParamsOut: {
+            /** Batch Size */
+            batch_size: number;
+            /** Beta End */
+            beta_end: number;
+            /** Beta Start */
+            beta_start: number;
+            /** Iterations */
+            iterations: number;
+            /** Learning Rate */
+            learning_rate: number;
+            /** Max Samples */
+            max_samples: number;
+            /** Reg Weight */
+            reg_weight: number;
+            /** Seed */
+            seed: number;
+            /** Warmup */
+            warmup: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** ArrayOut */
         ArrayOut: {
             /** Dtype */
@@ -822,6 +1058,72 @@ export interface components {
             /** Resource Type */
             resource_type: string;
         };
+        /**
+         * BiasCorrectionIn
+         * @description Shift each compressed layer's bias by minus its mean output error on the calibration split.
+         */
+        BiasCorrectionIn: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "bias_correction";
+        };
+        /** CalibrationBinOut */
+        CalibrationBinOut: {
+            /**
+             * Accuracy
+             * @description Accuracy in the bin; null when empty.
+             */
+            accuracy: number | null;
+            /**
+             * Confidence
+             * @description Mean confidence in the bin; null when empty.
+             */
+            confidence: number | null;
+            /**
+             * Count
+             * @default 0
+             */
+            count: number;
+            /** Lower */
+            lower: number;
+            /** Upper */
+            upper: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * CalibrationOut
+         * @description Reliability of one model's confidences (15 equal-width bins).
+         */
+        CalibrationOut: {
+            /** Bins */
+            bins: components["schemas"]["CalibrationBinOut"][];
+            /** Ece */
+            ece: number | null;
+            /** Mce */
+            mce: number | null;
+            /**
+             * N
+             * @default 0
+             */
+            n: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** CalibrationPairOut */
+        CalibrationPairOut: {
+            compressed: components["schemas"]["CalibrationOut"] | null;
+            /**
+             * Ece Shift
+             * @description ECE(compressed) − ECE(golden).
+             */
+            ece_shift: number | null;
+            golden: components["schemas"]["CalibrationOut"] | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** ChannelImportanceOut */
         ChannelImportanceOut: {
             /**
@@ -850,6 +1152,28 @@ export interface components {
             /** Unit */
             unit?: string | null;
         };
+        /**
+         * ChannelPruneIn
+         * @description Structured pruning: zero whole output channels with the smallest L1 or L2 norm.
+         */
+        ChannelPruneIn: {
+            /**
+             * Norm
+             * @default l1
+             * @enum {string}
+             */
+            norm: "l1" | "l2";
+            /**
+             * Sparsity
+             * @default 0.25
+             */
+            sparsity: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "channel_prune";
+        };
         /** ChannelScoreOut */
         ChannelScoreOut: {
             /** Channel */
@@ -877,6 +1201,312 @@ export interface components {
              */
             top1_agreement?: number | null;
         };
+        /** ClassDamageOut */
+        ClassDamageOut: {
+            /**
+             * Accuracy Drop Pp
+             * @description Golden minus compressed accuracy, in percentage points; higher is worse.
+             */
+            accuracy_drop_pp: number | null;
+            /** Class Index */
+            class_index: number;
+            /** Compressed Accuracy */
+            compressed_accuracy: number | null;
+            /**
+             * Confident Flips
+             * @default 0
+             */
+            confident_flips: number;
+            /**
+             * Golden Accuracy
+             * @description Null without labels.
+             */
+            golden_accuracy: number | null;
+            /**
+             * Kl Mean Nats
+             * @description Mean KL(P‖Q) over the class; lower is better.
+             */
+            kl_mean_nats: number | null;
+            /**
+             * N
+             * @description Samples of this class (by label, or by golden predicted class: see `by`).
+             */
+            n: number;
+            /**
+             * Top1 Agreement
+             * @description Share of the class both models agree on.
+             */
+            top1_agreement: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * ClassificationMetricsOut
+         * @description A classifier's output (logits or probabilities): the divergences in nats and bits, agreement,
+         *     confidence, label flips, and accuracy with calibration when the dataset has labels.
+         */
+        ClassificationMetricsOut: {
+            /**
+             * Compressed Output
+             * @description The compressed model's matched output.
+             * @default
+             */
+            compressed_output: string;
+            /** Confidence Mean Compressed */
+            confidence_mean_compressed: number | null;
+            /** Confidence Mean Golden */
+            confidence_mean_golden: number | null;
+            /** Confidence Shift */
+            confidence_shift: number | null;
+            /** Cosine Mean */
+            cosine_mean: number | null;
+            /** Cosine Min */
+            cosine_min: number | null;
+            /** Cross Entropy Mean Bits */
+            cross_entropy_mean_bits: number | null;
+            /** Cross Entropy Mean Nats */
+            cross_entropy_mean_nats: number | null;
+            /** Entropy Compressed Mean Bits */
+            entropy_compressed_mean_bits: number | null;
+            /** Entropy Compressed Mean Nats */
+            entropy_compressed_mean_nats: number | null;
+            /** Entropy Golden Mean Bits */
+            entropy_golden_mean_bits: number | null;
+            /** Entropy Golden Mean Nats */
+            entropy_golden_mean_nats: number | null;
+            /** Js Mean Bits */
+            js_mean_bits: number | null;
+            /** Js Mean Nats */
+            js_mean_nats: number | null;
+            /**
+             * Kind
+             * @default classification
+             * @constant
+             */
+            kind: "classification";
+            /** Kl Max Nats */
+            kl_max_nats: number | null;
+            /** Kl Mean Bits */
+            kl_mean_bits: number | null;
+            /**
+             * Kl Mean Nats
+             * @description KL(P‖Q), golden P; lower is better.
+             */
+            kl_mean_nats: number | null;
+            /** Kl Reverse Mean Bits */
+            kl_reverse_mean_bits: number | null;
+            /** Kl Reverse Mean Nats */
+            kl_reverse_mean_nats: number | null;
+            label_flips: components["schemas"]["LabelFlipsOut"] | null;
+            /** @description Null without labels. */
+            labels: components["schemas"]["LabelMetricsOut"] | null;
+            /** Mae */
+            mae: number | null;
+            /** Max Abs Err */
+            max_abs_err: number | null;
+            /** Mse */
+            mse: number | null;
+            /**
+             * N Finite
+             * @description Samples finite in both models (the metrics' samples).
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Nonfinite Compressed
+             * @default 0
+             */
+            n_nonfinite_compressed: number;
+            /**
+             * N Nonfinite Golden
+             * @default 0
+             */
+            n_nonfinite_golden: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /** Num Classes */
+            num_classes: number | null;
+            outputs_are_probabilities: components["schemas"]["ProbabilityFlags"] | null;
+            /** Per Sample Shape */
+            per_sample_shape: number[];
+            /**
+             * Sqnr Db
+             * @description Dataset SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when every error is exactly 0 (+∞ dB).
+             * @default false
+             */
+            sqnr_db_infinite: boolean;
+            /** Top K */
+            top_k: number | null;
+            /**
+             * Top1 Match
+             * @description Share of samples with the same top-1 class.
+             */
+            top1_match: number | null;
+            /** Topk Agreement */
+            topk_agreement: number | null;
+            /** Topk Overlap */
+            topk_overlap: number | null;
+            /** Tv Mean */
+            tv_mean: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * CompressionConfigOut
+         * @description A compression configuration as stored (worker/engine/compression/configs.py ``to_dict``): the
+         *     ``type`` tag and the fields of that type (see the job kinds' params schemas for their meaning).
+         */
+        CompressionConfigOut: {
+            activations?: components["schemas"]["CompressionConfigOut"] | null;
+            /**
+             * Average Bits
+             * @description mixed_precision: the plan's average.
+             */
+            average_bits?: number | null;
+            /**
+             * Bits
+             * @description Bit width; for mixed_precision, layer → bit width.
+             */
+            bits?: number | {
+                [key: string]: number;
+            } | null;
+            /** Calibration */
+            calibration?: string | null;
+            /** Dtype */
+            dtype?: string | null;
+            /** Norm */
+            norm?: string | null;
+            /** Per Channel */
+            per_channel?: boolean | null;
+            /** Percentile */
+            percentile?: number | null;
+            /** Rank Ratio */
+            rank_ratio?: number | null;
+            /** Seed */
+            seed?: number | null;
+            /** Sparsity */
+            sparsity?: number | null;
+            /** Stages */
+            stages?: components["schemas"]["CompressionConfigOut"][] | null;
+            /** Symmetric */
+            symmetric?: boolean | null;
+            /**
+             * Type
+             * @description weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag.
+             */
+            type: string;
+            weights?: components["schemas"]["CompressionConfigOut"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * ConcentrationOut
+         * @description Share of the total divergence carried by the worst 1% and 10% of samples.
+         */
+        ConcentrationOut: {
+            /**
+             * Measure
+             * @description kl (classification) or mse.
+             * @default kl
+             */
+            measure: string;
+            /**
+             * N
+             * @default 0
+             */
+            n: number;
+            /**
+             * Rule
+             * @default
+             */
+            rule: string;
+            /**
+             * Verdict
+             * @description uniform or concentrated.
+             * @default uniform
+             */
+            verdict: string;
+            /** Worst 1Pct Share */
+            worst_1pct_share: number | null;
+            /** Worst 10Pct Share */
+            worst_10pct_share: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ConfidentFlipOut */
+        ConfidentFlipOut: {
+            /** Compressed Class */
+            compressed_class: number;
+            /** Compressed Probability */
+            compressed_probability: number;
+            /** Golden Class */
+            golden_class: number;
+            /** Golden Probability */
+            golden_probability: number;
+            /**
+             * Index
+             * @description Sample index in the dataset (filter the per-sample table with it).
+             */
+            index: number;
+            /**
+             * Label
+             * @description Null when the dataset has no labels.
+             */
+            label: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ConfidentFlipsOut */
+        ConfidentFlipsOut: {
+            /**
+             * Capped
+             * @description True when more flips exist than are listed (1000).
+             * @default false
+             */
+            capped: boolean;
+            /**
+             * Count
+             * @default 0
+             */
+            count: number;
+            /** Items */
+            items: components["schemas"]["ConfidentFlipOut"][];
+            /**
+             * Stored
+             * @default 0
+             */
+            stored: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ConfusionOut */
+        ConfusionOut: {
+            /**
+             * Cells
+             * @description Non-zero cells as [golden class, compressed class, samples]; off-diagonal cells are flips.
+             */
+            cells: number[][];
+            /**
+             * Columns
+             * @default compressed predicted class
+             */
+            columns: string;
+            /**
+             * Rows
+             * @default golden predicted class
+             */
+            rows: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** DatasetOut */
         DatasetOut: {
             /** Arrays */
@@ -890,6 +1520,11 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /**
+             * Duplicate Of
+             * @description Set (to this dataset's id) when an upload was the same file (sha256) with the same preprocessing as this existing dataset of the project: the answer (200, not 201) is that dataset and nothing new was stored.
+             */
+            duplicate_of?: string | null;
             /** Filename */
             filename: string;
             /** Has Labels */
@@ -976,6 +1611,145 @@ export interface components {
             total: number;
         };
         /**
+         * DivergenceOut
+         * @description How far a compressed model's primary output moved from the golden one (one sensitivity cell, a
+         *     whole-model configuration, a measured plan).
+         */
+        DivergenceOut: {
+            /** Kl Max */
+            kl_max: number | null;
+            /**
+             * Kl Mean
+             * @description KL(P‖Q) mean in nats; lower is better.
+             */
+            kl_mean: number | null;
+            /** Mse */
+            mse: number | null;
+            /**
+             * N Nonfinite
+             * @description Samples whose compressed output held NaN/Inf.
+             * @default 0
+             */
+            n_nonfinite: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Sqnr Db
+             * @description Output SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when the outputs are identical (+∞ dB).
+             * @default false
+             */
+            sqnr_db_infinite: boolean;
+            /**
+             * Top1 Agreement
+             * @description Share of samples with the golden top-1.
+             */
+            top1_agreement: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** EmbeddingMetricsOut */
+        EmbeddingMetricsOut: {
+            /**
+             * Compressed Output
+             * @description The compressed model's matched output.
+             * @default
+             */
+            compressed_output: string;
+            /** Cosine Mean */
+            cosine_mean: number | null;
+            /** Cosine Min */
+            cosine_min: number | null;
+            /**
+             * Kind
+             * @default embedding
+             * @constant
+             */
+            kind: "embedding";
+            /** Mae */
+            mae: number | null;
+            /** Max Abs Err */
+            max_abs_err: number | null;
+            /** Mse */
+            mse: number | null;
+            /**
+             * N Finite
+             * @description Samples finite in both models (the metrics' samples).
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Nonfinite Compressed
+             * @default 0
+             */
+            n_nonfinite_compressed: number;
+            /**
+             * N Nonfinite Golden
+             * @default 0
+             */
+            n_nonfinite_golden: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Nearest Neighbour Agreement
+             * @description Share of samples whose nearest other sample is the same in both spaces.
+             */
+            nearest_neighbour_agreement: number | null;
+            /** Nearest Neighbour Metric */
+            nearest_neighbour_metric: string | null;
+            /** Per Sample Shape */
+            per_sample_shape: number[];
+            /**
+             * Sqnr Db
+             * @description Dataset SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when every error is exactly 0 (+∞ dB).
+             * @default false
+             */
+            sqnr_db_infinite: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * EqualizationIn
+         * @description Cross-layer equalization of Conv/Linear → ReLU → Conv/Linear pairs (the float function is kept).
+         */
+        EqualizationIn: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "equalization";
+        };
+        /** EqualizedPairOut */
+        EqualizedPairOut: {
+            /** First */
+            first: string;
+            /**
+             * Flattened
+             * @description A flatten lies between the two layers.
+             * @default false
+             */
+            flattened: boolean;
+            /** Second */
+            second: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * ErrorOut
          * @description Every error response: a stable code and a message that says what went wrong and what to do.
          */
@@ -995,6 +1769,98 @@ export interface components {
              * @description invalid_request from request validation: each field at fault.
              */
             fields?: components["schemas"]["FieldErrorOut"][] | null;
+        };
+        /**
+         * ExportManifestOut
+         * @description An exported ONNX file of a point (also manifest.json in the download).
+         */
+        ExportManifestOut: {
+            config: components["schemas"]["CompressionConfigOut"] | null;
+            /**
+             * File
+             * @default
+             */
+            file: string;
+            /** File Sha256 */
+            file_sha256: string | null;
+            /** File Size Bytes */
+            file_size_bytes: number | null;
+            /**
+             * Format
+             * @default
+             */
+            format: string;
+            /**
+             * Kind
+             * @description simulated-float, real-int8-weights, real-int8-qdq, fp16...
+             * @default
+             */
+            kind: string;
+            /** Matches Simulation */
+            matches_simulation: boolean | null;
+            metrics: components["schemas"]["ExportMetricsOut"] | null;
+            /** Notes */
+            notes: string[];
+            /** Onnxruntime Version */
+            onnxruntime_version: string | null;
+            /** Opset */
+            opset: number | null;
+            /** Plan */
+            plan: {
+                [key: string]: components["schemas"]["CompressionConfigOut"];
+            } | null;
+            /**
+             * Point Id
+             * @default
+             */
+            point_id: string;
+            quantization: components["schemas"]["QuantizationOut"] | null;
+            /** Size Bytes */
+            size_bytes: number | null;
+            /** Size Bytes Fp32 */
+            size_bytes_fp32: number | null;
+            /**
+             * Source Model Sha256
+             * @description The uploaded model's sha256 (the stored manifest of the chosen export).
+             */
+            source_model_sha256: string | null;
+            /** Source Sha256 */
+            source_sha256: string | null;
+            /** Source Sha256 Of */
+            source_sha256_of: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ExportMetricsOut */
+        ExportMetricsOut: {
+            /** @description The exported file in onnxruntime. */
+            measured: components["schemas"]["PointFidelityOut"] | null;
+            /** @description The point's simulated fidelity. */
+            simulated: components["schemas"]["PointFidelityOut"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** FidelityClassesOut */
+        FidelityClassesOut: {
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Outputs
+             * @description Per classification output (golden name): its per-class damage.
+             */
+            outputs: {
+                [key: string]: components["schemas"]["OutputClassesOut"];
+            };
+            /**
+             * Primary Output
+             * @default
+             */
+            primary_output: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * FidelityHeadline
@@ -1043,6 +1909,34 @@ export interface components {
             /** Topk Agreement */
             topk_agreement?: number | null;
         };
+        /**
+         * FidelityParamsOut
+         * @description The engine parameters the comparison ran with.
+         */
+        FidelityParamsOut: {
+            /** Batch Size */
+            batch_size: number | null;
+            /**
+             * Flip Confidence
+             * @description Probability both models reach for a top-1 flip to count as confident.
+             */
+            flip_confidence: number | null;
+            /** Outputs Are Probabilities */
+            outputs_are_probabilities: boolean | null;
+            /**
+             * Pooling
+             * @description How sequence outputs are pooled: mean or first.
+             */
+            pooling: string | null;
+            /** Task */
+            task: string | null;
+            /** Threshold Kl */
+            threshold_kl: number | null;
+            /** Top K */
+            top_k: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** FidelityReportOut */
         FidelityReportOut: {
             /**
@@ -1065,13 +1959,8 @@ export interface components {
              * Format: uuid
              */
             job_id: string;
-            /**
-             * Summary
-             * @description Per output name: the metrics; plus warnings and sample counts.
-             */
-            summary: {
-                [key: string]: unknown;
-            };
+            /** @description Per output name: the metrics; plus warnings and sample counts. */
+            summary: components["schemas"]["FidelitySummaryOut"];
         };
         /** FidelityRunOut */
         FidelityRunOut: {
@@ -1088,6 +1977,63 @@ export interface components {
             job_id: string;
             /** N Samples */
             n_samples: number;
+        };
+        /** FidelitySequenceOut */
+        FidelitySequenceOut: {
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Outputs
+             * @description Per output shaped (N, T, D) (golden name): token and pooled fidelity.
+             */
+            outputs: {
+                [key: string]: components["schemas"]["OutputSequenceOut"];
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * FidelitySummaryOut
+         * @description The whole comparison: per output name its metrics, and the per-sample table's summary.
+         */
+        FidelitySummaryOut: {
+            /**
+             * N Finite
+             * @description Samples finite in every output.
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /** Notes */
+            notes: string[];
+            /**
+             * Output Matching
+             * @description name, or position when the names differ.
+             * @default name
+             */
+            output_matching: string;
+            /** Outputs */
+            outputs: {
+                [key: string]: components["schemas"]["ClassificationMetricsOut"] | components["schemas"]["RegressionMetricsOut"] | components["schemas"]["EmbeddingMetricsOut"] | components["schemas"]["TensorMetricsOut"];
+            };
+            params: components["schemas"]["FidelityParamsOut"] | null;
+            per_sample_summary: components["schemas"]["PerSampleSummaryOut"] | null;
+            /**
+             * Primary Output
+             * @default
+             */
+            primary_output: string;
+            /** Warnings */
+            warnings: string[];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * FieldErrorOut
@@ -1115,14 +2061,52 @@ export interface components {
             type: string;
         };
         /**
+         * FloatCastIn
+         * @description Round-trip cast of weights and outputs to a 16-bit float type.
+         */
+        FloatCastIn: {
+            /**
+             * Dtype
+             * @default fp16
+             * @enum {string}
+             */
+            dtype: "fp16" | "bf16";
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "float_cast";
+        };
+        /** FrontierConstraintOut */
+        FrontierConstraintOut: {
+            /** At Least */
+            at_least: number | null;
+            /** At Most */
+            at_most: number | null;
+            /** Objective */
+            objective: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** FrontierObjectiveOut */
+        FrontierObjectiveOut: {
+            /**
+             * Direction
+             * @description min or max.
+             */
+            direction: string;
+            /** Name */
+            name: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * FrontierOut
          * @description The non-dominated points (no other point at least as good on every objective and better on one).
          */
         FrontierOut: {
             /** Constraints */
-            constraints: {
-                [key: string]: unknown;
-            }[];
+            constraints: components["schemas"]["FrontierConstraintOut"][];
             /**
              * Excluded
              * @description Points without a finite value for an objective or bound.
@@ -1148,9 +2132,7 @@ export interface components {
             /** N Points */
             n_points: number;
             /** Objectives */
-            objectives: {
-                [key: string]: string;
-            }[];
+            objectives: components["schemas"]["FrontierObjectiveOut"][];
         };
         /** FrontierPointOut */
         FrontierPointOut: {
@@ -1221,7 +2203,7 @@ export interface components {
          * JobKind
          * @enum {string}
          */
-        JobKind: "inspect" | "fidelity" | "sensitivity" | "sweep";
+        JobKind: "inspect" | "fidelity" | "sensitivity" | "sweep" | "recovery";
         /** JobKindOut */
         JobKindOut: {
             /** Description */
@@ -1340,10 +2322,198 @@ export interface components {
             /** Threshold Db */
             threshold_db: number;
         };
+        /** LabelFlipOut */
+        LabelFlipOut: {
+            /**
+             * Compressed
+             * @description The compressed model's top-1 class.
+             */
+            compressed: number;
+            /**
+             * Golden
+             * @description The golden model's top-1 class.
+             */
+            golden: number;
+            /**
+             * Index
+             * @description Sample index.
+             */
+            index: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** LabelFlipsOut */
+        LabelFlipsOut: {
+            /**
+             * Capped
+             * @description More flips than were stored (items is a prefix).
+             * @default false
+             */
+            capped: boolean;
+            /**
+             * Count
+             * @default 0
+             */
+            count: number;
+            /** Items */
+            items: components["schemas"]["LabelFlipOut"][];
+            /**
+             * Stored
+             * @default 0
+             */
+            stored: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * LabelMetricsOut
+         * @description Accuracy against the dataset's labels (classification outputs of a labelled dataset).
+         */
+        LabelMetricsOut: {
+            calibration: components["schemas"]["CalibrationPairOut"] | null;
+            /** Compressed Top1 Accuracy */
+            compressed_top1_accuracy: number | null;
+            /** Compressed Topk Accuracy */
+            compressed_topk_accuracy: number | null;
+            /** Golden Top1 Accuracy */
+            golden_top1_accuracy: number | null;
+            /** Golden Topk Accuracy */
+            golden_topk_accuracy: number | null;
+            /**
+             * N
+             * @default 0
+             */
+            n: number;
+            /**
+             * Top1 Accuracy Drop Pp
+             * @description Percentage points; lower is better.
+             */
+            top1_accuracy_drop_pp: number | null;
+            /** Topk Accuracy Drop Pp */
+            topk_accuracy_drop_pp: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** LatencyBatchOut */
+        LatencyBatchOut: {
+            /** Batch Size */
+            batch_size: number;
+            /** Max Ms */
+            max_ms: number | null;
+            /** Mean Ms */
+            mean_ms: number | null;
+            /** Min Ms */
+            min_ms: number | null;
+            /** P50 Ms */
+            p50_ms: number | null;
+            /** P90 Ms */
+            p90_ms: number | null;
+            /** Per Sample P50 Ms */
+            per_sample_p50_ms: number | null;
+            /** Repeats */
+            repeats: number | null;
+            /** Warmup */
+            warmup: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** LatencyEnvironmentOut */
+        LatencyEnvironmentOut: {
+            /** Cpu Count */
+            cpu_count: number | null;
+            /** Graph Optimization */
+            graph_optimization: string | null;
+            /** Inter Op Threads */
+            inter_op_threads: number | null;
+            /** Intra Op Threads */
+            intra_op_threads: number | null;
+            /** Load Average 1M */
+            load_average_1m: number | null;
+            /** Machine */
+            machine: string | null;
+            /** Onnxruntime Version */
+            onnxruntime_version: string | null;
+            /** Processor */
+            processor: string | null;
+            /** Provider */
+            provider: string | null;
+            /** Runtime */
+            runtime: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** LatencySettingsOut */
+        LatencySettingsOut: {
+            /** Batch Sizes */
+            batch_sizes: number[];
+            /** Inputs */
+            inputs: string | null;
+            /** Interleaved */
+            interleaved: boolean | null;
+            /** Repeats */
+            repeats: number | null;
+            /** Warmup */
+            warmup: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** LayerCostOut */
+        LayerCostOut: {
+            /** Activation Bits */
+            activation_bits: number | null;
+            /** Bops */
+            bops: number | null;
+            /** Bops Effective */
+            bops_effective: number | null;
+            /**
+             * Config
+             * @description Configuration id applied to the layer.
+             */
+            config: string | null;
+            /** Macs */
+            macs: number | null;
+            /** Macs Effective */
+            macs_effective: number | null;
+            /** Name */
+            name: string;
+            /**
+             * Params
+             * @default 0
+             */
+            params: number;
+            /**
+             * Params Kept
+             * @default 0
+             */
+            params_kept: number;
+            /** Size Bytes */
+            size_bytes: number | null;
+            /** Tensors */
+            tensors: components["schemas"]["TensorCostOut"][];
+            /**
+             * Type
+             * @default
+             */
+            type: string;
+            /** Weight Bits */
+            weight_bits: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** LayerFidelityOut */
         LayerFidelityOut: {
             /** @description The compressed network up to this layer vs the golden one: the error carried so far. */
             accumulated: components["schemas"]["LayerStatsOut"];
+            /**
+             * Aliases
+             * @description Other names of the layer (tensor, ONNX node).
+             */
+            aliases?: string[];
+            /**
+             * Canonical Id
+             * @description The layer's one identity (torch module path when the model records it, else the node name), as on the model page and in sensitivity scans; null in profiles stored before it existed.
+             */
+            canonical_id?: string | null;
             /** Compressed Name */
             compressed_name: string;
             /**
@@ -1360,6 +2530,16 @@ export interface components {
             local: components["schemas"]["LayerStatsOut"] | null;
             /** Local Note */
             local_note?: string | null;
+            /**
+             * Match Confidence
+             * @description 1 for names; the structural match score in [0, 1] otherwise.
+             */
+            match_confidence?: number | null;
+            /**
+             * Match Method
+             * @description How the compressed layer was found: name_map, name, structure (graph alignment) or weights (weight similarity alone).
+             */
+            match_method?: string | null;
             /**
              * Name
              * @description The golden model's tensor (ONNX) or module path (torch.export).
@@ -1442,6 +2622,38 @@ export interface components {
             /** Username */
             username: string;
         };
+        /**
+         * LowRankIn
+         * @description Truncated SVD of each weight (out × in·k), keeping rank_ratio of its singular values.
+         */
+        LowRankIn: {
+            /**
+             * Rank Ratio
+             * @default 0.5
+             */
+            rank_ratio: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "low_rank";
+        };
+        /**
+         * MagnitudePruneIn
+         * @description Unstructured pruning: zero the smallest-magnitude fraction of each weight.
+         */
+        MagnitudePruneIn: {
+            /**
+             * Sparsity
+             * @default 0.5
+             */
+            sparsity: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "magnitude_prune";
+        };
         /** MemberAdd */
         MemberAdd: {
             /**
@@ -1521,15 +2733,17 @@ export interface components {
             } | null;
             /** Budget Bytes */
             budget_bytes?: number | null;
+            /**
+             * Configs
+             * @description Configuration id → the configuration the plan assigns.
+             */
+            configs?: {
+                [key: string]: components["schemas"]["CompressionConfigOut"];
+            } | null;
             /** Error */
             error?: string | null;
-            /**
-             * Measurement
-             * @description Measured with every layer compressed by the plan at once.
-             */
-            measurement?: {
-                [key: string]: unknown;
-            } | null;
+            /** @description Measured with every layer compressed by the plan at once. */
+            measurement?: components["schemas"]["PlanMeasurementOut"] | null;
             /** Notes */
             notes?: string[];
             /**
@@ -1564,6 +2778,11 @@ export interface components {
                 [key: string]: number[];
             } | null;
             /**
+             * Duplicate Of
+             * @description Set (to this model's id) when an upload was the same file (sha256) with the same input shapes as this existing model of the project: the answer (200, not 201) is that model and nothing new was stored.
+             */
+            duplicate_of?: string | null;
+            /**
              * Error
              * @description Why the model is invalid (the loader's message).
              */
@@ -1584,6 +2803,8 @@ export interface components {
             inspection: {
                 [key: string]: unknown;
             } | null;
+            /** @description Where a model made by a job comes from (a recovery job: parent model, configuration, methods, dataset, job); null for uploads. */
+            lineage?: components["schemas"]["RecoveryLineageOut"] | null;
             /** Name */
             name: string;
             /**
@@ -1611,6 +2832,81 @@ export interface components {
              * @description None when the model or dataset was deleted since.
              */
             name: string | null;
+        };
+        /**
+         * NoiseIn
+         * @description Uniform noise with the power of b-bit symmetric quantization: "what if this tensor were b-bit".
+         */
+        NoiseIn: {
+            /**
+             * Bits
+             * @default 8
+             */
+            bits: number;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "noise";
+        };
+        /** OutputClassesOut */
+        OutputClassesOut: {
+            /**
+             * By
+             * @description How samples are grouped into classes: by their label, or by the golden model's prediction when the dataset has no labels.
+             */
+            by: ("label" | "golden_prediction") | null;
+            /**
+             * Classes
+             * @description Classes that have samples, most damaged first.
+             */
+            classes: components["schemas"]["ClassDamageOut"][];
+            confident_flips: components["schemas"]["ConfidentFlipsOut"];
+            confusion: components["schemas"]["ConfusionOut"];
+            /** Flip Confidence */
+            flip_confidence: number | null;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Num Classes
+             * @default 0
+             */
+            num_classes: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** OutputSequenceOut */
+        OutputSequenceOut: {
+            /**
+             * Masked
+             * @description True when the dataset's attention_mask selected tokens.
+             * @default false
+             */
+            masked: boolean;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * N Tokens
+             * @description Tokens compared (those the attention mask keeps).
+             * @default 0
+             */
+            n_tokens: number;
+            pooled: components["schemas"]["PooledOut"];
+            token_cosine: components["schemas"]["TokenStatOut"];
+            token_sqnr_db: components["schemas"]["TokenSqnrOut"];
+        } & {
+            [key: string]: unknown;
         };
         /** Page[AuditEventOut] */
         Page_AuditEventOut_: {
@@ -1674,6 +2970,235 @@ export interface components {
             /** New Password */
             new_password: string;
         };
+        /** PercentilesOut */
+        PercentilesOut: {
+            /** P1 */
+            p1: number | null;
+            /** P5 */
+            p5: number | null;
+            /** P25 */
+            p25: number | null;
+            /** P50 */
+            p50: number | null;
+            /** P75 */
+            p75: number | null;
+            /** P95 */
+            p95: number | null;
+            /** P99 */
+            p99: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** PerSampleSummaryOut */
+        PerSampleSummaryOut: {
+            concentration: components["schemas"]["ConcentrationOut"] | null;
+            /** Flag Rule */
+            flag_rule: string | null;
+            /** N Flagged */
+            n_flagged: number | null;
+            /**
+             * Output
+             * @description The output the per-sample table was written for.
+             * @default
+             */
+            output: string;
+            /** Threshold Kl */
+            threshold_kl: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * PlanMeasurementOut
+         * @description A plan applied to every layer at once, measured.
+         */
+        PlanMeasurementOut: {
+            measured: components["schemas"]["DivergenceOut"] | null;
+            /** Notes */
+            notes: string[];
+            /** Predicted Kl */
+            predicted_kl: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * PointCostOut
+         * @description Size and compute of the compressed model (simulated storage: bits × kept elements + quantizer
+         *     parameters; dense fp32 outside the compressible layers).
+         */
+        PointCostOut: {
+            /** Bops */
+            bops: number | null;
+            /** Bops Effective */
+            bops_effective: number | null;
+            /** Bops Fp32 */
+            bops_fp32: number | null;
+            /** Compression Ratio */
+            compression_ratio: number | null;
+            /**
+             * Layers
+             * @description Per layer; null when not stored.
+             */
+            layers: components["schemas"]["LayerCostOut"][] | null;
+            /** Macs */
+            macs: number | null;
+            /** Macs Effective */
+            macs_effective: number | null;
+            /** Notes */
+            notes: string[];
+            /** Other Params */
+            other_params: number | null;
+            /** Params Kept */
+            params_kept: number | null;
+            /** Params Nonzero */
+            params_nonzero: number | null;
+            /** Params Total */
+            params_total: number | null;
+            /** Quant Param Bytes */
+            quant_param_bytes: number | null;
+            /** Size Bytes */
+            size_bytes: number | null;
+            /** Size Bytes Fp32 */
+            size_bytes_fp32: number | null;
+            /** Size Bytes Sparse */
+            size_bytes_sparse: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * PointFidelityOut
+         * @description The point's fidelity on its primary output (worker/engine/sweep/golden.py ``fidelity_summary``).
+         */
+        PointFidelityOut: {
+            /** Accuracy Compressed */
+            accuracy_compressed: number | null;
+            /** Accuracy Drop Pp */
+            accuracy_drop_pp: number | null;
+            /** Accuracy Golden */
+            accuracy_golden: number | null;
+            /** Cosine Mean */
+            cosine_mean: number | null;
+            /** Ece Compressed */
+            ece_compressed: number | null;
+            /** Ece Golden */
+            ece_golden: number | null;
+            /** Js Mean */
+            js_mean: number | null;
+            /** Kl Max */
+            kl_max: number | null;
+            /**
+             * Kl Mean
+             * @description KL(P‖Q) mean in nats; lower is better.
+             */
+            kl_mean: number | null;
+            /** Kl Mean Bits */
+            kl_mean_bits: number | null;
+            /** Kl Reverse Mean */
+            kl_reverse_mean: number | null;
+            /** Label Flips */
+            label_flips: number | null;
+            /** Max Abs Err */
+            max_abs_err: number | null;
+            /** Mse */
+            mse: number | null;
+            /** N Flagged */
+            n_flagged: number | null;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Output Kind
+             * @default
+             */
+            output_kind: string;
+            /**
+             * Primary Output
+             * @default
+             */
+            primary_output: string;
+            /**
+             * Sqnr Db
+             * @description Null when infinite (see sqnr_db_infinite).
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @default false
+             */
+            sqnr_db_infinite: boolean;
+            /** Top1 Agreement */
+            top1_agreement: number | null;
+            /** Warnings */
+            warnings: string[];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * PointLatencyOut
+         * @description The chosen export timed in onnxruntime (bench-style: warm-up, then repeats).
+         */
+        PointLatencyOut: {
+            /** Batches */
+            batches: components["schemas"]["LatencyBatchOut"][];
+            environment: components["schemas"]["LatencyEnvironmentOut"] | null;
+            /** File */
+            file: string | null;
+            /** File Size Bytes */
+            file_size_bytes: number | null;
+            /** Session Load Ms */
+            session_load_ms: number | null;
+            settings: components["schemas"]["LatencySettingsOut"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** PooledOut */
+        PooledOut: {
+            /** Cosine Mean */
+            cosine_mean: number | null;
+            /** Cosine Min */
+            cosine_min: number | null;
+            /**
+             * Neighbour K
+             * @default 0
+             */
+            neighbour_k: number;
+            /**
+             * Neighbour Metric
+             * @default cosine
+             */
+            neighbour_metric: string;
+            /**
+             * Neighbour Top1 Agreement
+             * @description Share of samples whose nearest other sample is the same in both models.
+             */
+            neighbour_top1_agreement: number | null;
+            /**
+             * Neighbour Topk Overlap
+             * @description Mean |kNN golden ∩ kNN compressed| / k within the evaluated set.
+             */
+            neighbour_topk_overlap: number | null;
+            /**
+             * Pooling
+             * @default mean
+             * @enum {string}
+             */
+            pooling: "mean" | "first";
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * ProbabilityFlags
+         * @description Whether each model's output was taken as probabilities (else logits); null when not decided.
+         */
+        ProbabilityFlags: {
+            /** Compressed */
+            compressed: boolean | null;
+            /** Golden */
+            golden: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** ProfileLayerOut */
         ProfileLayerOut: {
             /** Depth Fraction */
@@ -1726,6 +3251,410 @@ export interface components {
              * Format: uuid
              */
             team_id: string;
+        };
+        /**
+         * QuantizationOut
+         * @description How the export was quantized: the fields depend on the method.
+         */
+        QuantizationOut: {
+            /** Activation Type */
+            activation_type?: string | null;
+            /** Activations */
+            activations?: string | null;
+            /** Calibrate Method */
+            calibrate_method?: string | null;
+            /** Calibration Samples */
+            calibration_samples?: number | null;
+            /** Keep Io Types */
+            keep_io_types?: boolean | null;
+            /** Left Float */
+            left_float?: string[] | null;
+            /** Method */
+            method?: string | null;
+            /** Per Channel */
+            per_channel?: boolean | null;
+            /** Weight Type */
+            weight_type?: string | null;
+            /** Weights */
+            weights?: string[] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * QuantizeIn
+         * @description Weights and activations quantized together (at least one).
+         */
+        QuantizeIn: {
+            activations?: components["schemas"]["ActivationQuantIn"] | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "quantize";
+            weights?: components["schemas"]["WeightQuantIn"] | null;
+        };
+        /**
+         * RecoveryDetailsOut
+         * @description What a method did; the fields depend on the method (served as stored).
+         */
+        RecoveryDetailsOut: {
+            /**
+             * Iterations
+             * @description equalization: sweeps over the pairs.
+             */
+            iterations?: number | null;
+            /**
+             * Layers
+             * @description adaround: per layer.
+             */
+            layers?: components["schemas"]["RoundedLayerOut"][] | null;
+            /** Notes */
+            notes?: string[];
+            /**
+             * Pairs
+             * @description equalization: the pairs found.
+             */
+            pairs?: components["schemas"]["EqualizedPairOut"][] | null;
+            params?: components["schemas"]["AdaRoundParamsOut"] | null;
+            /**
+             * Scales
+             * @description equalization: "first→second" → per-channel scale s.
+             */
+            scales?: {
+                [key: string]: number[];
+            } | null;
+            /**
+             * Shifts
+             * @description bias_correction: layer → shift added to its bias, per output channel.
+             */
+            shifts?: {
+                [key: string]: number[];
+            } | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RecoveryExportOut */
+        RecoveryExportOut: {
+            /** File */
+            file: string;
+            /**
+             * Kind
+             * @description real-int8-weights, real-int8-qdq, ... or simulated-float (see sweeps).
+             */
+            kind: string;
+            /** @description The file run in onnxruntime against the golden model on the held-out split. */
+            measured: components["schemas"]["PointFidelityOut"] | null;
+            /** Notes */
+            notes: string[];
+            /** Sha256 */
+            sha256: string;
+            /** Size Bytes */
+            size_bytes: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RecoveryJobCreate */
+        RecoveryJobCreate: {
+            params: components["schemas"]["RecoveryJobParams"];
+            /**
+             * Project Id
+             * Format: uuid
+             */
+            project_id: string;
+        };
+        /**
+         * RecoveryJobParams
+         * @description Recover fidelity lost to compression, training-free (equalization, AdaRound, bias correction, in the
+         *     order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
+         *     and a before/after report on a held-out split.
+         */
+        RecoveryJobParams: {
+            /**
+             * Batch Size
+             * @default 64
+             */
+            batch_size: number;
+            /**
+             * Config
+             * @description The compression configuration to recover (as sweeps take it).
+             */
+            config?: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"] | components["schemas"]["ScheduleIn"]) | null;
+            /**
+             * Dataset Id
+             * Format: uuid
+             * @description Calibration and held-out data (labels optional).
+             */
+            dataset_id: string;
+            /**
+             * Golden Model Id
+             * Format: uuid
+             * @description The golden (uncompressed) model: a .pt2 torch.export file.
+             */
+            golden_model_id: string;
+            /**
+             * Heldout Fraction
+             * @description Share of the samples held out to measure before and after.
+             * @default 0.3
+             */
+            heldout_fraction: number;
+            /**
+             * Max Samples
+             * @description Samples used (calibration + held out).
+             * @default 2048
+             */
+            max_samples: number;
+            /**
+             * Methods
+             * @description Applied in this order.
+             */
+            methods: (components["schemas"]["EqualizationIn"] | components["schemas"]["BiasCorrectionIn"] | components["schemas"]["AdaRoundIn"])[];
+            /**
+             * Name
+             * @description Name of the recovered model.
+             */
+            name?: string | null;
+            /**
+             * Sweep Point Id
+             * @description Or: a point of a sweep of the golden model, by its id '<sweep job id>:<index>' (as the sweep's points and frontier give it); its configuration is taken.
+             */
+            sweep_point_id?: string | null;
+            /**
+             * Threads
+             * @description Intra-op threads of torch.
+             * @default 1
+             */
+            threads: number;
+        };
+        /** RecoveryLineageOut */
+        RecoveryLineageOut: {
+            config: components["schemas"]["CompressionConfigOut"] | null;
+            /**
+             * Dataset Id
+             * Format: uuid
+             */
+            dataset_id: string;
+            /** Heldout Fraction */
+            heldout_fraction: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Kind
+             * @default recovery
+             */
+            kind: string;
+            /** Methods */
+            methods: components["schemas"]["RecoveryMethodOut"][];
+            /**
+             * Parent Model Id
+             * Format: uuid
+             */
+            parent_model_id: string;
+            /**
+             * Plan
+             * @description Per-layer configurations.
+             */
+            plan: {
+                [key: string]: components["schemas"]["CompressionConfigOut"];
+            } | null;
+            /**
+             * Point Id
+             * @description The configuration's id (e.g. w4-sym-channel).
+             */
+            point_id: string;
+            /**
+             * Sweep Point Id
+             * @description '<sweep job id>:<index>'.
+             */
+            sweep_point_id: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RecoveryMethodOut */
+        RecoveryMethodOut: {
+            /** Batch Size */
+            batch_size?: number | null;
+            /** Beta End */
+            beta_end?: number | null;
+            /** Beta Start */
+            beta_start?: number | null;
+            /** Iterations */
+            iterations?: number | null;
+            /** Learning Rate */
+            learning_rate?: number | null;
+            /** Max Samples */
+            max_samples?: number | null;
+            /** Name */
+            name: string;
+            /** Reg Weight */
+            reg_weight?: number | null;
+            /** Seed */
+            seed?: number | null;
+            /** Warmup */
+            warmup?: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RecoveryStepOut */
+        RecoveryStepOut: {
+            details: components["schemas"]["RecoveryDetailsOut"];
+            fidelity: components["schemas"]["PointFidelityOut"];
+            /**
+             * Method
+             * @description "before" (the compressed model, unrecovered), then each method.
+             */
+            method: string;
+            /** Seconds */
+            seconds: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RecoverySummaryOut */
+        RecoverySummaryOut: {
+            /** @description After the last method. */
+            after: components["schemas"]["PointFidelityOut"];
+            /** @description The compressed model without recovery (held-out split). */
+            before: components["schemas"]["PointFidelityOut"];
+            export: components["schemas"]["RecoveryExportOut"];
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Labelled */
+            labelled: boolean;
+            lineage: components["schemas"]["RecoveryLineageOut"];
+            /**
+             * Model Id
+             * Format: uuid
+             * @description The recovered model (a new model of the project).
+             */
+            model_id: string;
+            /** N Calibration */
+            n_calibration: number;
+            /** N Heldout */
+            n_heldout: number;
+            /** Point Id */
+            point_id: string;
+            /** Steps */
+            steps: components["schemas"]["RecoveryStepOut"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /** RegressionMetricsOut */
+        RegressionMetricsOut: {
+            /**
+             * Compressed Output
+             * @description The compressed model's matched output.
+             * @default
+             */
+            compressed_output: string;
+            /** Cosine Mean */
+            cosine_mean: number | null;
+            /** Cosine Min */
+            cosine_min: number | null;
+            /**
+             * Kind
+             * @default regression
+             * @constant
+             */
+            kind: "regression";
+            /** Mae */
+            mae: number | null;
+            /** Max Abs Err */
+            max_abs_err: number | null;
+            /** Mse */
+            mse: number | null;
+            /**
+             * N Finite
+             * @description Samples finite in both models (the metrics' samples).
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Nonfinite Compressed
+             * @default 0
+             */
+            n_nonfinite_compressed: number;
+            /**
+             * N Nonfinite Golden
+             * @default 0
+             */
+            n_nonfinite_golden: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /** Per Sample Shape */
+            per_sample_shape: number[];
+            /**
+             * R2
+             * @description R² of the compressed outputs, golden as the target.
+             */
+            r2: number | null;
+            /**
+             * Sqnr Db
+             * @description Dataset SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when every error is exactly 0 (+∞ dB).
+             * @default false
+             */
+            sqnr_db_infinite: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RoundedLayerOut */
+        RoundedLayerOut: {
+            /**
+             * Flipped
+             * @description Weights AdaRound rounded the other way than nearest.
+             */
+            flipped: number;
+            /**
+             * Loss Adaround
+             * @description The same with the learned rounding.
+             */
+            loss_adaround: number | null;
+            /**
+             * Loss Nearest
+             * @description ‖W x − Ŵ x‖² on the layer's inputs, round-to-nearest.
+             */
+            loss_nearest: number | null;
+            /** Name */
+            name: string;
+            /** Total */
+            total: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * RuntimeSupportOut
+         * @description Whether a real runtime runs the point, and in which form.
+         */
+        RuntimeSupportOut: {
+            /** Executable */
+            executable: boolean | null;
+            /** Matches Simulation */
+            matches_simulation: boolean | null;
+            /**
+             * Real Export
+             * @description The runtime form, e.g. real-int8-qdq.
+             */
+            real_export: string | null;
+            /** Real Kinds */
+            real_kinds: string[];
+            /** Runtime */
+            runtime: string | null;
+            /** Runtime Note */
+            runtime_note: string | null;
+        } & {
+            [key: string]: unknown;
         };
         /** SampleArrayOut */
         SampleArrayOut: {
@@ -1786,11 +3715,92 @@ export interface components {
             sample_index: number;
             /**
              * Sqnr Db
-             * @description Per-sample SQNR in dB; None when the error is exactly 0.
+             * @description Per-sample SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined (a non-finite sample, or a golden output of all zeros: −∞).
              */
             sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when the sample's outputs are identical (error exactly 0: +∞ dB).
+             */
+            readonly sqnr_db_infinite: boolean;
             /** Top1 Match */
             top1_match: boolean | null;
+        };
+        /**
+         * ScheduleIn
+         * @description Stages applied in order (e.g. prune, then quantize).
+         */
+        ScheduleIn: {
+            /** Stages */
+            stages: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"])[];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "schedule";
+        };
+        /**
+         * SensitivityCellOut
+         * @description One layer × configuration cell with all its numbers and what was compressed.
+         */
+        SensitivityCellOut: {
+            /**
+             * Affected Layers
+             * @description Other layers changed too (a shared weight tensor).
+             */
+            affected_layers: string[];
+            /**
+             * Compressed
+             * @description The tensors that were compressed.
+             */
+            compressed: string[];
+            /**
+             * Config
+             * @description Configuration id.
+             */
+            config: string;
+            /** Kl Max */
+            kl_max: number | null;
+            /**
+             * Kl Mean
+             * @description KL(P‖Q) mean in nats; lower is better.
+             */
+            kl_mean: number | null;
+            /** Layer */
+            layer: string;
+            /** Mse */
+            mse: number | null;
+            /**
+             * N Nonfinite
+             * @description Samples whose compressed output held NaN/Inf.
+             * @default 0
+             */
+            n_nonfinite: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /** Notes */
+            notes: string[];
+            /**
+             * Sqnr Db
+             * @description Output SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when the outputs are identical (+∞ dB).
+             * @default false
+             */
+            sqnr_db_infinite: boolean;
+            /**
+             * Top1 Agreement
+             * @description Share of samples with the golden top-1.
+             */
+            top1_agreement: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SensitivityComparisonOut
@@ -1807,10 +3817,7 @@ export interface components {
         };
         /** SensitivityConfigOut */
         SensitivityConfigOut: {
-            /** Config */
-            config: {
-                [key: string]: unknown;
-            };
+            config: components["schemas"]["CompressionConfigOut"];
             /**
              * Id
              * @description Stable id, the column key of the matrix, e.g. w4-sym-tensor.
@@ -1844,6 +3851,11 @@ export interface components {
              * @description Layers sharing a weight tensor with this one.
              */
             shared_with: string[];
+            /**
+             * Tensors
+             * @description Its weight then bias tensors.
+             */
+            tensors?: string[];
             /**
              * Type
              * @description Module or op type, e.g. Conv2d, Linear, LSTM.
@@ -1887,6 +3899,20 @@ export interface components {
              * @description Share of samples with the golden top-1.
              */
             top1_agreement: (number | null)[][];
+        };
+        /**
+         * SensitivityModelOut
+         * @description Which model the scan ran on (what merging the chunks checks).
+         */
+        SensitivityModelOut: {
+            /** Backend */
+            backend: string | null;
+            /** Golden Digest */
+            golden_digest: string | null;
+            /** Weights Digest */
+            weights_digest: string | null;
+        } & {
+            [key: string]: unknown;
         };
         /** SensitivityProfileOut */
         SensitivityProfileOut: {
@@ -1932,6 +3958,27 @@ export interface components {
             ranking_metric: "kl" | "sqnr";
         };
         /**
+         * SensitivityRankingOut
+         * @description Layers most sensitive first. In the all_but view the most sensitive layer is the one whose staying
+         *     in float helps most.
+         */
+        SensitivityRankingOut: {
+            /**
+             * By Config
+             * @description Configuration id → ranking.
+             */
+            by_config: {
+                [key: string]: string[];
+            };
+            /**
+             * Overall
+             * @description By the mean score over configurations.
+             */
+            overall: string[];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * SensitivityReportOut
          * @description Each layer compressed alone ("only") or everything but that layer ("all_but"), per configuration.
          */
@@ -1940,9 +3987,12 @@ export interface components {
              * Cells
              * @description Every cell with all its numbers and what was compressed (only with ?cells=true).
              */
-            cells?: {
-                [key: string]: unknown;
-            }[] | null;
+            cells?: components["schemas"]["SensitivityCellOut"][] | null;
+            /**
+             * Computed Layers
+             * @description Layers the scan computed (the matrix rows), in depth order.
+             */
+            computed_layers?: string[];
             /** Configs */
             configs: components["schemas"]["SensitivityConfigOut"][];
             /**
@@ -1960,6 +4010,7 @@ export interface components {
             matrix: components["schemas"]["SensitivityMatrix"];
             /** Mode */
             mode: string;
+            model?: components["schemas"]["SensitivityModelOut"] | null;
             /**
              * Model Id
              * Format: uuid
@@ -1973,13 +4024,7 @@ export interface components {
             output_kind: string;
             /** Primary Output */
             primary_output: string;
-            /**
-             * Ranking
-             * @description overall: layers most sensitive first (mean score over configs); by_config: per config. In the all_but view the most sensitive layer is the one whose staying in float helps most.
-             */
-            ranking: {
-                [key: string]: unknown;
-            };
+            ranking: components["schemas"]["SensitivityRankingOut"];
             /**
              * Ranking Metric
              * @description What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive) or sqnr (other outputs: lower SQNR = more sensitive).
@@ -1991,17 +4036,42 @@ export interface components {
              * @description Per configuration: the divergence with every layer compressed at once.
              */
             whole_model: {
-                [key: string]: {
-                    [key: string]: unknown;
-                };
+                [key: string]: components["schemas"]["DivergenceOut"];
             };
+        };
+        /**
+         * SweepPointDocOut
+         * @description Everything measured for one point.
+         */
+        SweepPointDocOut: {
+            config: components["schemas"]["CompressionConfigOut"] | null;
+            cost: components["schemas"]["PointCostOut"] | null;
+            /** Exports */
+            exports: components["schemas"]["ExportManifestOut"][];
+            fidelity: components["schemas"]["PointFidelityOut"] | null;
+            /**
+             * Id
+             * @description The configuration's id.
+             * @default
+             */
+            id: string;
+            latency: components["schemas"]["PointLatencyOut"] | null;
+            /** Notes */
+            notes: string[];
+            /**
+             * Plan
+             * @description Mixed precision: layer → configuration.
+             */
+            plan: {
+                [key: string]: components["schemas"]["CompressionConfigOut"];
+            } | null;
+            runtime: components["schemas"]["RuntimeSupportOut"] | null;
+        } & {
+            [key: string]: unknown;
         };
         /** SweepPointOut */
         SweepPointOut: {
-            /** Config */
-            config: {
-                [key: string]: unknown;
-            };
+            config: components["schemas"]["CompressionConfigOut"];
             /**
              * Executable
              * @description A real runtime can execute this point (else its figures are simulated only).
@@ -2009,10 +4079,8 @@ export interface components {
             executable?: boolean | null;
             /** Export Available */
             export_available: boolean;
-            /** Export Manifest */
-            export_manifest?: {
-                [key: string]: unknown;
-            } | null;
+            /** @description The downloadable export's manifest (with ?details=true). */
+            export_manifest?: components["schemas"]["ExportManifestOut"] | null;
             /**
              * Id
              * @description '<job id>:<index>', the point's id on a frontier.
@@ -2037,13 +4105,8 @@ export interface components {
             objectives: {
                 [key: string]: number | null;
             };
-            /**
-             * Point
-             * @description Everything measured (with ?details=true).
-             */
-            point?: {
-                [key: string]: unknown;
-            } | null;
+            /** @description Everything measured (with ?details=true). */
+            point?: components["schemas"]["SweepPointDocOut"] | null;
             /**
              * Real Export
              * @description The runtime form of its export, e.g. real-int8-qdq.
@@ -2090,6 +4153,120 @@ export interface components {
              * @enum {string}
              */
             role: "viewer" | "member" | "admin";
+        };
+        /** TensorCostOut */
+        TensorCostOut: {
+            /** Bits */
+            bits: number | null;
+            /**
+             * Bytes
+             * @default 0
+             */
+            bytes: number;
+            /**
+             * Elements
+             * @default 0
+             */
+            elements: number;
+            /**
+             * Kept
+             * @default 0
+             */
+            kept: number;
+            /** Name */
+            name: string;
+            /**
+             * Nonzero
+             * @default 0
+             */
+            nonzero: number;
+            /**
+             * Quant Param Bytes
+             * @default 0
+             */
+            quant_param_bytes: number;
+            /**
+             * Role
+             * @description weight or bias.
+             * @default
+             */
+            role: string;
+            /**
+             * Sparse Bytes
+             * @default 0
+             */
+            sparse_bytes: number;
+            /**
+             * Stored Elements
+             * @default 0
+             */
+            stored_elements: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * TensorMetricsOut
+         * @description Any other output shape: the numerical metrics only.
+         */
+        TensorMetricsOut: {
+            /**
+             * Compressed Output
+             * @description The compressed model's matched output.
+             * @default
+             */
+            compressed_output: string;
+            /** Cosine Mean */
+            cosine_mean: number | null;
+            /** Cosine Min */
+            cosine_min: number | null;
+            /**
+             * Kind
+             * @default tensor
+             * @constant
+             */
+            kind: "tensor";
+            /** Mae */
+            mae: number | null;
+            /** Max Abs Err */
+            max_abs_err: number | null;
+            /** Mse */
+            mse: number | null;
+            /**
+             * N Finite
+             * @description Samples finite in both models (the metrics' samples).
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Nonfinite Compressed
+             * @default 0
+             */
+            n_nonfinite_compressed: number;
+            /**
+             * N Nonfinite Golden
+             * @default 0
+             */
+            n_nonfinite_golden: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /** Per Sample Shape */
+            per_sample_shape: number[];
+            /**
+             * Sqnr Db
+             * @description Dataset SQNR in dB; null when infinite (see sqnr_db_infinite) or undefined.
+             */
+            sqnr_db: number | null;
+            /**
+             * Sqnr Db Infinite
+             * @description True when every error is exactly 0 (+∞ dB).
+             * @default false
+             */
+            sqnr_db_infinite: boolean;
+        } & {
+            [key: string]: unknown;
         };
         /** TokenCreate */
         TokenCreate: {
@@ -2161,6 +4338,34 @@ export interface components {
             /** Revoked At */
             revoked_at: string | null;
         };
+        /** TokenSqnrOut */
+        TokenSqnrOut: {
+            /** Mean */
+            mean: number | null;
+            /** Min */
+            min: number | null;
+            /**
+             * N Exact
+             * @description Tokens with zero error (+∞ dB), left out of the statistics.
+             * @default 0
+             */
+            n_exact: number;
+            /** @description From a fixed histogram: within one bin (cosine: 1.2 % of 1 − cos; SQNR: 0.02 dB). */
+            percentiles: components["schemas"]["PercentilesOut"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** TokenStatOut */
+        TokenStatOut: {
+            /** Mean */
+            mean: number | null;
+            /** Min */
+            min: number | null;
+            /** @description From a fixed histogram: within one bin (cosine: 1.2 % of 1 − cos; SQNR: 0.02 dB). */
+            percentiles: components["schemas"]["PercentilesOut"];
+        } & {
+            [key: string]: unknown;
+        };
         /** UserCreate */
         UserCreate: {
             /**
@@ -2195,6 +4400,34 @@ export interface components {
             is_site_admin: boolean;
             /** Username */
             username: string;
+        };
+        /**
+         * WeightQuantIn
+         * @description Fake-quantize the layer's weights (biases stay float).
+         */
+        WeightQuantIn: {
+            /**
+             * Bits
+             * @default 8
+             */
+            bits: number;
+            /**
+             * Per Channel
+             * @description One scale per output channel, else per tensor.
+             * @default false
+             */
+            per_channel: boolean;
+            /**
+             * Symmetric
+             * @description Symmetric (zero point 0, narrow range) or asymmetric.
+             * @default true
+             */
+            symmetric: boolean;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "weight_quant";
         };
     };
     responses: never;
@@ -3277,6 +5510,130 @@ export interface operations {
             };
         };
     };
+    getFidelityClasses: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FidelityClassesOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    listFidelityClassSamples: {
+        parameters: {
+            query: {
+                /** @description Compressed predicted class (the column). */
+                compressed_class: number;
+                /** @description Golden predicted class (the matrix row). */
+                golden_class: number;
+                limit?: number;
+                /** @description Items to skip (at most 2**31 - 1). */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_SampleDivergenceOut_"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     getFidelityLayerProfile: {
         parameters: {
             query?: never;
@@ -3365,6 +5722,180 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Page_SampleDivergenceOut_"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getFidelitySequence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FidelitySequenceOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getRecoverySummary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoverySummaryOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    downloadRecoveredModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recovered model (ONNX). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
                 };
             };
             /** @description Unauthorized: error is unauthenticated. */
@@ -4433,6 +6964,93 @@ export interface operations {
                 };
             };
             /** @description Service Unavailable: error is queue_unavailable or storage_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    createRecoveryJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoveryJobCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description Bad Request: error is bad_request. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is queue_unavailable. */
             503: {
                 headers: {
                     [name: string]: unknown;
