@@ -41,9 +41,40 @@ class ProjectOut(ORMModel):
     name: str
     description: str
     created_at: UTCDateTime
+    models_count: int = Field(default=0, description="Models in the project (uploaded and made by jobs).")
+    datasets_count: int = Field(default=0, description="Datasets in the project.")
+    jobs_count: int = Field(default=0, description="Jobs of the project, inspections included.")
+    last_activity_at: UTCDateTime | None = Field(
+        default=None,
+        description="The latest of: the project's creation, an upload, a job launched, started or finished.",
+    )
 
 
-class ModelOut(ORMModel):
+# A tag: a short label without spaces or quotes, so that it reads the same in a URL, a JSON list and a CSV.
+Tag = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.:/+=@-]+$")]
+TAG_DESCRIPTION = "Short labels (letters, digits and _ . : / + = @ -; at most 40 characters), at most 20."
+
+
+class Annotations(BaseModel):
+    """Notes and tags people add to models, datasets and jobs."""
+
+    notes: str = Field(default="", description="Free text.")
+    tags: list[str] = Field(default_factory=list, description=TAG_DESCRIPTION)
+
+
+class ResourceUpdate(BaseModel):
+    """A change to a model, dataset or job: only the fields sent are changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200, description="A new display name.")
+    notes: str | None = Field(default=None, max_length=10_000, description="Replaces the notes.")
+    tags: list[Tag] | None = Field(
+        default=None, max_length=20, description="Replaces the tags. " + TAG_DESCRIPTION
+    )
+
+
+class ModelOut(ORMModel, Annotations):
     id: uuid.UUID
     project_id: uuid.UUID
     name: str
@@ -76,7 +107,7 @@ class ArrayOut(BaseModel):
     dtype: str
 
 
-class DatasetOut(ORMModel):
+class DatasetOut(ORMModel, Annotations):
     id: uuid.UUID
     project_id: uuid.UUID
     name: str
@@ -105,10 +136,15 @@ class JobCreate(BaseModel):
     )
 
 
-class JobOut(ORMModel):
+class JobOut(ORMModel, Annotations):
     id: uuid.UUID
     project_id: uuid.UUID
     kind: str
+    name: str = Field(default="", description="The name people gave the run; empty until they do.")
+    created_by: uuid.UUID | None = Field(default=None, description="Who launched it (null: account deleted).")
+    created_by_name: str | None = Field(
+        default=None, description="The username of who launched it (null: account deleted)."
+    )
     params: dict[str, Any]
     status: str = Field(description="queued, running, succeeded, failed or cancelled")
     progress: float = Field(description="Fraction done, 0 to 1.")

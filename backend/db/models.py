@@ -198,6 +198,9 @@ class Model(Base):
     # Where a model made by a job comes from (a recovery job: parent model, configuration, methods, dataset,
     # job); None for uploads. JSON on the row: one parent, always read with the model (migration 0010).
     lineage: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # Free text and labels people add to find and explain it (PATCH; migration 0011).
+    notes: Mapped[str] = mapped_column(Text, default="", server_default="")
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
 
 
 class Dataset(Base):
@@ -219,6 +222,9 @@ class Dataset(Base):
         ForeignKey("users.id", ondelete="SET NULL"), default=None
     )
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    # Free text and labels people add to find and explain it (PATCH; migration 0011).
+    notes: Mapped[str] = mapped_column(Text, default="", server_default="")
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
 
 
 class Job(Base):
@@ -254,6 +260,11 @@ class Job(Base):
     enqueued_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     # Set when the job fanned out into job_chunks (backend/chunk_lifecycle.py); None for a one-piece job.
     chunks_total: Mapped[int | None] = mapped_column(Integer, default=None)
+    # A name people give a run ("" until they do: the dashboard then describes it by its parameters).
+    name: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    # Free text and labels people add to find and explain it (PATCH; migration 0011).
+    notes: Mapped[str] = mapped_column(Text, default="", server_default="")
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
 
     results: Mapped[list[JobResult]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True

@@ -13,8 +13,9 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
+from backend.api.routes.annotate import apply_update
 from backend.api.routes.lookup import get_or_404, require_owner_or_admin, team_of
-from backend.api.schemas import DatasetOut
+from backend.api.schemas import DatasetOut, ResourceUpdate
 from backend.audit import AuditAction, record
 from backend.contracts import ImagePreprocessing
 from backend.dataset_formats import describe_npz
@@ -164,6 +165,21 @@ def list_datasets(project_id: uuid.UUID, session: SessionDep, caller: CallerDep)
 )
 def get_dataset(dataset_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> DatasetOut:
     return DatasetOut.model_validate(get_or_404(session, Dataset, dataset_id, caller))
+
+
+@router.patch(
+    "/datasets/{dataset_id}",
+    operation_id="updateDataset",
+    responses=error_responses(NotFound, Forbidden, InvalidRequest),
+)
+def update_dataset(
+    dataset_id: uuid.UUID, body: ResourceUpdate, session: SessionDep, caller: CallerDep
+) -> DatasetOut:
+    """Rename a dataset, replace its notes or tags. Members may change the datasets they uploaded; team
+    admins any dataset of the team."""
+    dataset = get_or_404(session, Dataset, dataset_id, caller)
+    apply_update(session, caller, dataset, body)
+    return DatasetOut.model_validate(dataset)
 
 
 @router.delete(

@@ -1,19 +1,22 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, String, cast, func, or_, select
+from sqlalchemy.orm import Session, object_session
 
 from backend import job_lifecycle
 from backend.accounts import Caller, Role
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
+from backend.api.routes.annotate import apply_update
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
-from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Offset, Page
+from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Offset, Page, ResourceUpdate, Tag
 from backend.audit import AuditAction, record
 from backend.contracts import (
     PARAMS_BY_KIND,
@@ -23,7 +26,7 @@ from backend.contracts import (
     SensitivityJobParams,
     SweepJobParams,
 )
-from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project, SweepPoint
+from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project, SweepPoint, User
 from backend.errors import (
     Conflict,
     Forbidden,
@@ -39,8 +42,16 @@ from backend.services.jobs import dispatch, new_job
 router = APIRouter(tags=["jobs"])
 
 
-def job_out(job: Job) -> JobOut:
+def job_out(job: Job, usernames: Mapping[uuid.UUID, str] | None = None) -> JobOut:
+    """The job as the API shows it; the launcher's username from `usernames` (a list fetches them at once),
+    else looked up."""
     out = JobOut.model_validate(job)
+    if job.created_by is not None:
+        if usernames is not None:
+            out.created_by_name = usernames.get(job.created_by)
+        elif (session := object_session(job)) is not None:
+            user = session.get(User, job.created_by)
+            out.created_by_name = user.username if user else None
     if out.started_at and out.finished_at:
         out.duration_s = (out.finished_at - out.started_at).total_seconds()
     return out
@@ -116,17 +127,63 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
     ),
 )
 def create_job(body: JobCreate, session: SessionDep, settings: SettingsDep, caller: CallerDep) -> JobOut:
+    return job_out(_launch(session, settings, caller, body))
+
+
+def _launch(
+    session: Session, settings: SettingsDep, caller: Caller, body: JobCreate, source: Job | None = None
+) -> Job:
+    """Validate, store, audit and enqueue a job; a relaunch (`source`) keeps the source's name and tags."""
     project = get_or_404(session, Project, body.project_id, caller, Role.member, "launching a job")
     kind, params = _validate_params(body.kind, body.params)
     _check_references(session, body.project_id, params, caller)
     job = new_job(body.project_id, kind, params.model_dump(mode="json"), caller.user_id)
+    detail: dict[str, str] = {"kind": kind.value}
+    if source is not None:
+        job.name, job.tags = source.name, list(source.tags)
+        detail["relaunched_from"] = str(source.id)
     session.add(job)
-    record(
-        session, caller, project.team_id, AuditAction.job_launched, "job", job.id, project.id, kind=kind.value
-    )
+    record(session, caller, project.team_id, AuditAction.job_launched, "job", job.id, project.id, **detail)
     session.commit()
     dispatch(session, settings, job)
-    return job_out(job)
+    return job
+
+
+@router.post(
+    "/jobs/{job_id}/relaunch",
+    status_code=status.HTTP_201_CREATED,
+    operation_id="relaunchJob",
+    responses=error_responses(
+        KneeboardError, NotFound, Forbidden, Conflict, UploadTooLarge, QueueUnavailable
+    ),
+)
+def relaunch_job(job_id: uuid.UUID, session: SessionDep, settings: SettingsDep, caller: CallerDep) -> JobOut:
+    """A new job with the same kind and parameters as this one (any status: a failed or cancelled job too),
+    keeping its name and tags. The models and datasets it names must still exist. Needs the member role."""
+    source = get_or_404(session, Job, job_id, caller, Role.member, "relaunching a job")
+    if source.kind == JobKind.recovery.value:
+        from backend.api.recovery_schemas import RecoveryJobCreate
+        from backend.api.routes.recovery import create_recovery_job
+
+        try:
+            recovery = RecoveryJobCreate.model_validate(
+                {"project_id": source.project_id, "params": source.params}
+            )
+        except ValidationError as exc:
+            raise InvalidRequest(
+                f"job {job_id}'s parameters are no longer valid: {exc.errors()[0]['msg']}"
+            ) from exc
+        created = create_recovery_job(recovery, session, settings, caller)
+        job = session.get_one(Job, created.id)
+        job.name, job.tags = source.name, list(source.tags)
+        session.commit()
+        return job_out(job)
+    if source.kind not in {k.value for k in USER_JOB_KINDS}:
+        raise InvalidRequest(
+            f"job {job_id} is a {source.kind} job, which uploads start; upload the file again"
+        )
+    body = JobCreate(project_id=source.project_id, kind=source.kind, params=source.params)
+    return job_out(_launch(session, settings, caller, body, source))
 
 
 @router.get("/jobs", operation_id="listJobs")
@@ -136,10 +193,19 @@ def list_jobs(
     project_id: uuid.UUID | None = None,
     kind: JobKind | None = None,
     status_: Annotated[JobStatus | None, Query(alias="status")] = None,
+    tag: Annotated[Tag | None, Query(description="Only jobs with this tag.")] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=200,
+            description="Only jobs whose name or notes contain this text (any case).",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Offset = 0,
 ) -> Page[JobOut]:
-    """Jobs of your teams' projects, newest first."""
+    """Jobs of your teams' projects, newest first; filtered by project, kind, status, tag and text."""
     conditions: list[ColumnElement[bool]] = [
         Job.project_id.in_(select(Project.id).where(Project.team_id.in_(list(caller.roles))))
     ]
@@ -149,16 +215,45 @@ def list_jobs(
         conditions.append(Job.kind == kind.value)
     if status_ is not None:
         conditions.append(Job.status == status_.value)
+    if tag is not None:
+        # Tags are plain characters (no quote or backslash), so the JSON text holds "tag" exactly.
+        conditions.append(cast(Job.tags, String).contains(f'"{tag}"', autoescape=True))
+    if q is not None:
+        needle = q.lower()
+        conditions.append(
+            or_(
+                func.lower(Job.name).contains(needle, autoescape=True),
+                func.lower(Job.notes).contains(needle, autoescape=True),
+            )
+        )
     total = session.execute(select(func.count()).select_from(Job).where(*conditions)).scalar_one()
     rows = session.execute(
-        select(Job).where(*conditions).order_by(Job.created_at.desc()).limit(limit).offset(offset)
-    ).scalars()
-    return Page[JobOut](items=[job_out(j) for j in rows], total=total, limit=limit, offset=offset)
+        select(Job, User.username)
+        .outerjoin(User, User.id == Job.created_by)
+        .where(*conditions)
+        .order_by(Job.created_at.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    usernames = {job.created_by: name for job, name in rows if job.created_by is not None and name}
+    items = [job_out(job, usernames) for job, _ in rows]
+    return Page[JobOut](items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get("/jobs/{job_id}", operation_id="getJob", responses=error_responses(NotFound))
 def get_job(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> JobOut:
     return job_out(get_or_404(session, Job, job_id, caller))
+
+
+@router.patch(
+    "/jobs/{job_id}", operation_id="updateJob", responses=error_responses(NotFound, Forbidden, InvalidRequest)
+)
+def update_job(job_id: uuid.UUID, body: ResourceUpdate, session: SessionDep, caller: CallerDep) -> JobOut:
+    """Name a job, replace its notes or tags. Members may change the jobs they launched; team admins any job
+    of the team."""
+    job = get_or_404(session, Job, job_id, caller)
+    apply_update(session, caller, job, body)
+    return job_out(job)
 
 
 @router.get("/jobs/{job_id}/chunks", operation_id="listJobChunks", responses=error_responses(NotFound))

@@ -13,8 +13,9 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
+from backend.api.routes.annotate import apply_update
 from backend.api.routes.lookup import get_or_404, require_owner_or_admin, team_of
-from backend.api.schemas import ModelOut
+from backend.api.schemas import ModelOut, ResourceUpdate
 from backend.audit import AuditAction, record
 from backend.contracts import JobKind
 from backend.db.models import Job, JobStatus, Model, ModelStatus, Project
@@ -168,6 +169,21 @@ def list_models(project_id: uuid.UUID, session: SessionDep, caller: CallerDep) -
 )
 def get_model(model_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> ModelOut:
     return model_out(session, get_or_404(session, Model, model_id, caller))
+
+
+@router.patch(
+    "/models/{model_id}",
+    operation_id="updateModel",
+    responses=error_responses(NotFound, Forbidden, InvalidRequest),
+)
+def update_model(
+    model_id: uuid.UUID, body: ResourceUpdate, session: SessionDep, caller: CallerDep
+) -> ModelOut:
+    """Rename a model, replace its notes or tags. Members may change the models they uploaded; team admins
+    any model of the team."""
+    model = get_or_404(session, Model, model_id, caller)
+    apply_update(session, caller, model, body)
+    return model_out(session, model)
 
 
 @router.delete(
