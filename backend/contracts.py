@@ -266,6 +266,7 @@ RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
 RESULT_SENSITIVITY_PLANS = "sensitivity.plans"
 RESULT_SENSITIVITY_IMPORTANCE = "sensitivity.importance"
 RESULT_RECOVERY_SUMMARY = "recovery.summary"
+RESULT_MODEL_GRAPH = "model.graph"  # the inspect job's display graph of its model (GET /models/{id}/graph)
 
 
 class ImagePreprocessing(BaseModel):

@@ -17,6 +17,7 @@ from backend.contracts import (
     RESULT_FIDELITY_LAYERS,
     RESULT_FIDELITY_SEQUENCE,
     RESULT_FIDELITY_SUMMARY,
+    RESULT_MODEL_GRAPH,
     FidelityJobParams,
     ImagePreprocessing,
     InspectParams,
@@ -79,6 +80,7 @@ class InspectHandler:
 
     def run(self, ctx: JobContext) -> ResultWriter:
         from worker.engine.inspection import inspect_model
+        from worker.engine.inspection.graph import model_graph
         from worker.engine.loaders import load_model
 
         params = InspectParams.model_validate(ctx.params)
@@ -89,10 +91,12 @@ class InspectHandler:
         ctx.progress(0.5, "inspecting layers, parameters and MACs")
         inspection = inspect_model(path, fmt, model.declared_input_shapes)
         report = json_safe(inspection.to_dict())
+        graph = json_safe(model_graph(path, fmt, model.declared_input_shapes).to_dict())
 
         def write(session: Session) -> None:
             row = session.get_one(Model, params.model_id)
             row.inspection = report
+            session.add(JobResult(job_id=ctx.job_id, key=RESULT_MODEL_GRAPH, payload=graph))
             row.status = ModelStatus.ready.value
             row.error = None
 

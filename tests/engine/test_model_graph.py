@@ -1,0 +1,102 @@
+"""The display graph of real models: the digits CNN and its QDQ int8 export, checked against the onnx
+graph read independently here, and a 500-layer chain built in the test."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from tests.support.deep_onnx import deep_chain_onnx
+from worker.engine.demo_models import DigitsCNN, export_onnx, quantize_onnx_int8
+from worker.engine.inspection import inspect_model
+from worker.engine.inspection.graph import model_graph
+
+PLUMBING = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Constant"}
+
+
+@pytest.fixture(scope="module")
+def cnn_pair(digits_cnn: DigitsCNN, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("graph_cnn")
+    x = np.random.default_rng(0).random((16, 1, 8, 8), dtype=np.float32)
+    golden = export_onnx(digits_cnn, x[:2], folder / "cnn.onnx")
+    return golden, quantize_onnx_int8(golden, folder / "cnn_int8.onnx", x)
+
+
+def expected_structure(path: Path) -> tuple[list[str], set[tuple[str, str]]]:
+    """(op types of the compute nodes in graph order, (producer node name, consumer node name) pairs),
+    walking back through Q/DQ nodes by their first input; graph inputs/outputs as 'input:'/'output:'."""
+    graph = onnx.load(str(path)).graph
+    made_by = {out: node for node in graph.node for out in node.output}
+    inputs = {v.name for v in graph.input}
+
+    def source(tensor: str) -> str | None:
+        while tensor in made_by and made_by[tensor].op_type in PLUMBING:
+            node = made_by[tensor]
+            if node.op_type == "Constant":
+                return None
+            tensor = node.input[0]
+        if tensor in made_by:
+            return made_by[tensor].name
+        return f"input:{tensor}" if tensor in inputs else None
+
+    pairs: set[tuple[str, str]] = set()
+    ops = []
+    for node in graph.node:
+        if node.op_type in PLUMBING:
+            continue
+        ops.append(node.op_type)
+        pairs |= {(s, node.name) for t in node.input if t and (s := source(t)) is not None}
+    pairs |= {(s, f"output:{v.name}") for v in graph.output if (s := source(v.name)) is not None}
+    return ops, pairs
+
+
+@pytest.mark.parametrize("which", ["golden", "int8"])
+def test_digits_cnn_graph_matches_the_onnx_graph(cnn_pair: tuple[Path, Path], which: str) -> None:
+    path = cnn_pair[0] if which == "golden" else cnn_pair[1]
+    graph = model_graph(path, "onnx")
+    ops, pairs = expected_structure(path)
+    op_nodes = [n for n in graph.nodes if n.kind == "op"]
+    assert [n.op_type for n in op_nodes] == ops
+    # Node names are aliases of the canonical ids: map the edges back to ONNX node names to compare.
+    name_of: dict[str, str] = {}
+    onnx_names = {n.name for n in onnx.load(str(path)).graph.node}
+    for node in op_nodes:
+        name_of[node.id] = next(a for a in [node.id, *node.aliases] if a in onnx_names)
+    got = {(name_of.get(e.source, e.source), name_of.get(e.target, e.target)) for e in graph.edges}
+    assert got == pairs
+    # Parameter-owning nodes carry inspection's layer ids, parameters and MACs.
+    layers = {layer.name: layer for layer in inspect_model(path, "onnx").layers}
+    owners = {n.id: n for n in op_nodes if n.params}
+    assert set(owners) == set(layers)
+    for name, layer in layers.items():
+        assert (owners[name].params, owners[name].macs) == (layer.params, layer.macs)
+    assert {"conv1", "conv2", "fc"} <= set(owners)
+    if which == "int8":
+        assert all(owners[name].quantized for name in ("conv1", "conv2", "fc"))
+        assert not any(n.op_type in PLUMBING for n in graph.nodes)
+    else:
+        assert not any(n.quantized for n in graph.nodes)
+    assert len({n.id for n in graph.nodes}) == len(graph.nodes)
+
+
+def test_torch_formats_get_a_note_not_a_graph(tmp_path: Path) -> None:
+    graph = model_graph(tmp_path / "missing.pt2", "torch_export")
+    assert graph.nodes == [] and "ONNX" in graph.notes[0]
+
+
+def test_500_layer_chain_is_grouped_by_block(tmp_path: Path) -> None:
+    path = deep_chain_onnx(tmp_path / "deep.onnx", blocks=250, width=8)
+    started = time.perf_counter()
+    graph = model_graph(path, "onnx")
+    seconds = time.perf_counter() - started
+    print(f"500-layer graph built in {seconds:.2f} s")
+    op_nodes = [n for n in graph.nodes if n.kind == "op"]
+    assert len(op_nodes) == len(onnx.load(str(path)).graph.node) == 500
+    assert len(graph.edges) == 501  # a chain: input -> 500 nodes -> output
+    assert op_nodes[0].group_path == ["blocks", "blocks.0", "blocks.0.linear"]
+    assert sum(n.params for n in op_nodes) == 250 * (8 * 8 + 8)
+    assert seconds < 30

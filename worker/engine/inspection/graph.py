@@ -1,0 +1,188 @@
+"""The model's graph for display: compute nodes and the tensors between them.
+
+* Nodes are the graph's compute nodes plus one node per graph input and output. Constant nodes and QDQ
+  plumbing (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear) are not nodes: an edge runs through
+  them from the producer to the consumer, and a node fed through a DequantizeLinear (or a QLinear* /
+  *Integer op) is marked quantized.
+* Each node's id is its canonical id (identity.py): parameter-owning nodes get exactly the ids inspection
+  gives its layers (the model page, the fidelity profile and the sensitivity scan use them), other nodes
+  the same rule with '#k' suffixes that avoid those ids.
+* group_path lists the dotted prefixes of the node's module path ("encoder", "encoder.layer",
+  "encoder.layer.0", ...), so a viewer can collapse a repeated block into one box.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from worker.engine.inspection.identity import canonical_onnx_ids, node_label, onnx_aliases, onnx_module_path
+from worker.engine.inspection.onnx_macs import _onnx_macs
+from worker.engine.inspection.onnx_side import _onnx_params, _onnx_spec, _read_onnx
+from worker.engine.inspection.shapes import resolve_input_shapes
+from worker.engine.loaders import extract_onnx_zip
+from worker.engine.types import ModelFormat
+
+if TYPE_CHECKING:
+    import onnx
+
+QDQ_PLUMBING = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
+NodeKind = Literal["op", "input", "output"]
+NO_GRAPH_NOTE = (
+    "The graph view draws ONNX models; this {fmt} model has no stored graph. Export it to ONNX "
+    "(torch.onnx.export(..., dynamo=True) keeps the module paths) and upload that to see its graph."
+)
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    id: str
+    kind: NodeKind
+    op_type: str
+    aliases: list[str] = field(default_factory=list)
+    module_path: str | None = None
+    group_path: list[str] = field(default_factory=list)
+    quantized: bool = False
+    params: int = 0
+    macs: int | None = None
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    source: str
+    target: str
+    tensor: str
+    quantized: bool = False
+
+
+@dataclass(frozen=True)
+class ModelGraph:
+    format: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "nodes": [asdict(node) for node in self.nodes],
+            "edges": [asdict(edge) for edge in self.edges],
+            "notes": list(self.notes),
+        }
+
+
+def model_graph(
+    path: Path, fmt: ModelFormat, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> ModelGraph:
+    """The display graph of a model file; torch formats get an empty graph with a note."""
+    path = Path(path)
+    if fmt == "onnx":
+        return onnx_graph(_read_onnx(path), input_shapes)
+    if fmt == "onnx_zip":
+        with tempfile.TemporaryDirectory(prefix="kneeboard-graph-") as tmp:
+            return onnx_graph(_read_onnx(extract_onnx_zip(path, Path(tmp))), input_shapes)
+    return ModelGraph(format=fmt, nodes=[], edges=[], notes=[NO_GRAPH_NOTE.format(fmt=fmt)])
+
+
+def group_path(module_path: str | None) -> list[str]:
+    if not module_path:
+        return []
+    parts = module_path.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def onnx_graph(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModelGraph:
+    graph = model.graph
+    initializers = {init.name for init in graph.initializer}
+    param_names: dict[int, list[str]] = {}
+    node_params, _, _ = _onnx_params(graph, param_names)
+    inputs = [_onnx_spec(value) for value in graph.input if value.name not in initializers]
+    shapes_used, _ = resolve_input_shapes(inputs, input_shapes)
+    node_macs, mac_notes = _onnx_macs(model, shapes_used)
+    compute = [i for i, node in enumerate(graph.node) if _is_compute(node)]
+    ids = _node_ids(graph, compute, [i for i in compute if node_params.get(i)])
+
+    nodes = [GraphNode(id=f"input:{spec.name}", kind="input", op_type="Input") for spec in inputs]
+    producer: dict[str, str] = {spec.name: f"input:{spec.name}" for spec in inputs}
+    plumbing: dict[str, str] = {}  # output tensor of a QDQ node -> the tensor it was made from
+    for node in graph.node:
+        if node.op_type in QDQ_PLUMBING and node.input:
+            for out in node.output:
+                plumbing[out] = node.input[0]
+    for index in compute:
+        for out in graph.node[index].output:
+            if out:
+                producer[out] = ids[index]
+
+    def resolve(tensor: str) -> tuple[str | None, bool]:
+        """The visible node that makes `tensor` (None for a constant) and whether it passed QDQ plumbing."""
+        quantized = False
+        seen: set[str] = set()
+        while tensor in plumbing and tensor not in seen:
+            seen.add(tensor)
+            tensor = plumbing[tensor]
+            quantized = True
+        return producer.get(tensor), quantized
+
+    edges: list[GraphEdge] = []
+    linked: set[tuple[str, str]] = set()
+
+    def link(tensor: str, target: str) -> bool:
+        source, quantized = resolve(tensor)
+        if source is not None and source != target and (source, target) not in linked:
+            linked.add((source, target))
+            edges.append(GraphEdge(source, target, tensor, quantized))
+        return quantized
+
+    for index in compute:
+        node = graph.node[index]
+        quantized = node.op_type.startswith("QLinear") or node.op_type.endswith("Integer")
+        for tensor in node.input:
+            if tensor and tensor not in initializers:
+                quantized = link(tensor, ids[index]) or quantized
+        module = onnx_module_path(node)
+        macs = node_macs[index] if node_macs else None
+        nodes.append(
+            GraphNode(
+                id=ids[index],
+                kind="op",
+                op_type=node.op_type,
+                aliases=onnx_aliases(node, index, ids[index], param_names.get(index, [])),
+                module_path=module,
+                group_path=group_path(module),
+                quantized=quantized,
+                params=node_params.get(index, 0),
+                macs=macs,
+            )
+        )
+    for value in graph.output:
+        out_id = f"output:{value.name}"
+        nodes.append(GraphNode(id=out_id, kind="output", op_type="Output"))
+        link(value.name, out_id)
+    return ModelGraph(format="onnx", nodes=nodes, edges=edges, notes=mac_notes)
+
+
+def _is_compute(node: onnx.NodeProto) -> bool:
+    return node.op_type != "Constant" and node.op_type not in QDQ_PLUMBING
+
+
+def _node_ids(graph: onnx.GraphProto, compute: list[int], owners: list[int]) -> dict[int, str]:
+    """Owners get inspection's ids (canonical_onnx_ids over the owners alone); the other nodes the same
+    base name with the first free '#k' suffix."""
+    ids = canonical_onnx_ids(graph, owners)
+    taken = set(ids.values())
+    for index in compute:
+        if index in ids:
+            continue
+        node = graph.node[index]
+        base = onnx_module_path(node) or node_label(node, index)
+        name, count = base, 1
+        while name in taken:
+            count += 1
+            name = f"{base}#{count}"
+        ids[index] = name
+        taken.add(name)
+    return ids
