@@ -10,7 +10,7 @@ from fastapi import Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
 
 from backend.api.recovery_schemas import RecoveryLineageOut
-from backend.api.result_schemas.fidelity import FidelitySummaryOut
+from backend.api.result_schemas.fidelity import ActivationShiftOut, FidelitySummaryOut, LikelyCauseOut
 
 
 def _as_utc(value: datetime) -> datetime:
@@ -286,6 +286,9 @@ class LayerFidelityOut(BaseModel):
     match_confidence: float | None = Field(
         default=None, description="1 for names; the structural match score in [0, 1] otherwise."
     )
+    shift: ActivationShiftOut | None = Field(
+        default=None, description="Activation range, histograms, clipping, dead units; null in older profiles."
+    )
 
 
 class KernelGapOut(BaseModel):
@@ -337,6 +340,11 @@ class LayerProfileOut(BaseModel):
     unmatched_golden: list[str] = Field(default_factory=list)
     unmatched_compressed: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    likely_causes: list[LikelyCauseOut] = Field(
+        default_factory=list,
+        description="Likely causes of the divergence, most severe first (score = value / threshold); empty "
+        "when no layer crosses a threshold, and in profiles stored before they existed.",
+    )
     kernel_gap: list[KernelGapOut] | None = Field(
         default=None,
         description="ONNX pairs: at each model output that is a profiled layer, the profile's simulated SQNR "

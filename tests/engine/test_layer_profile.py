@@ -45,6 +45,7 @@ LAYER_KEYS = {
     "aliases",
     "match_method",
     "match_confidence",
+    "shift",
 }
 
 
@@ -444,6 +445,7 @@ def test_to_dict_is_strict_json_with_the_documented_keys(models: Models, digits_
         "unmatched_golden",
         "unmatched_compressed",
         "notes",
+        "likely_causes",
     }
     for layer in data["layers"]:
         assert set(layer) == LAYER_KEYS

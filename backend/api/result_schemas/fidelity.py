@@ -208,3 +208,75 @@ class FidelitySummaryOut(ResultModel):
     warnings: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     params: FidelityParamsOut | None = None
+
+
+class ActivationHistogramOut(ResultModel):
+    """Equal-width bins over [lower, upper] (the golden range of the profile's first batch), shared by
+    both models; the last bin includes `upper`. Values outside are counted in *_below / *_above."""
+
+    lower: float = 0.0
+    upper: float = 0.0
+    golden: list[int] = Field(default_factory=list)
+    compressed: list[int] = Field(default_factory=list)
+    golden_below: int = 0
+    golden_above: int = 0
+    compressed_below: int = 0
+    compressed_above: int = 0
+
+
+class ActivationShiftOut(ResultModel):
+    """How a layer's activations shift from the golden to the compressed model, over the profiled samples.
+    Rates are shares in [0, 1]; null when they do not apply."""
+
+    n_values: int = Field(default=0, description="Activation values per model (samples × elements).")
+    golden_min: float | None = None
+    golden_max: float | None = None
+    compressed_min: float | None = None
+    compressed_max: float | None = None
+    histogram: ActivationHistogramOut | None = Field(
+        default=None, description="Null when the first batch's range was not finite."
+    )
+    quantizer_min: float | None = Field(
+        default=None,
+        description="Lowest value the compressed layer's QuantizeLinear represents ((qmin − zero point) × "
+        "scale); null without a QDQ quantizer at the layer.",
+    )
+    quantizer_max: float | None = None
+    clip_rate: float | None = Field(
+        default=None,
+        description="Share of the compressed model's values entering the quantizer that lie outside its range "
+        "(saturated); for ReLU-family layers only those above it. Null without a quantizer.",
+    )
+    golden_outside_rate: float | None = Field(
+        default=None,
+        description="Share of the golden model's values at the layer outside the quantizer's range.",
+    )
+    dead_unit_rate: float | None = Field(
+        default=None,
+        description="ReLU-family layers: among golden values > 0, the share exactly 0 in the compressed model.",
+    )
+    golden_positive: int | None = Field(default=None, description="Golden values > 0 (ReLU-family layers).")
+    error_amplification: float | None = Field(
+        default=None,
+        description="Accumulated error power / local error power: 1 when the layer's own error is all there "
+        "is, large when error from earlier layers dominates. Null without a local value.",
+    )
+    calibration_outside_rate: float | None = Field(
+        default=None,
+        description="Share of evaluation activations outside the range seen on a calibration set: null, "
+        "fidelity jobs have no calibration set (golden_outside_rate measures against the calibrated range).",
+    )
+
+
+class LikelyCauseOut(ResultModel):
+    """One likely cause of the divergence, with the numbers behind it."""
+
+    kind: Literal["clipping", "dead_units", "error_growth", "local_error"] = "local_error"
+    layer: str = Field(default="", description="The golden layer's name (the profile row).")
+    label: str = Field(default="", description="How the message names the layer (its canonical id).")
+    to_layer: str | None = Field(default=None, description="error_growth: the layer the error grows to.")
+    value: float | None = Field(default=None, description="The measure compared with the threshold.")
+    threshold: float = 0.0
+    score: float | None = Field(default=None, description="value / threshold: the ranking key (≥ 1).")
+    message: str = ""
+    numbers: dict[str, float] = Field(default_factory=dict, description="The figures the message quotes.")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from worker.engine.layer_profile.results import LayerStats
+from worker.engine.layer_profile.shift import ShiftAccumulator
 from worker.engine.metrics.numerical import SampleSums, sample_sums, shared_sample_sums, sqnr_db
 
 
@@ -73,6 +74,8 @@ class LayerPair:
     local_note: str | None = None
     qdq_input: str | None = None
     qdq: StatsAccumulator | None = None
+    shift: ShiftAccumulator | None = None
+    """Activation range, histograms, clipping and dead units (shift.py); None when not planned."""
 
     def drop_local(self, reason: str) -> None:
         self.local, self.local_note = None, reason
@@ -99,6 +102,10 @@ class LayerPair:
             targets.append(self.qdq)
         if not comparisons:
             return
+        if self.shift is not None and comparisons[0] == (0, 1):
+            self.shift.update(
+                g, c, qdq_input if qdq_input is not None and qdq_input.shape == c.shape else None
+            )
         if all(a.shape == g.shape for a in arrays):
             sums = shared_sample_sums(arrays, comparisons)
         else:  # e.g. golden and compressed shapes differ but the quantizer's input matches its output

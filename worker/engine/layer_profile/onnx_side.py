@@ -162,6 +162,14 @@ class OnnxSide:
         entry = self.producers.get(name)
         return entry[1].op_type if entry is not None else INPUT_OP_TYPE
 
+    def quantize_node(self, name: str) -> onnx.NodeProto | None:
+        """The QuantizeLinear of the QuantizeLinear -> DequantizeLinear pair that outputs `name`, if any."""
+        dequantize = self.producers.get(name)
+        if dequantize is None or dequantize[1].op_type != "DequantizeLinear" or not dequantize[1].input:
+            return None
+        quantize = self.producers.get(dequantize[1].input[0])
+        return quantize[1] if quantize is not None and quantize[1].op_type == "QuantizeLinear" else None
+
     def quantizer_input(self, name: str) -> str | None:
         """The float tensor entering the QuantizeLinear whose DequantizeLinear outputs `name` (the pair the
         QDQ quantizer inserts), None when `name` is not such an output."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.engine.layer_profile.shift import ActivationShift
 from worker.engine.metrics.numerical import json_float, json_sqnr
 
 
@@ -56,6 +57,8 @@ class LayerFidelity:
     """How the compressed layer was found: "name_map", "name", "structure" or "weights"."""
     match_confidence: float | None = None
     """1 for names, the structural score in [0, 1] otherwise (layer_matching.align)."""
+    shift: ActivationShift | None = None
+    """Activation range, histograms, clipping, dead units and error amplification (shift.py)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,38 @@ class LayerFidelity:
             "aliases": list(self.aliases),
             "match_method": self.match_method,
             "match_confidence": self.match_confidence,
+            "shift": None if self.shift is None else self.shift.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class LikelyCause:
+    """One likely cause of the divergence (causes.py). `kind` is "clipping", "dead_units",
+    "error_growth" or "local_error"; `layer` the golden layer's name (`to_layer` the layer an error grows
+    to); `value` the measure compared with `threshold`, `score` = how many times over it (the ranking
+    key); `numbers` the figures the message quotes."""
+
+    kind: str
+    layer: str
+    label: str
+    to_layer: str | None
+    value: float
+    threshold: float
+    score: float
+    message: str
+    numbers: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "layer": self.layer,
+            "label": self.label,
+            "to_layer": self.to_layer,
+            "value": json_float(self.value),
+            "threshold": self.threshold,
+            "score": json_float(self.score),
+            "message": self.message,
+            "numbers": {key: v for key, v in self.numbers.items() if json_float(v) is not None},
         }
 
 
@@ -88,6 +123,8 @@ class LayerProfile:
     notes: list[str] = field(default_factory=list)
     n_samples: int = 0
     profile_batch_size: int = 0
+    likely_causes: list[LikelyCause] = field(default_factory=list)
+    """Ranked likely causes of the divergence, each with the numbers behind it (causes.py)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: non-finite numbers become None (SQNR +inf is flagged by ``sqnr_db_infinite``)."""
@@ -98,4 +135,5 @@ class LayerProfile:
             "unmatched_golden": list(self.unmatched_golden),
             "unmatched_compressed": list(self.unmatched_compressed),
             "notes": list(self.notes),
+            "likely_causes": [cause.to_dict() for cause in self.likely_causes],
         }

@@ -14,10 +14,12 @@ from threadpoolctl import threadpool_limits
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.layer_profile.accumulate import LayerPair, StatsAccumulator
 from worker.engine.layer_profile.batching import DEFAULT_MEMORY_BUDGET_MB, Rebatcher, profile_batch_size
+from worker.engine.layer_profile.causes import likely_causes
 from worker.engine.layer_profile.matching import MatchInfo, annotate, match_layers, matching_note
 from worker.engine.layer_profile.onnx_local import OnnxLocal
 from worker.engine.layer_profile.onnx_side import OnnxSide
 from worker.engine.layer_profile.results import LayerFidelity, LayerProfile, LayerStats
+from worker.engine.layer_profile.shift import RELU_FAMILY, ShiftAccumulator, quantizer_range
 from worker.engine.layer_profile.sides import Feeds, batch_size_of, stops_the_job
 from worker.engine.layer_profile.torch_side import TorchLocal, TorchSide
 from worker.engine.loaders import extract_onnx_zip
@@ -79,6 +81,29 @@ def _plan_qdq(compressed: OnnxSide | TorchSide, pairs: list[LayerPair]) -> None:
         pair.qdq_input = compressed.quantizer_input(pair.compressed)
         if pair.qdq_input is not None:
             pair.qdq = StatsAccumulator()
+
+
+def _plan_shift(
+    golden: OnnxSide | TorchSide, compressed: OnnxSide | TorchSide, pairs: list[LayerPair]
+) -> None:
+    """Give every pair its activation-shift accumulator: ReLU-family by the golden layer's op type, the
+    quantizer's range when the compressed layer is a QDQ pair's output (after _plan_qdq)."""
+    for pair in pairs:
+        quantizer = None
+        if isinstance(compressed, OnnxSide) and pair.qdq_input is not None:
+            quantize = compressed.quantize_node(pair.compressed)
+            if quantize is not None:
+                quantizer = quantizer_range(compressed.model, quantize, compressed.folder)
+        pair.shift = ShiftAccumulator(golden.op_type(pair.golden) in RELU_FAMILY, quantizer)
+
+
+def _amplification(pair: LayerPair) -> float | None:
+    """Accumulated error power / local error power; None without a local value or with a zero local
+    error."""
+    local = pair.local
+    if local is None or local.problem is not None or local.sum_error == 0.0:
+        return None
+    return pair.accumulated.sum_error / local.sum_error
 
 
 def _nbytes(values: Mapping[str, np.ndarray]) -> int:
@@ -180,6 +205,7 @@ def _finish(pairs: list[LayerPair], notes: list[str]) -> list[LayerFidelity]:
                 note,
                 qdq,
                 pair.qdq_input if qdq is not None else None,
+                shift=None if pair.shift is None else pair.shift.result(_amplification(pair)),
             )
         )
     missing = [layer.name for layer in layers if layer.local is None]
@@ -233,12 +259,14 @@ def profile_layers(
         pairs = match_layers(golden, compressed, name_map or {}, notes, details)
         local = _make_local(golden, compressed, pairs, workdir)
         _plan_qdq(compressed, pairs)
+        _plan_shift(golden, compressed, pairs)
         with threadpool_limits(limits=1, user_api="blas"):  # numpy's dot products: see sample_sums
             n = _process(golden, compressed, pairs, local, rebatched, memory_budget_mb, on_progress)
     matched_g = {p.golden for p in pairs}
     matched_c = {p.compressed for p in pairs}
     layers = annotate(_finish(pairs, notes), details)
     return LayerProfile(
+        likely_causes=likely_causes(layers),
         layers=layers,
         unmatched_golden=[name for name in golden.candidates if name not in matched_g],
         unmatched_compressed=[name for name in compressed.candidates if name not in matched_c],

@@ -1,0 +1,282 @@
+"""Activation-shift diagnostics of one matched layer, folded batch by batch like the profile's sums
+(memory does not grow with the dataset: a few counters and two fixed-bin histograms per layer).
+
+- range: min/max of the golden and compressed activations over the dataset.
+- histogram: HISTOGRAM_BINS equal-width bins over the golden range of the profile's first batch (its
+  one-sample probe), shared by both models, plus counts below and above. Bins from the first batch cost
+  nothing; a pre-pass over the dataset would cost a whole extra golden capture (the most expensive run of
+  the profile). Values outside the first batch's range land in the below/above counts, and the dataset's
+  true range is reported next to the histogram.
+- clipping (QDQ ONNX): the QuantizeLinear that produces the compressed layer has a representable range
+  [(qmin − zero_point)·scale, (qmax − zero_point)·scale] (per tensor, or per channel along its axis).
+  `clip_rate` is the share of the compressed model's own values entering that quantizer that lie outside it
+  (the quantizer saturates them); `golden_outside_rate` the share of the golden model's values at the same
+  tensor outside it. Bounds are computed in float64 from the stored scale and zero point, and compared in
+  float64. For a ReLU-family golden layer only values above the range count: onnxruntime's quantizer
+  drops a Relu after a Conv and lets the quantizer's clamp at 0 do its work, so the values it clamps below
+  are the ReLU's, not clipping.
+- dead units (ReLU-family golden layers): among the golden values > 0, the share that is exactly 0 in the
+  compressed model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from worker.engine.metrics.numerical import json_float
+
+if TYPE_CHECKING:
+    import onnx
+
+HISTOGRAM_BINS = 32
+RELU_FAMILY = frozenset({"Relu", "Clip", "ReLU", "ReLU6", "relu", "relu6", "Hardtanh"})
+"""Golden op types whose outputs are clamped at 0 from below (ONNX op types and torch module classes)."""
+
+_INTEGER_RANGES = {
+    2: (0, 255),  # UINT8
+    3: (-128, 127),  # INT8
+    4: (0, 65535),  # UINT16
+    5: (-32768, 32767),  # INT16
+    21: (0, 15),  # UINT4
+    22: (-8, 7),  # INT4
+}
+"""onnx.TensorProto data type -> the integer range a QuantizeLinear saturates to."""
+
+
+@dataclass(frozen=True)
+class QuantizerRange:
+    """What a QuantizeLinear can represent: `low`/`high` broadcastable to the tensor (per channel along
+    `axis`, or scalars)."""
+
+    low: np.ndarray
+    high: np.ndarray
+    axis: int | None
+
+    def bounds(self, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+        """low/high shaped to broadcast against a tensor of `ndim` axes."""
+        if self.axis is None:
+            return self.low, self.high
+        shape = [1] * ndim
+        shape[self.axis % ndim] = -1
+        return self.low.reshape(shape), self.high.reshape(shape)
+
+    def outside(self, values: np.ndarray, above_only: bool = False) -> int:
+        """How many of `values` lie outside [low, high] (only above `high` if `above_only`; float64
+        comparison; NaN counts as inside)."""
+        low, high = self.bounds(values.ndim)
+        above = int(np.count_nonzero(values > high))
+        return above if above_only else above + int(np.count_nonzero(values < low))
+
+
+def _constant(model: onnx.ModelProto, name: str, folder: Any) -> np.ndarray | None:
+    """An initializer or Constant node's value, None when `name` is neither."""
+    from onnx import numpy_helper
+
+    for init in model.graph.initializer:
+        if init.name == name:
+            return numpy_helper.to_array(init, base_dir=str(folder))
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output and node.output[0] == name:
+            for attr in node.attribute:
+                if attr.name == "value":
+                    return numpy_helper.to_array(attr.t)
+    return None
+
+
+def quantizer_range(model: onnx.ModelProto, quantize: onnx.NodeProto, folder: Any) -> QuantizerRange | None:
+    """The representable range of a QuantizeLinear node; None when its scale or zero point is not a
+    constant or its integer type is not one listed in _INTEGER_RANGES."""
+    scale = _constant(model, quantize.input[1], folder) if len(quantize.input) > 1 else None
+    if scale is None:
+        return None
+    zero_name = quantize.input[2] if len(quantize.input) > 2 else ""
+    attrs = {attr.name: attr for attr in quantize.attribute}
+    if zero_name:
+        zero = _constant(model, zero_name, folder)
+        if zero is None:
+            return None
+        from onnx import helper
+
+        dtype = int(helper.np_dtype_to_tensor_dtype(zero.dtype))
+    else:
+        zero = np.zeros_like(scale, dtype=np.int64)
+        dtype = attrs["output_dtype"].i if "output_dtype" in attrs else 2
+    if dtype not in _INTEGER_RANGES:
+        return None
+    qmin, qmax = _INTEGER_RANGES[dtype]
+    s = np.asarray(scale, np.float64)
+    z = np.asarray(zero, np.float64)
+    axis = None if s.ndim == 0 or s.size == 1 else (attrs["axis"].i if "axis" in attrs else 1)
+    if axis is None:
+        s, z = s.reshape(()), z.reshape(())
+    return QuantizerRange((qmin - z) * s, (qmax - z) * s, axis)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Equal-width bins over [lower, upper] (the last bin includes `upper`, as numpy.histogram), counts of
+    both models, and the values below / above."""
+
+    lower: float
+    upper: float
+    golden: list[int]
+    compressed: list[int]
+    golden_below: int
+    golden_above: int
+    compressed_below: int
+    compressed_above: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lower": self.lower,
+            "upper": self.upper,
+            "golden": list(self.golden),
+            "compressed": list(self.compressed),
+            "golden_below": self.golden_below,
+            "golden_above": self.golden_above,
+            "compressed_below": self.compressed_below,
+            "compressed_above": self.compressed_above,
+        }
+
+
+@dataclass(frozen=True)
+class ActivationShift:
+    """A layer's activation shift over the dataset. Rates are shares in [0, 1]; None when not applicable
+    (no quantizer at the tensor, not a ReLU-family layer, no local value)."""
+
+    n_values: int
+    golden_min: float
+    golden_max: float
+    compressed_min: float
+    compressed_max: float
+    histogram: Histogram | None
+    quantizer_min: float | None = None
+    quantizer_max: float | None = None
+    clip_rate: float | None = None
+    golden_outside_rate: float | None = None
+    dead_unit_rate: float | None = None
+    golden_positive: int | None = None
+    error_amplification: float | None = None
+    """Accumulated error power / local error power (Σ(golden − compressed)² over Σ(golden − local)²): 1
+    when the layer's own error is all there is, large when error from earlier layers dominates."""
+    calibration_outside_rate: float | None = None
+    """Share of evaluation activations outside the range seen on a calibration set: always None, fidelity
+    jobs have no calibration set (golden_outside_rate is the nearest measure: the quantizer's range is
+    the calibrated one)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_values": self.n_values,
+            "golden_min": json_float(self.golden_min),
+            "golden_max": json_float(self.golden_max),
+            "compressed_min": json_float(self.compressed_min),
+            "compressed_max": json_float(self.compressed_max),
+            "histogram": None if self.histogram is None else self.histogram.to_dict(),
+            "quantizer_min": self.quantizer_min,
+            "quantizer_max": self.quantizer_max,
+            "clip_rate": self.clip_rate,
+            "golden_outside_rate": self.golden_outside_rate,
+            "dead_unit_rate": self.dead_unit_rate,
+            "golden_positive": self.golden_positive,
+            "error_amplification": None
+            if self.error_amplification is None
+            else json_float(self.error_amplification),
+            "calibration_outside_rate": self.calibration_outside_rate,
+        }
+
+
+def _histogram_range(values: np.ndarray) -> tuple[float, float] | None:
+    """The first batch's golden range as float32-exact bounds (widened by 1 when constant); None when
+    not finite."""
+    low, high = np.float32(values.min()), np.float32(values.max())
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return None
+    if high == low:
+        high = np.float32(low + np.float32(1))
+    return float(low), float(high)
+
+
+class ShiftAccumulator:
+    """Running range, histograms, clipping and dead-unit counts of one layer."""
+
+    def __init__(self, relu_family: bool, quantizer: QuantizerRange | None) -> None:
+        self.relu_family = relu_family
+        self.quantizer = quantizer
+        self.n_values = 0
+        self.minmax = [np.inf, -np.inf, np.inf, -np.inf]  # golden min/max, compressed min/max
+        self.range: tuple[float, float] | None = None
+        self.no_histogram = False
+        self.hist_g = np.zeros(HISTOGRAM_BINS, np.int64)
+        self.hist_c = np.zeros(HISTOGRAM_BINS, np.int64)
+        self.outside = [0, 0, 0, 0]  # golden below/above, compressed below/above
+        self.clipped = 0
+        self.n_quantized = 0
+        self.golden_outside = 0
+        self.positive = 0
+        self.dead = 0
+
+    def update(self, g: np.ndarray, c: np.ndarray, qdq_input: np.ndarray | None) -> None:
+        """Fold one batch in (golden and compressed of the same shape; `qdq_input` the tensor entering the
+        compressed layer's quantizer, if it has one)."""
+        if g.size == 0:
+            return
+        self.n_values += int(g.size)
+        for i, (array, pick) in enumerate(((g, np.min), (g, np.max), (c, np.min), (c, np.max))):
+            value = float(pick(array))
+            fold = min if i % 2 == 0 else max
+            current = self.minmax[i]
+            self.minmax[i] = np.nan if np.isnan(value) or np.isnan(current) else fold(current, value)
+        self._histogram(g, c)
+        if self.quantizer is not None and qdq_input is not None:
+            self.clipped += self.quantizer.outside(qdq_input, above_only=self.relu_family)
+            self.n_quantized += int(qdq_input.size)
+            self.golden_outside += self.quantizer.outside(g)
+        if self.relu_family:
+            positive = g > 0
+            self.positive += int(np.count_nonzero(positive))
+            self.dead += int(np.count_nonzero(positive & (c == 0)))
+
+    def _histogram(self, g: np.ndarray, c: np.ndarray) -> None:
+        if self.no_histogram:
+            return
+        if self.range is None:
+            self.range = _histogram_range(g)
+            if self.range is None:
+                self.no_histogram = True
+                return
+        low, high = self.range
+        for array, counts, offset in ((g, self.hist_g, 0), (c, self.hist_c, 2)):
+            counts += np.histogram(array, bins=HISTOGRAM_BINS, range=(low, high))[0]
+            self.outside[offset] += int(np.count_nonzero(array < low))
+            self.outside[offset + 1] += int(np.count_nonzero(array > high))
+
+    def result(self, error_amplification: float | None) -> ActivationShift:
+        histogram = None
+        if self.range is not None and not self.no_histogram:
+            histogram = Histogram(
+                self.range[0],
+                self.range[1],
+                [int(v) for v in self.hist_g],
+                [int(v) for v in self.hist_c],
+                *self.outside,
+            )
+        q = self.quantizer
+        quantized = q is not None and self.n_quantized > 0
+        return ActivationShift(
+            n_values=self.n_values,
+            golden_min=self.minmax[0],
+            golden_max=self.minmax[1],
+            compressed_min=self.minmax[2],
+            compressed_max=self.minmax[3],
+            histogram=histogram,
+            quantizer_min=float(np.min(q.low)) if q is not None else None,
+            quantizer_max=float(np.max(q.high)) if q is not None else None,
+            clip_rate=self.clipped / self.n_quantized if quantized else None,
+            golden_outside_rate=self.golden_outside / self.n_values if quantized and self.n_values else None,
+            dead_unit_rate=self.dead / self.positive if self.relu_family and self.positive else None,
+            golden_positive=self.positive if self.relu_family else None,
+            error_amplification=error_amplification,
+        )
