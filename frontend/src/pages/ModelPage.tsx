@@ -3,6 +3,7 @@ import { useModel, useProject } from "../api/queries";
 import type { Model } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, QueryView } from "../components/QueryView";
+import { GraphSection } from "../graph/GraphView";
 import { StatusBadge } from "../components/Status";
 import { formatBytes, formatCount, formatPercent, formatShape, formatTime } from "../lib/format";
 import { arrayAt, numberAt, stringAt, stringsAt } from "../lib/json";
@@ -159,6 +160,7 @@ function ModelDetails({ model }: { model: Model }) {
             <TensorTable title="Inputs" items={tensors(inspection, "inputs")} />
             <TensorTable title="Outputs" items={tensors(inspection, "outputs")} />
           </div>
+          <GraphSection model={model} />
           <LayerTable inspection={inspection} />
         </>
       )}

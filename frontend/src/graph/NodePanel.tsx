@@ -1,0 +1,104 @@
+// The clicked node: its identity, where it sits in the model, its numbers and, for a sensitivity scan, its
+// score under every configuration.
+import type { SensitivityReport } from "../api/types";
+import { formatCount } from "../lib/format";
+import type { NodeMetric } from "./metrics";
+import { nameIndex } from "./metrics";
+import type { GraphNode } from "./types";
+
+interface Props {
+  node: GraphNode;
+  metric: NodeMetric | null;
+  report: SensitivityReport | null;
+  /** Expanded groups around the node, outermost first, that can be collapsed again. */
+  collapsible: string[];
+  onCollapse: (prefix: string) => void;
+}
+
+function sensitivityRow(report: SensitivityReport, node: GraphNode): { config: string; value: number | null }[] {
+  const names = new Set([node.id, ...node.aliases, node.module_path ?? ""]);
+  const row = report.matrix.rows.findIndex((r) => names.has(r) || nameIndex([node]).get(r) === node.id);
+  if (row < 0) return [];
+  const matrix = report.ranking_metric === "kl" ? report.matrix.kl_mean : report.matrix.sqnr_db;
+  return report.matrix.columns.map((config, i) => ({ config, value: matrix[row]?.[i] ?? null }));
+}
+
+export function NodePanel({ node, metric, report, collapsible, onCollapse }: Props) {
+  const value = metric?.values.get(node.id);
+  const scores = report ? sensitivityRow(report, node) : [];
+  const unit = report?.ranking_metric === "kl" ? "KL mean, nats" : "output SQNR, dB";
+  return (
+    <section className="graph-node-panel" aria-label="Selected node" data-testid="node-panel">
+      <h3>{node.id}</h3>
+      <dl className="facts compact">
+        <div>
+          <dt>Op</dt>
+          <dd>
+            {node.op_type}
+            {node.quantized ? " (quantized: QDQ folded in)" : ""}
+          </dd>
+        </div>
+        <div>
+          <dt>Module</dt>
+          <dd>{node.module_path ?? "—"}</dd>
+        </div>
+        <div>
+          <dt>Parameters</dt>
+          <dd data-testid="node-params">{formatCount(node.params)}</dd>
+        </div>
+        <div>
+          <dt>MACs</dt>
+          <dd>{formatCount(node.macs)}</dd>
+        </div>
+        {metric && (
+          <div>
+            <dt>{metric.label}</dt>
+            <dd data-testid="node-metric">
+              {value === undefined ? "—" : `${value.toPrecision(4)} ${metric.unit === "count" ? "" : metric.unit}`}
+            </dd>
+          </div>
+        )}
+      </dl>
+      {node.aliases.length > 0 && (
+        <p className="small-text">
+          Also known as: <code>{node.aliases.join(", ")}</code>
+        </p>
+      )}
+      {scores.length > 0 && (
+        <table className="compact" aria-label="Sensitivity per configuration">
+          <thead>
+            <tr>
+              <th>Configuration</th>
+              <th className="num">{unit}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {scores.map((s) => (
+              <tr key={s.config}>
+                <td>{s.config}</td>
+                <td className="num">{s.value === null ? "—" : s.value.toPrecision(4)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {collapsible.length > 0 && (
+        <p className="small-text">
+          Collapse:{" "}
+          {collapsible.map((prefix) => (
+            <button
+              key={prefix}
+              type="button"
+              className="link"
+              onClick={() => {
+                onCollapse(prefix);
+              }}
+            >
+              {prefix}
+            </button>
+          ))}
+        </p>
+      )}
+    </section>
+  );
+}
