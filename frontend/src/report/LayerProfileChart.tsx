@@ -22,6 +22,7 @@ import {
 } from "../lib/layerProfile";
 import { KernelGapCallout } from "./KernelGap";
 import { LayerTable } from "./LayerTable";
+import { ShiftDiagnostics } from "./ShiftDiagnostics";
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
 
@@ -138,6 +139,7 @@ function Profile({ profile }: { profile: LayerProfile }) {
         </p>
       ))}
       {layers.length > 0 && <LayerTable layers={layers} worst={worst} />}
+      {layers.length > 0 && <ShiftDiagnostics profile={profile} />}
     </>
   );
 }

@@ -1,0 +1,144 @@
+import type { PlotData } from "plotly.js";
+import { describe, expect, it } from "vitest";
+import type { LayerFidelity, LayerProfile, LayerStats } from "../api/types";
+import {
+  type ActivationShift,
+  causeNumbers,
+  causesOf,
+  formatAmplification,
+  formatRange,
+  histogramBars,
+  histogramFigure,
+  outsideNote,
+  shiftCsv,
+  shiftFigure,
+  shiftRows,
+} from "./activationShift";
+
+const stats: LayerStats = { sqnr_db: 30, sqnr_db_infinite: false, cosine_mean: 0.99, cosine_min: 0.9 };
+
+function shift(fields: Partial<ActivationShift> = {}): ActivationShift {
+  return {
+    n_values: 40,
+    golden_min: 0,
+    golden_max: 4,
+    compressed_min: 0,
+    compressed_max: 3,
+    histogram: {
+      lower: 0,
+      upper: 2,
+      golden: [10, 20, 5, 1],
+      compressed: [12, 18, 6, 0],
+      golden_below: 0,
+      golden_above: 4,
+      compressed_below: 0,
+      compressed_above: 4,
+    },
+    quantizer_min: 0,
+    quantizer_max: 3,
+    clip_rate: 0.041,
+    golden_outside_rate: 0.025,
+    dead_unit_rate: 0.12,
+    golden_positive: 25,
+    error_amplification: 1.5,
+    calibration_outside_rate: null,
+    ...fields,
+  };
+}
+
+function layer(name: string, depth: number, s: ActivationShift | null, canonical: string | null = null): LayerFidelity {
+  return {
+    name,
+    compressed_name: `${name}_DequantizeLinear_Output`,
+    op_type: "Relu",
+    depth,
+    depth_fraction: depth / 2,
+    accumulated: stats,
+    local: stats,
+    canonical_id: canonical,
+    shift: s,
+  };
+}
+
+function profile(layers: LayerFidelity[], extra: Partial<LayerProfile> = {}): LayerProfile {
+  return { job_id: "j", layers, n_samples: 10, ...extra } as LayerProfile;
+}
+
+describe("shiftRows", () => {
+  it("keeps the layers with a shift, in depth order, named by canonical id", () => {
+    const p = profile([layer("b", 2, shift()), layer("old", 1, null), layer("a", 0, shift(), "conv1")]);
+    expect(shiftRows(p).map((r) => [r.name, r.label])).toEqual([
+      ["a", "conv1"],
+      ["b", "b"],
+    ]);
+  });
+
+  it("is empty for profiles stored before the diagnostics", () => {
+    const p = profile([{ ...layer("a", 0, null), shift: undefined }]);
+    expect(shiftRows(p)).toEqual([]);
+    expect(causesOf(p)).toEqual([]);
+  });
+});
+
+describe("figures", () => {
+  it("draws clipping and dead units in percent, null where a layer has none", () => {
+    const rows = shiftRows(profile([layer("a", 0, shift()), layer("b", 1, shift({ clip_rate: null }))]));
+    const { data } = shiftFigure(rows);
+    expect(data.map((d) => d.name)).toEqual(["clipped (%)", "dead units (%)"]);
+    const clip = data[0] as Partial<PlotData>;
+    expect(clip.y).toEqual([100 * 0.041, null]);
+    expect((data[1] as Partial<PlotData>).y).toEqual([12, 12]);
+  });
+
+  it("leaves out a trace no layer has", () => {
+    const rows = shiftRows(profile([layer("a", 0, shift({ dead_unit_rate: null }))]));
+    expect(shiftFigure(rows).data.map((d) => d.name)).toEqual(["clipped (%)"]);
+  });
+
+  it("places histogram bars at the bin centers with the quantizer's range dashed", () => {
+    const s = shift();
+    expect(histogramBars(s)).toEqual({
+      centers: [0.25, 0.75, 1.25, 1.75],
+      width: 0.5,
+      golden: [10, 20, 5, 1],
+      compressed: [12, 18, 6, 0],
+    });
+    const [row] = shiftRows(profile([layer("a", 0, s)]));
+    if (!row) throw new Error("no row");
+    const fig = histogramFigure(row);
+    expect(fig.data).toHaveLength(2);
+    expect(fig.layout.shapes?.map((shape) => shape.x0)).toEqual([0, 3]);
+    expect(histogramBars(shift({ histogram: null }))).toBeNull();
+  });
+
+  it("says how many values fall outside the bins", () => {
+    expect(outsideNote(shift())).toContain("4 golden and 4 compressed values");
+    const inside = shift();
+    if (inside.histogram) inside.histogram = { ...inside.histogram, golden_above: 0, compressed_above: 0 };
+    expect(outsideNote(inside)).toBe("");
+  });
+});
+
+describe("formatting", () => {
+  it("formats ranges, amplification, cause numbers and CSV rows", () => {
+    expect(formatRange(0, 2.5)).toBe("[0, 2.5]");
+    expect(formatRange(null, 2)).toBe("—");
+    expect(formatAmplification(1.25)).toBe("1.25×");
+    expect(formatAmplification(null)).toBe("—");
+    const cause = {
+      kind: "clipping" as const,
+      layer: "relu",
+      label: "conv1",
+      to_layer: null,
+      value: 0.041,
+      threshold: 0.01,
+      score: 4.1,
+      message: "layer conv1 clips 4.1 % of its outputs",
+      numbers: { clip_rate: 0.041, quantizer_max: 2.5 },
+    };
+    expect(causeNumbers(cause)).toEqual(["clip_rate = 4.10 %", "quantizer_max = 2.5"]);
+    const csv = shiftCsv(shiftRows(profile([layer("a", 0, shift(), "conv1")])));
+    expect(csv.rows[0]).toEqual([0, "conv1", "Relu", 0, 4, 0, 3, 0, 3, 0.041, 0.025, 0.12, 1.5]);
+    expect(csv.header).toHaveLength(csv.rows[0]?.length ?? 0);
+  });
+});
