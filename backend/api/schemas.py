@@ -59,7 +59,7 @@ class Annotations(BaseModel):
     """Notes and tags people add to models, datasets and jobs."""
 
     notes: str = Field(default="", description="Free text.")
-    tags: list[str] = Field(default_factory=list, description=TAG_DESCRIPTION)
+    tags: list[str] = Field(default=[], description=TAG_DESCRIPTION)
 
 
 class ResourceUpdate(BaseModel):

@@ -149,12 +149,15 @@ export function ProjectsPage() {
                     <th>Name</th>
                     <th>Team</th>
                     <th>Description</th>
-                    <th>Created</th>
+                    <th className="num">Models</th>
+                    <th className="num">Datasets</th>
+                    <th className="num">Jobs</th>
+                    <th>Last activity</th>
                   </tr>
                 </thead>
                 <tbody>
                   {items.map((p) => (
-                    <tr key={p.id}>
+                    <tr key={p.id} data-project-id={p.id}>
                       <td>
                         <a href={href({ page: "project", projectId: p.id })}>{p.name}</a>
                       </td>
@@ -164,7 +167,12 @@ export function ProjectsPage() {
                         </a>
                       </td>
                       <td>{p.description || <span className="muted">—</span>}</td>
-                      <td>{formatTime(p.created_at)}</td>
+                      <td className="num">{p.models_count}</td>
+                      <td className="num">{p.datasets_count}</td>
+                      <td className="num">{p.jobs_count}</td>
+                      <td title={`Created ${formatTime(p.created_at)}`}>
+                        {formatTime(p.last_activity_at ?? p.created_at)}
+                      </td>
                     </tr>
                   ))}
                 </tbody>

@@ -7,19 +7,24 @@ import { Empty, QueryView } from "../components/QueryView";
 import { UploadForm } from "../components/UploadForm";
 import { formatBytes, formatShape, formatTime } from "../lib/format";
 import { DatasetPreview } from "./DatasetPreview";
+import { ManageButtons, NotesText, TagList } from "./ManageActions";
 
 const RECIPE_EXAMPLE =
   '{"size": [224, 224], "mode": "RGB", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225], "input_name": "input"}';
 
 const COLUMNS = 8;
 
-function DatasetRow({ dataset }: { dataset: Dataset }) {
+function DatasetRow({ dataset, canManage }: { dataset: Dataset; canManage: boolean }) {
   const [open, setOpen] = useState(false);
   const previewId = `dataset-preview-${dataset.id}`;
   return (
     <>
-      <tr>
-        <td>{dataset.name}</td>
+      <tr data-dataset-id={dataset.id}>
+        <td>
+          {dataset.name}
+          <TagList tags={dataset.tags} />
+          <NotesText notes={dataset.notes} />
+        </td>
         <td>{dataset.kind === "image_zip" ? "images (.zip)" : dataset.kind}</td>
         <td className="num">{dataset.n_samples.toLocaleString("en-US")}</td>
         <td>
@@ -35,18 +40,28 @@ function DatasetRow({ dataset }: { dataset: Dataset }) {
         <td className="num">{formatBytes(dataset.size_bytes)}</td>
         <td>{formatTime(dataset.created_at)}</td>
         <td>
-          <button
-            type="button"
-            className="small"
-            aria-expanded={open}
-            aria-controls={open ? previewId : undefined}
-            aria-label={`Preview ${dataset.name}`}
-            onClick={() => {
-              setOpen(!open);
-            }}
-          >
-            {open ? "Hide preview" : "Preview"}
-          </button>
+          <div className="row-actions">
+            <button
+              type="button"
+              className="small"
+              aria-expanded={open}
+              aria-controls={open ? previewId : undefined}
+              aria-label={`Preview ${dataset.name}`}
+              onClick={() => {
+                setOpen(!open);
+              }}
+            >
+              {open ? "Hide preview" : "Preview"}
+            </button>
+            {canManage && (
+              <ManageButtons
+                what="dataset"
+                projectId={dataset.project_id}
+                item={dataset}
+                label={`dataset “${dataset.name}”`}
+              />
+            )}
+          </div>
         </td>
       </tr>
       {open && (
@@ -139,13 +154,13 @@ export function DatasetsSection({ projectId, canUpload }: { projectId: string; c
                     <th className="num">Size</th>
                     <th>Uploaded</th>
                     <th>
-                      <span className="visually-hidden">Preview</span>
+                      <span className="visually-hidden">Actions</span>
                     </th>
                   </tr>
                 </thead>
                 <tbody>
                   {items.map((d) => (
-                    <DatasetRow key={d.id} dataset={d} />
+                    <DatasetRow key={d.id} dataset={d} canManage={canUpload} />
                   ))}
                 </tbody>
               </table>

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { JOBS_PAGE, POLL_MS, isActive, useCancelJob, useJobs } from "../api/queries";
+import { JOBS_PAGE, POLL_MS, isActive, useCancelJob } from "../api/queries";
 import type { Job } from "../api/types";
 import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
@@ -8,7 +8,17 @@ import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatTime } from "../lib/format";
 import { isObject } from "../lib/json";
 import { DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, DEFAULT_SWEEP_QUERY, href } from "../lib/route";
+import { JobFiltersForm } from "./JobFilters";
+import { ManageButtons, NotesText, TagList } from "./ManageActions";
+import { NO_FILTERS, hasFilters, useFilteredJobs, useRelaunchJob, type JobFilters } from "./manageQueries";
 import { useNames } from "./names";
+
+const RELAUNCHABLE = new Set(["fidelity", "sensitivity", "sweep", "recovery"]);
+
+/** How a job is named in buttons and dialogs: its name, else its kind and short id. */
+export function jobLabel(job: Job): string {
+  return job.name ? `job “${job.name}”` : `${job.kind} job ${job.id.slice(0, 8)}`;
+}
 
 function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) {
   if (job.kind === "fidelity") {
@@ -71,14 +81,24 @@ function JobRow({
   canCancel: boolean;
 }) {
   const cancel = useCancelJob(projectId);
+  const relaunch = useRelaunchJob(projectId);
   const active = isActive(job);
   return (
     <tr data-job-id={job.id} data-status={job.status}>
       <td>{job.kind}</td>
       <td>
+        {job.name && <div className="job-name">{job.name}</div>}
         <JobSubject job={job} name={name} />
+        <TagList tags={job.tags} />
+        <NotesText notes={job.notes} />
         {job.error && <div className="error small-text job-error">{job.error}</div>}
         {cancel.isError && <ErrorMessage error={cancel.error} />}
+        {relaunch.isError && <ErrorMessage error={relaunch.error} />}
+        {relaunch.isSuccess && (
+          <p className="muted small-text" role="status">
+            Relaunched as job {relaunch.data.id.slice(0, 8)} (at the top of the list).
+          </p>
+        )}
       </td>
       <td>
         <StatusBadge status={job.status} />
@@ -94,39 +114,59 @@ function JobRow({
           <JobTimesText job={job} />
         </div>
       </td>
-      <td>{formatTime(job.created_at)}</td>
       <td>
-        {job.kind === "fidelity" && job.status === "succeeded" && (
-          <a href={href({ page: "report", jobId: job.id, query: DEFAULT_SAMPLE_QUERY })}>Report</a>
-        )}
-        {job.kind === "sensitivity" && (
-          <a
-            href={href({ page: "sensitivity", jobId: job.id, query: DEFAULT_SENSITIVITY_QUERY })}
-            aria-label={`Sensitivity of ${name(job.params.model_id)}`}
-          >
-            Sensitivity
-          </a>
-        )}
-        {job.kind === "sweep" && (
-          <a
-            href={href({ page: "sweep", jobId: job.id, query: DEFAULT_SWEEP_QUERY })}
-            aria-label={`Sweep of ${name(job.params.model_id)}`}
-          >
-            Sweep
-          </a>
-        )}
-        {active && canCancel && (
-          <button
-            type="button"
-            className="small"
-            disabled={cancel.isPending}
-            onClick={() => {
-              cancel.mutate(job.id);
-            }}
-          >
-            Cancel
-          </button>
-        )}
+        {formatTime(job.created_at)}
+        <div className="muted small-text launched-by">by {job.created_by_name ?? "a deleted account"}</div>
+      </td>
+      <td>
+        <div className="row-actions">
+          {job.kind === "fidelity" && job.status === "succeeded" && (
+            <a href={href({ page: "report", jobId: job.id, query: DEFAULT_SAMPLE_QUERY })}>Report</a>
+          )}
+          {job.kind === "sensitivity" && (
+            <a
+              href={href({ page: "sensitivity", jobId: job.id, query: DEFAULT_SENSITIVITY_QUERY })}
+              aria-label={`Sensitivity of ${name(job.params.model_id)}`}
+            >
+              Sensitivity
+            </a>
+          )}
+          {job.kind === "sweep" && (
+            <a
+              href={href({ page: "sweep", jobId: job.id, query: DEFAULT_SWEEP_QUERY })}
+              aria-label={`Sweep of ${name(job.params.model_id)}`}
+            >
+              Sweep
+            </a>
+          )}
+          {active && canCancel && (
+            <button
+              type="button"
+              className="small"
+              disabled={cancel.isPending}
+              onClick={() => {
+                cancel.mutate(job.id);
+              }}
+            >
+              Cancel
+            </button>
+          )}
+          {canCancel && RELAUNCHABLE.has(job.kind) && (
+            <button
+              type="button"
+              className="small"
+              disabled={relaunch.isPending}
+              aria-label={`Relaunch ${jobLabel(job)} with the same parameters`}
+              title="A new job with the same parameters"
+              onClick={() => {
+                relaunch.mutate(job.id);
+              }}
+            >
+              Relaunch
+            </button>
+          )}
+          {canCancel && <ManageButtons what="job" projectId={projectId} item={job} label={jobLabel(job)} />}
+        </div>
       </td>
     </tr>
   );
@@ -134,8 +174,10 @@ function JobRow({
 
 export function JobsSection({ projectId, canCancel }: { projectId: string; canCancel: boolean }) {
   const [offset, setOffset] = useState(0);
-  const jobs = useJobs(projectId, offset);
+  const [filters, setFilters] = useState<JobFilters>(NO_FILTERS);
+  const jobs = useFilteredJobs(projectId, filters, offset);
   const name = useNames(projectId);
+  const filtered = hasFilters(filters);
   return (
     <section aria-labelledby="jobs-heading">
       <h2 id="jobs-heading">
@@ -144,11 +186,20 @@ export function JobsSection({ projectId, canCancel }: { projectId: string; canCa
           <span className="muted small-text">(updating every {POLL_MS / 1000} s)</span>
         )}
       </h2>
+      <JobFiltersForm
+        filters={filters}
+        onChange={(next) => {
+          setFilters(next);
+          setOffset(0);
+        }}
+      />
       <QueryView query={jobs} what="jobs">
         {(page) =>
           page.total === 0 ? (
             <Empty>
-              No jobs yet. Uploading a model starts its inspection; launch a fidelity, sensitivity or sweep job above.
+              {filtered
+                ? "No job matches these filters."
+                : "No jobs yet. Uploading a model starts its inspection; launch a fidelity, sensitivity or sweep job above."}
             </Empty>
           ) : (
             <>
@@ -159,7 +210,7 @@ export function JobsSection({ projectId, canCancel }: { projectId: string; canCa
                     <th>What</th>
                     <th>Status</th>
                     <th>Progress / time</th>
-                    <th>Created</th>
+                    <th>Launched</th>
                     <th>
                       <span className="visually-hidden">Actions</span>
                     </th>

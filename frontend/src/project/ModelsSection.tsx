@@ -9,12 +9,15 @@ import { UploadForm } from "../components/UploadForm";
 import { formatBytes, formatCount, formatTime } from "../lib/format";
 import { numberAt } from "../lib/json";
 import { href } from "../lib/route";
+import { ManageButtons, NotesText, TagList } from "./ManageActions";
 
-function ModelRow({ model }: { model: Model }) {
+function ModelRow({ model, canManage }: { model: Model; canManage: boolean }) {
   return (
-    <tr>
+    <tr data-model-id={model.id}>
       <td>
         <a href={href({ page: "model", modelId: model.id })}>{model.name}</a>
+        <TagList tags={model.tags} />
+        <NotesText notes={model.notes} />
         {model.error && <div className="error small-text">{model.error}</div>}
       </td>
       <td>{model.format}</td>
@@ -25,6 +28,13 @@ function ModelRow({ model }: { model: Model }) {
       <td className="num">{formatCount(numberAt(model.inspection, "total_params"))}</td>
       <td className="num">{formatCount(numberAt(model.inspection, "macs"))}</td>
       <td>{formatTime(model.created_at)}</td>
+      {canManage && (
+        <td>
+          <div className="row-actions">
+            <ManageButtons what="model" projectId={model.project_id} item={model} label={`model “${model.name}”`} />
+          </div>
+        </td>
+      )}
     </tr>
   );
 }
@@ -101,11 +111,16 @@ export function ModelsSection({ projectId, canUpload }: { projectId: string; can
                     <th className="num">Parameters</th>
                     <th className="num">MACs</th>
                     <th>Uploaded</th>
+                    {canUpload && (
+                      <th>
+                        <span className="visually-hidden">Actions</span>
+                      </th>
+                    )}
                   </tr>
                 </thead>
                 <tbody>
                   {items.map((m) => (
-                    <ModelRow key={m.id} model={m} />
+                    <ModelRow key={m.id} model={m} canManage={canUpload} />
                   ))}
                 </tbody>
               </table>
