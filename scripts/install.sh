@@ -24,7 +24,7 @@ fi
 
 # The dashboard, built by Vite into frontend/dist (served by the API at /). Needs Node >= 20.19 and npm.
 if command -v npm >/dev/null 2>&1; then
-  frontend_stamp=$(cd frontend && cat package-lock.json index.html vite.config.ts tsconfig.json $(find src -type f | sort) | sha256sum | cut -d' ' -f1)
+  frontend_stamp=$(cd frontend && cat package.json package-lock.json index.html offline.html vite.config.ts tsconfig.json $(find src -type f | sort) | sha256sum | cut -d' ' -f1)
   if [ "$(cat frontend/dist/.kneeboard-built 2>/dev/null)" != "$frontend_stamp" ]; then
     echo "Building the dashboard (frontend/)..."
     (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)

@@ -28,6 +28,7 @@ from backend.api.routes import (
     models,
     projects,
     recovery,
+    report_export,
     sensitivity,
     sweep,
     teams,
@@ -73,6 +74,7 @@ SIGNED_IN_ROUTERS = (
     sensitivity.router,
     sweep.router,
     recovery.router,
+    report_export.router,
 )
 
 
@@ -109,6 +111,7 @@ def create_app(
     )
     install_docs(app)
     app.state.settings = settings
+    app.state.frontend_dist = frontend_dist  # report_export reads the offline report page from it
     app.state.store = store_from_uri(
         settings.resolved_artifact_uri, settings.data_dir / "artifact-cache", settings.s3_endpoint_url
     )

@@ -10,6 +10,7 @@ import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatNumber, formatTime } from "../lib/format";
 import { readCalibration, readSummary } from "../lib/summary";
 import { DEFAULT_SENSITIVITY_QUERY, href, type SampleQuery } from "../lib/route";
+import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
 import { ClassDamage } from "../report/ClassDamage";
 import { DivergenceHistogram } from "../report/DivergenceHistogram";
@@ -190,11 +191,14 @@ export function ReportPage({ jobId, query }: { jobId: string; query: SampleQuery
       ]}
       title="Fidelity report"
       actions={
-        projectId && (
-          <a className="button" href={href({ page: "compare", projectId })}>
-            Compare runs
-          </a>
-        )
+        <div className="actions" style={{ marginTop: 0 }}>
+          {succeeded && <DownloadReportButton jobId={jobId} />}
+          {projectId && (
+            <a className="button" href={href({ page: "compare", projectId })}>
+              Compare runs
+            </a>
+          )}
+        </div>
       }
     >
       {job.isPending && <Loading what="the job" />}

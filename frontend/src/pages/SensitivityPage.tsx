@@ -14,6 +14,7 @@ import { ProgressBar, StatusBadge } from "../components/Status";
 import { formatDuration, formatTime } from "../lib/format";
 import { DEFAULT_COMPARE_QUERY, DEFAULT_SAMPLE_QUERY, href, type SensitivityQuery } from "../lib/route";
 import { metricOf } from "../lib/sensitivity";
+import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { LayerDetails, methodsOf } from "../sensitivity/LayerDetails";
@@ -274,14 +275,17 @@ export function SensitivityPage({ jobId, query }: { jobId: string; query: Sensit
       ]}
       title={title}
       actions={
-        projectId && (
-          <a
-            className="button"
-            href={href({ page: "compare", projectId, query: { ...DEFAULT_COMPARE_QUERY, jobs: [jobId] } })}
-          >
-            Compare scans
-          </a>
-        )
+        <div className="actions" style={{ marginTop: 0 }}>
+          {succeeded && <DownloadReportButton jobId={jobId} />}
+          {projectId && (
+            <a
+              className="button"
+              href={href({ page: "compare", projectId, query: { ...DEFAULT_COMPARE_QUERY, jobs: [jobId] } })}
+            >
+              Compare scans
+            </a>
+          )}
+        </div>
       }
     >
       {job.isPending && <Loading what="the job" />}

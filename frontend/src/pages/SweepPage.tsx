@@ -17,6 +17,7 @@ import { DEFAULT_COMPARE_QUERY, DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY,
 import { runtimeSeries, toRow, type SweepRow } from "../lib/sweep";
 import { availableObjectives } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
+import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { AxisPickers, BoundsControls } from "../sweep/FrontierControls";
@@ -239,22 +240,25 @@ export function SweepPage({ jobId, query }: { jobId: string; query: SweepQuery }
       ]}
       title={title}
       actions={
-        projectId && (
-          <a
-            className="button"
-            href={href({
-              page: "compare",
-              projectId,
-              query: {
-                ...DEFAULT_COMPARE_QUERY,
-                sweeps: [jobId],
-                frontier: { ...query, point: null, sort: "index", order: "asc" },
-              },
-            })}
-          >
-            Compare sweeps
-          </a>
-        )
+        <div className="actions" style={{ marginTop: 0 }}>
+          {succeeded && <DownloadReportButton jobId={jobId} />}
+          {projectId && (
+            <a
+              className="button"
+              href={href({
+                page: "compare",
+                projectId,
+                query: {
+                  ...DEFAULT_COMPARE_QUERY,
+                  sweeps: [jobId],
+                  frontier: { ...query, point: null, sort: "index", order: "asc" },
+                },
+              })}
+            >
+              Compare sweeps
+            </a>
+          )}
+        </div>
       }
     >
       {job.isPending && <Loading what="the job" />}
