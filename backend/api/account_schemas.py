@@ -118,6 +118,7 @@ class AuditEventOut(ORMModel):
     resource_type: str
     resource_id: str
     project_id: uuid.UUID | None
+    project_name: str | None = Field(default=None, description="The project's name (null: no project).")
     detail: dict[str, Any]
 
 

@@ -14,6 +14,7 @@ from backend.accounts import Caller, Role
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
+from backend.api.routes import sample_csv
 from backend.api.routes.annotate import apply_update
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
 from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Offset, Page, ResourceUpdate, Tag
@@ -309,3 +310,7 @@ def delete_job(job_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: 
     session.commit()
     for sha in exports:  # the sweep's exported model files, unless something else uses them
         release(session, store, sha)
+
+
+# The per-sample CSV (its own module) is served with the job routes, so the app's router list stays as it is.
+router.include_router(sample_csv.router)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, Query, status
-from sqlalchemy import func, select
+from fastapi import APIRouter, status
+from sqlalchemy import select
 
 from backend.accounts import Caller, Role, create_team, create_user, normalized_username
 from backend.api.account_schemas import (
-    AuditEventOut,
     MemberAdd,
     MemberOut,
     MemberUpdate,
@@ -23,10 +21,10 @@ from backend.api.account_schemas import (
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
+from backend.api.routes import audit_trail
 from backend.api.routes.lookup import require_role
-from backend.api.schemas import Offset, Page
 from backend.audit import AuditAction, record
-from backend.db.models import AuditEvent, Team, TeamMembership, User
+from backend.db.models import Team, TeamMembership, User
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound
 
 router = APIRouter(tags=["teams"])
@@ -180,39 +178,6 @@ def remove_member(team_id: uuid.UUID, user_id: uuid.UUID, session: SessionDep, c
     session.commit()
 
 
-@router.get(
-    "/teams/{team_id}/audit",
-    operation_id="listAuditEvents",
-    responses=error_responses(NotFound, Forbidden, InvalidRequest),
-)
-def list_audit_events(
-    team_id: uuid.UUID,
-    session: SessionDep,
-    caller: CallerDep,
-    action: Annotated[
-        str | None, Query(max_length=64, description="Only this action, e.g. job.launched.")
-    ] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Offset = 0,
-) -> Page[AuditEventOut]:
-    """Who uploaded, launched, cancelled, deleted and changed what in the team, newest first (team admins)."""
-    _team(session, caller, team_id, Role.admin, "reading the audit trail")
-    conditions = [AuditEvent.team_id == team_id]
-    if action is not None:
-        conditions.append(AuditEvent.action == action)
-    total = session.execute(select(func.count()).select_from(AuditEvent).where(*conditions)).scalar_one()
-    rows = session.scalars(
-        select(AuditEvent)
-        .where(*conditions)
-        .order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
-        .limit(limit)
-        .offset(offset)
-    )
-    return Page[AuditEventOut](
-        items=[AuditEventOut.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
-    )
-
-
 def _site_admin(caller: Caller) -> None:
     if not caller.is_site_admin:
         raise Forbidden("only site admins manage accounts")
@@ -237,3 +202,7 @@ def create_account(body: UserCreate, session: SessionDep, caller: CallerDep) -> 
     user = create_user(session, body.username, body.password, site_admin=body.is_site_admin)
     session.commit()
     return UserOut.model_validate(user)
+
+
+# The audit trail's routes live in their own module and are served with the team routes.
+router.include_router(audit_trail.router)
