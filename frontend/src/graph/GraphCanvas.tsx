@@ -2,6 +2,7 @@
 // and is written straight to one <g>, so panning never re-renders the hundreds of boxes under it.
 import { memo, useCallback, useEffect, useImperativeHandle, useRef, type Ref } from "react";
 import type { Layout } from "./layout";
+import { isDark } from "./metrics";
 import type { VisibleItem } from "./types";
 
 export interface CanvasHandle {
@@ -26,6 +27,7 @@ interface View {
 }
 
 const HEIGHT = 560;
+const NO_VALUE_FILL = "#eef1f5";
 
 export function GraphCanvas({ layout, items, colours, selected, onPick, handle }: Props) {
   const svg = useRef<SVGSVGElement>(null);
@@ -148,10 +150,12 @@ const Boxes = memo(function Boxes({ layout, items, colours, selected, onPick }: 
         const box = layout.boxes.get(item.id);
         if (!box) return null;
         const quantized = item.members.some((m) => m.quantized);
+        const fill = colours.get(item.id) ?? NO_VALUE_FILL;
         const classes = [
           "graph-box",
           item.kind === "group" ? "graph-group" : "",
           selected === item.id ? "selected" : "",
+          isDark(fill) ? "dark" : "",
         ];
         return (
           <g
@@ -164,12 +168,7 @@ const Boxes = memo(function Boxes({ layout, items, colours, selected, onPick }: 
             }}
           >
             <title>{item.kind === "group" ? `${item.label}: click to expand` : item.label}</title>
-            <rect
-              width={box.width}
-              height={box.height}
-              rx={item.kind === "group" ? 2 : 6}
-              fill={colours.get(item.id) ?? "#eef1f5"}
-            />
+            <rect width={box.width} height={box.height} rx={item.kind === "group" ? 2 : 6} fill={fill} />
             <text x={8} y={15} className="graph-label">
               {truncate(item.label, Math.floor((box.width - 16) / 7))}
             </text>

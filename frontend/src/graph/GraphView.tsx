@@ -35,7 +35,7 @@ export function GraphSection({ model }: { model: Model }) {
 
 function jobLabel(job: Job, side: string): string {
   const name = job.name || job.id.slice(0, 8);
-  return `${job.kind} ${name} (${side}, ${new Date(job.created_at).toLocaleDateString()})`;
+  return `${job.kind} ${name} (${side} model, ${new Date(job.created_at).toLocaleString()})`;
 }
 
 function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
@@ -126,7 +126,7 @@ function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
               const side = jobSide(j, model.id) ?? "";
               return j.kind === "sensitivity" ? (
                 <option key={j.id} value={`sens:${j.id}`}>
-                  {jobLabel(j, side)}: sensitivity
+                  {jobLabel(j, side)}: score per layer
                 </option>
               ) : (
                 [

@@ -106,3 +106,9 @@ export function colourOf(value: number, min: number, max: number, higherIsWorse:
 }
 
 export const LEGEND_STOPS = RAMP;
+
+/** Whether white text reads better than dark text on `hex` (relative luminance below ~0.4). */
+export function isDark(hex: string): boolean {
+  const [r, g, b] = [0, 1, 2].map((i) => parseInt(hex.slice(1 + 2 * i, 3 + 2 * i), 16) / 255);
+  return 0.2126 * (r ?? 1) + 0.7152 * (g ?? 1) + 0.0722 * (b ?? 1) < 0.4;
+}
