@@ -100,3 +100,21 @@ def test_500_layer_chain_is_grouped_by_block(tmp_path: Path) -> None:
     assert op_nodes[0].group_path == ["blocks", "blocks.0", "blocks.0.linear"]
     assert sum(n.params for n in op_nodes) == 250 * (8 * 8 + 8)
     assert seconds < 30
+
+
+@pytest.mark.slow
+def test_third_party_minilm_int8_graph_keeps_every_layer_and_marks_int8_weights() -> None:
+    from tests.support.pretrained import minilm_int8_onnx
+
+    path = minilm_int8_onnx()
+    graph = model_graph(path, "onnx")
+    model = onnx.load(str(path), load_external_data=False)
+    int8 = {i.name for i in model.graph.initializer if i.data_type == onnx.TensorProto.INT8}
+    ids = {n.id: n for n in graph.nodes}
+    layers = inspect_model(path, "onnx").layers
+    assert {layer.name for layer in layers} <= set(ids)
+    owners_of_int8 = {layer.name for layer in layers if int8 & set(layer.param_tensors)}
+    assert len(owners_of_int8) >= 36  # 6 blocks x (q, k, v, out, 2 FFN) weights at least
+    assert {n.id for n in graph.nodes if n.quantized} == owners_of_int8
+    ops, _ = expected_structure(path)
+    assert [n.op_type for n in graph.nodes if n.kind == "op"] == ops

@@ -2,8 +2,8 @@
 
 * Nodes are the graph's compute nodes plus one node per graph input and output. Constant nodes and QDQ
   plumbing (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear) are not nodes: an edge runs through
-  them from the producer to the consumer, and a node fed through a DequantizeLinear (or a QLinear* /
-  *Integer op) is marked quantized.
+  them from the producer to the consumer, and a node fed through a DequantizeLinear, a QLinear* /
+  *Integer op, or one owning an int8/uint8/int4 parameter is marked quantized.
 * Each node's id is its canonical id (identity.py): parameter-owning nodes get exactly the ids inspection
   gives its layers (the model page, the fidelity profile and the sensitivity scan use them), other nodes
   the same rule with '#k' suffixes that avoid those ids.
@@ -29,6 +29,9 @@ from worker.engine.types import ModelFormat
 if TYPE_CHECKING:
     import onnx
 
+# int8 / uint8 / int4 / uint4 initializers: a node owning one holds quantized weights (e.g. a third party's
+# weight-only int8 export: int8 weight -> Cast -> Mul by the scale -> MatMul; the Mul owns the weight).
+_LOW_BIT_TYPES = frozenset({2, 3, 21, 22})  # TensorProto.UINT8, INT8, UINT4, INT4
 QDQ_PLUMBING = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
 NodeKind = Literal["op", "input", "output"]
 NO_GRAPH_NOTE = (
@@ -137,9 +140,11 @@ def onnx_graph(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]
             edges.append(GraphEdge(source, target, tensor, quantized))
         return quantized
 
+    low_bit = {init.name for init in graph.initializer if init.data_type in _LOW_BIT_TYPES}
     for index in compute:
         node = graph.node[index]
         quantized = node.op_type.startswith("QLinear") or node.op_type.endswith("Integer")
+        quantized = quantized or any(name in low_bit for name in param_names.get(index, []))
         for tensor in node.input:
             if tensor and tensor not in initializers:
                 quantized = link(tensor, ids[index]) or quantized
