@@ -1,9 +1,10 @@
 // Drives the model page's graph section for tests/browser/test_graph_view.py: the demo CNN coloured by a
-// sensitivity scan (box colours, a clicked node's panel, a search by alias), then a 500-layer model: its
+// sensitivity scan and by the demo fidelity job's accumulated SQNR (box colours, a clicked node's panel, a
+// search by alias), then a 500-layer model: its
 // collapsed and expanded box counts and the frame times of a wheel zoom and a drag pan over every box.
 //
 //   node drive_graph.mjs '{"base": URL, "chromium": PATH, "artifacts": DIR, "username": NAME, "password": P,
-//                          "cnn": MODEL_ID, "scan": JOB_ID, "deep": MODEL_ID, "pick": NODE, "alias": ALIAS}'
+//                          "cnn": MODEL_ID, "scan": JOB_ID, "fidelity": JOB_ID, "deep": MODEL_ID, "pick": NODE, "alias": ALIAS}'
 //
 // Prints one JSON line of observations (with "error" when a step failed).
 import { mkdirSync } from "node:fs";
@@ -105,6 +106,12 @@ try {
     rows: await panel.locator("table tbody tr").allTextContents(),
   };
   await page.screenshot({ path: join(config.artifacts, "cnn-graph.png"), fullPage: true });
+
+  step("colour by the fidelity job's accumulated SQNR");
+  await page.getByLabel("Colour by").selectOption(`fid:${config.fidelity}:accumulated`);
+  await page.getByTestId("legend-max").filter({ hasText: "dB" }).waitFor();
+  seen.sqnrFills = await fills(page);
+  seen.sqnrLegend = [await page.getByTestId("legend-min").textContent(), await page.getByTestId("legend-max").textContent()];
 
   step(`search ${config.alias}`);
   await page.getByLabel("Find a layer by name or alias").fill(config.alias);
