@@ -246,6 +246,9 @@ def test_sweep_export_holds_every_unbounded_frontier(
     names = ["kl_mean", "size_bytes", "top1_agreement"]
     # Each objective alone and each ordered pair, in both directions each.
     assert len(doc["frontiers"]) == len(names) * 2 + len(names) * (len(names) - 1) * 4
+    # Stored compact (the points by id), they expand to exactly what the frontier route serves.
+    by_id = {p["id"]: p for p in served["items"]}
+    assert all("frontier_ids" in f and "frontier" not in f for f in doc["frontiers"].values())
     for objective in (
         ["size_bytes:min", "kl_mean:min"],
         ["top1_agreement:max"],
@@ -253,9 +256,13 @@ def test_sweep_export_holds_every_unbounded_frontier(
     ):
         frontier = api.get("/api/v1/sweep-frontier", params={"job_ids": [job_id], "objective": objective})
         assert frontier.status_code == 200, frontier.text
-        assert doc["frontiers"][",".join(objective)] == frontier.json()
-    pareto = doc["frontiers"]["size_bytes:min,kl_mean:min"]["frontier"]
-    assert [p["index"] for p in pareto] == [3, 1, 0]  # 2 is dominated by 0 (bigger and worse)
+        stored = dict(doc["frontiers"][",".join(objective)])
+        ids = stored.pop("frontier_ids")
+        keys = ("id", "job_id", "index", "label", "objectives")
+        points = [{k: by_id[i][k] for k in keys} | {"knee": i == stored["knee"]} for i in ids]
+        assert stored | {"frontier": points} == frontier.json()
+    pareto = doc["frontiers"]["size_bytes:min,kl_mean:min"]["frontier_ids"]
+    assert [by_id[i]["index"] for i in pareto] == [3, 1, 0]  # 2 is dominated by 0 (bigger and worse)
 
 
 def test_other_teams_unfinished_jobs_and_other_kinds(

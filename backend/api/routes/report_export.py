@@ -158,10 +158,12 @@ def _gather_sweep(g: _Gathered, job: Job, session: SessionDep, caller: Caller) -
             job.id, session, caller, details=True, limit=SWEEP_POINTS_MAX, offset=0
         ),
     )
+    items: list[dict[str, Any]] = (points or {}).get("items", [])
+    by_id = {item["id"]: item for item in items}
     names = sorted(
         {
             name
-            for item in (points or {}).get("items", [])
+            for item in items
             for name, value in (item.get("objectives") or {}).items()
             if isinstance(value, int | float)
         }
@@ -179,8 +181,26 @@ def _gather_sweep(g: _Gathered, job: Job, session: SessionDep, caller: Caller) -
                 )
             except KneeboardError:
                 continue
-            frontiers[",".join(objective)] = _json(out)
+            frontiers[",".join(objective)] = _compact_frontier(_json(out), by_id)
     return {"frontiers": frontiers}
+
+
+def _frontier_point(point: dict[str, Any], knee: str | None) -> dict[str, Any]:
+    """A frontier point as the frontier route serves it, from the point as the points route serves it."""
+    keys = ("id", "job_id", "index", "label", "objectives")
+    return {k: point.get(k) for k in keys} | {"knee": point.get("id") == knee}
+
+
+def _compact_frontier(frontier: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The frontier with its points as ids of the embedded points (`frontier_ids`; the file rebuilds them,
+    frontend/src/offline/answer.ts), when that rebuilds exactly what the route served: each frontier point
+    repeats every objective of its point, and a sweep's ~1000 frontiers would otherwise be megabytes."""
+    points = frontier["frontier"]
+    knee = frontier.get("knee")
+    if not all(p["id"] in by_id and _frontier_point(by_id[p["id"]], knee) == p for p in points):
+        return frontier
+    rest = {k: v for k, v in frontier.items() if k != "frontier"}
+    return rest | {"frontier_ids": [p["id"] for p in points]}
 
 
 GATHER = {

@@ -41,6 +41,15 @@ const doc: ReportDocument = {
   frontiers: { "size_bytes:min,kl_mean:min": { frontier: [] } },
 };
 
+const point = (index: number, kl: number) => ({
+  id: `${JOB}:${String(index)}`,
+  job_id: JOB,
+  index,
+  label: `cfg-${String(index)}`,
+  objectives: { kl_mean: kl, size_bytes: 100 * index },
+  point: { fidelity: { kl_mean: kl } },
+});
+
 const indexes = (body: unknown) => (body as { items: Sample[] }).items.map((s) => s.sample_index);
 
 describe("the offline report's answers", () => {
@@ -86,6 +95,24 @@ describe("the offline report's answers", () => {
     expect(answer(doc, "GET", url)).toEqual({ status: 200, body: { frontier: [] } });
     expect(answer(doc, "GET", `${url}&bound=kl_mean%3C%3D0.1`).status).toBe(404);
     expect(answer(doc, "GET", `/api/v1/sweep-frontier?objective=kl_mean%3Amax`).status).toBe(404);
+  });
+
+  it("rebuilds a compact frontier's points from the embedded points, knee marked", () => {
+    const sweep: ReportDocument = {
+      ...doc,
+      kind: "sweep",
+      responses: { [`/api/v1/jobs/${JOB}/sweep/points`]: { items: [point(0, 0.5), point(1, 0.2), point(2, 0.1)] } },
+      frontiers: { "kl_mean:min": { frontier_ids: [`${JOB}:2`, `${JOB}:1`], knee: `${JOB}:1`, n_points: 3 } },
+    };
+    const served = answer(sweep, "GET", `/api/v1/sweep-frontier?job_ids=${JOB}&objective=kl_mean%3Amin`).body;
+    expect(served).toEqual({
+      knee: `${JOB}:1`,
+      n_points: 3,
+      frontier: [
+        { id: `${JOB}:2`, job_id: JOB, index: 2, label: "cfg-2", objectives: point(2, 0.1).objectives, knee: false },
+        { id: `${JOB}:1`, job_id: JOB, index: 1, label: "cfg-1", objectives: point(1, 0.2).objectives, knee: true },
+      ],
+    });
   });
 
   it("reads the embedded document and says when there is none", () => {

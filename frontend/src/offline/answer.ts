@@ -93,6 +93,39 @@ function cellSamples(doc: ReportDocument, params: URLSearchParams): Answer {
   return page(sortSamples(rows, "kl", "desc"), params);
 }
 
+interface StoredPoint {
+  id: string;
+  job_id: string;
+  index: number;
+  label: string;
+  objectives: Record<string, number | null>;
+}
+
+/** A frontier stored with `frontier_ids` (the server's compact form) gets its points back from the embedded
+ * points page, as the frontier route serves them (report_export.py `_frontier_point`). */
+export function expandFrontier(doc: ReportDocument, stored: unknown): unknown {
+  if (typeof stored !== "object" || stored === null || !("frontier_ids" in stored)) return stored;
+  const { frontier_ids: ids, ...rest } = stored as { frontier_ids: string[]; knee?: string | null };
+  const page = doc.responses[`${API}jobs/${doc.job_id}/sweep/points`] as { items?: StoredPoint[] } | undefined;
+  const byId = new Map((page?.items ?? []).map((p) => [p.id, p]));
+  const frontier = ids.flatMap((id) => {
+    const p = byId.get(id);
+    return p
+      ? [
+          {
+            id: p.id,
+            job_id: p.job_id,
+            index: p.index,
+            label: p.label,
+            objectives: p.objectives,
+            knee: id === rest.knee,
+          },
+        ]
+      : [];
+  });
+  return { ...rest, frontier };
+}
+
 /** The answer to GET `url` (any origin: only the path from /api/v1/ on counts). */
 export function answer(doc: ReportDocument, method: string, url: string): Answer {
   if (method !== "GET") return { status: 405, body: { detail: "An offline report cannot change anything." } };
@@ -111,7 +144,7 @@ export function answer(doc: ReportDocument, method: string, url: string): Answer
   if (path === `${API}sweep-frontier`) {
     if (params.getAll("bound").length > 0) return notHere("A frontier with bounds");
     const found = doc.frontiers?.[params.getAll("objective").join(",")];
-    return found === undefined ? notHere("This frontier") : { status: 200, body: found };
+    return found === undefined ? notHere("This frontier") : { status: 200, body: expandFrontier(doc, found) };
   }
   if (path in doc.responses) return { status: 200, body: doc.responses[path] };
   const error = doc.errors[path];
