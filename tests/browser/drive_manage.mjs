@@ -189,6 +189,45 @@ try {
   await page.goto(`${config.base}/#/`);
   await row.waitFor();
   observations.layout.phoneProjects = await page.evaluate(overflow);
+
+  step("the per-sample table's CSV on the report page");
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.goto(`${config.base}/#/jobs/${ids.job}`);
+  const csvLink = page.getByRole("link", { name: "CSV of all samples" });
+  await csvLink.waitFor();
+  const samplesHref = await csvLink.getAttribute("href");
+  observations.samplesCsv = await page.evaluate(async (url) => {
+    const response = await fetch(url);
+    return { status: response.status, href: url, text: await response.text() };
+  }, samplesHref);
+
+  step("the audit trail filtered by person, project and day, and its CSV");
+  await page.goto(`${config.base}/#/teams/${ids.team}`);
+  const audit = page.getByRole("table", { name: "Audit trail" });
+  await audit.locator("tbody tr").first().waitFor();
+  const auditFilters = page.getByRole("search", { name: "Filter the audit trail" });
+  await auditFilters.getByLabel("Who").fill("ADMIN");
+  await auditFilters.getByLabel("Project").selectOption({ label: "demo" });
+  await auditFilters.getByLabel("From").fill(config.today);
+  await auditFilters.getByLabel("To").fill(config.today);
+  await auditFilters.getByRole("button", { name: "Filter" }).click();
+  await page.getByLabel(/^Action/).selectOption("job.updated");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('table[aria-label="Audit trail"]:not(.stale) tbody tr')];
+    return rows.length > 0 && rows.every((r) => r.dataset.action === "job.updated");
+  });
+  observations.auditRows = await audit.locator("tbody tr").evaluateAll((rows) =>
+    rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent.trim())),
+  );
+  const auditHref = await page.getByRole("link", { name: "Download these events as CSV" }).getAttribute("href");
+  observations.auditCsv = await page.evaluate(async (url) => {
+    const response = await fetch(url);
+    return { status: response.status, href: url, text: await response.text() };
+  }, auditHref);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForLoadState("networkidle");
+  observations.layout.phoneTeam = await page.evaluate(overflow);
+  await page.screenshot({ path: join(config.artifacts, "phone-team-audit.png"), fullPage: true });
 } catch (error) {
   observations.error = String(error?.stack ?? error);
   console.log(JSON.stringify(observations));

@@ -10,8 +10,11 @@ drive_manage.mjs.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +68,14 @@ def test_rename_tag_filter_relaunch_and_delete_in_the_browser(
         "artifacts": str(ARTIFACTS / "manage"),
         "username": "admin",
         "password": ADMIN_PASSWORD,
-        "ids": {"project": pid, "job": job["id"], "model": model["id"], "doomedModel": doomed.json()["id"]},
+        "ids": {
+            "project": pid,
+            "job": job["id"],
+            "model": model["id"],
+            "doomedModel": doomed.json()["id"],
+            "team": project["team_id"],
+        },
+        "today": datetime.now(UTC).date().isoformat(),
     }
     result = subprocess.run(
         [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=240, cwd=REPO_ROOT
@@ -125,3 +135,28 @@ def test_rename_tag_filter_relaunch_and_delete_in_the_browser(
             )
     assert seen["layout"]["phone"]["viewport"] <= 390 and seen["layout"]["phoneDialog"]["dialog"] is not None
     assert not seen["consoleErrors"], seen["consoleErrors"]
+
+    # The report page's link: the whole per-sample table (every sample of the output), as the API pages it.
+    samples_csv = seen["samplesCsv"]
+    assert samples_csv["status"] == 200, samples_csv
+    table = list(csv.DictReader(io.StringIO(samples_csv["text"])))
+    output = table[0]["output_name"]
+    total = http.get(f"/jobs/{job['id']}/fidelity/samples", params={"output": output, "limit": 1}).json()[
+        "total"
+    ]
+    assert len(table) == total > 50 and {r["output_name"] for r in table} == {output}
+    assert [int(r["sample_index"]) for r in table] == list(range(total))
+
+    # The audit trail filtered in the browser (person in another case, project, today, job.updated): the rows
+    # the page showed, and the CSV of the same selection, are what the API returns for those filters.
+    expected = http.get(
+        f"/teams/{project['team_id']}/audit",
+        params={"actor": "admin", "project_id": pid, "action": "job.updated", "since": config["today"]},
+    ).json()
+    assert len(seen["auditRows"]) == expected["total"] >= 1, (seen["auditRows"], expected)
+    assert all(r[1] == "admin" and r[2] == "job.updated" and r[4] == "demo" for r in seen["auditRows"])
+    audit_rows = list(csv.DictReader(io.StringIO(seen["auditCsv"]["text"])))
+    assert seen["auditCsv"]["status"] == 200 and len(audit_rows) == expected["total"]
+    assert [r["resource_id"] for r in audit_rows] == [e["resource_id"] for e in expected["items"]]
+    assert {r["project_name"] for r in audit_rows} == {"demo"}
+    assert seen["layout"]["phoneTeam"]["scrollWidth"] <= 390, seen["layout"]["phoneTeam"]

@@ -1,24 +1,14 @@
 import { UsernameField } from "../auth/UsernameField";
 import { useState, type SubmitEvent } from "react";
-import {
-  useAddMember,
-  useAuditEvents,
-  useChangeRole,
-  useMembers,
-  useProjects,
-  useRemoveMember,
-  useTeam,
-} from "../api/queries";
+import { useAddMember, useChangeRole, useMembers, useProjects, useRemoveMember, useTeam } from "../api/queries";
 import type { Member, Role } from "../api/types";
-import { AUDIT_ACTIONS, AUDIT_PAGE, auditTarget } from "../auth/audit";
 import { useCurrentUser } from "../auth/context";
 import { ROLE_HELP, ROLES } from "../auth/roles";
 import { Layout } from "../components/Layout";
-import { Pager } from "../components/Pager";
-import { Empty, ErrorMessage, Loading, QueryView } from "../components/QueryView";
-import { replaceRoute } from "../components/router";
+import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { formatTime } from "../lib/format";
 import { href, type AuditQuery } from "../lib/route";
+import { AuditTrail } from "../project/AuditTrail";
 
 function RoleSelect({
   value,
@@ -190,87 +180,6 @@ function Members({ teamId, teamName, isAdmin }: { teamId: string; teamName: stri
           </p>
           <AddMember teamId={teamId} />
         </>
-      )}
-    </section>
-  );
-}
-
-function AuditTrail({ teamId, query }: { teamId: string; query: AuditQuery }) {
-  const events = useAuditEvents(teamId, query.action, query.offset, AUDIT_PAGE, true);
-  const go = (next: AuditQuery) => {
-    replaceRoute({ page: "team", teamId, query: next });
-  };
-  return (
-    <section className="panel" aria-labelledby="audit-heading">
-      <div className="launch-head">
-        <h2 id="audit-heading">Audit trail</h2>
-        <label className="inline">
-          Action
-          <select
-            value={query.action ?? ""}
-            onChange={(e) => {
-              go({ action: e.target.value || null, offset: 0 });
-            }}
-          >
-            <option value="">all actions</option>
-            {AUDIT_ACTIONS.map((a) => (
-              <option key={a} value={a}>
-                {a}
-              </option>
-            ))}
-          </select>
-        </label>
-      </div>
-      <p className="muted small-text">Who uploaded, launched, cancelled, deleted and changed what, newest first.</p>
-      {events.isPending ? (
-        <Loading what="the audit trail" />
-      ) : events.isError ? (
-        <ErrorMessage error={events.error} />
-      ) : events.data.items.length === 0 ? (
-        <Empty>
-          {query.offset > 0
-            ? "No events on this page."
-            : query.action
-              ? `No ${query.action} events yet.`
-              : "Nothing recorded yet."}
-        </Empty>
-      ) : (
-        <table className={events.isPlaceholderData ? "table stale" : "table"} aria-label="Audit trail">
-          <thead>
-            <tr>
-              <th>Time</th>
-              <th>Who</th>
-              <th>Action</th>
-              <th>What</th>
-            </tr>
-          </thead>
-          <tbody>
-            {events.data.items.map((e) => {
-              const target = auditTarget(e);
-              return (
-                <tr key={e.id} data-action={e.action}>
-                  <td title={e.created_at}>{formatTime(e.created_at)}</td>
-                  <td>{e.actor_name}</td>
-                  <td>
-                    <code>{e.action}</code>
-                  </td>
-                  <td>{target.route ? <a href={href(target.route)}>{target.text}</a> : target.text}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      )}
-      {events.data && (
-        <Pager
-          offset={query.offset}
-          limit={AUDIT_PAGE}
-          total={events.data.total}
-          label="Audit trail pages"
-          onChange={(offset) => {
-            go({ ...query, offset });
-          }}
-        />
       )}
     </section>
   );

@@ -2,6 +2,7 @@
 import { thumbnailHref, useDatasetSamples, useSamples } from "../api/queries";
 import type { Sample } from "../api/types";
 import { Pager } from "../components/Pager";
+import { SamplesCsvLink } from "../project/SamplesCsvLink";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber } from "../lib/format";
 import { PAGE_SIZES, type SampleQuery, type SampleSort, type Tristate } from "../lib/route";
@@ -200,6 +201,7 @@ export function SamplesTable({
               ))}
             </select>
           </label>
+          <SamplesCsvLink jobId={jobId} output={output} />
         </div>
       </div>
       {samples.isPending && <Loading what="samples" />}
