@@ -205,3 +205,44 @@ export function ManageButtons({
     </>
   );
 }
+
+/** Only the "Edit" button (name, notes, tags), e.g. on a model's own page, where deleting would leave the page
+ * on nothing. */
+export function EditButton({
+  what,
+  projectId,
+  item,
+  label,
+}: {
+  what: Managed;
+  projectId: string;
+  item: Annotated;
+  label: string;
+}) {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <button
+        type="button"
+        className="small"
+        aria-label={`Edit ${label}`}
+        onClick={() => {
+          setOpen(true);
+        }}
+      >
+        Edit
+      </button>
+      {open && (
+        <EditDialog
+          what={what}
+          projectId={projectId}
+          item={item}
+          label={label}
+          onClose={() => {
+            setOpen(false);
+          }}
+        />
+      )}
+    </>
+  );
+}
