@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from backend.api.app import create_app
-from backend.api.routes.report_export import DATA_OPEN, embed_json, fill_template
+from backend.api.routes.report_export import DATA_OPEN, OFFLINE_ROUTES, embed_json, fill_template
 from backend.contracts import RESULT_FIDELITY_SUMMARY, RESULT_SENSITIVITY, RESULT_SENSITIVITY_PLANS
 from backend.db.models import Job, JobResult
 from backend.db.session import engine_for
@@ -306,3 +306,13 @@ def test_embedded_text_cannot_close_its_element() -> None:
     assert [t for a, t in page.scripts if a.get("id") == "kb-report"] == [embed_json(hostile)]
     assert json.loads(embed_json(hostile)) == hostile
     assert len(page.scripts) == 1 and "<" not in embed_json(hostile)
+
+
+def test_every_job_route_says_how_the_file_answers_it(settings: Settings) -> None:
+    """A new GET under /jobs/{job_id} that a page reads must be embedded (or answered) in the exported file."""
+    prefix = "/api/v1/jobs/{job_id}"
+    spec = create_app(settings, run_reaper=False).openapi()
+    routes = {p[len(prefix) :] for p, ops in spec["paths"].items() if p.startswith(prefix) and "get" in ops}
+    assert routes and not routes - set(OFFLINE_ROUTES), (
+        f"say in report_export.OFFLINE_ROUTES how an exported report answers {sorted(routes - set(OFFLINE_ROUTES))}"
+    )

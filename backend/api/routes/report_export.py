@@ -45,6 +45,30 @@ CHANNEL_LIMIT = 512
 SWEEP_POINTS_MAX = 1000
 """As the sweep page asks (frontend/src/api/queries.ts SWEEP_POINTS_MAX)."""
 EXPORTABLE = (JobKind.fidelity, JobKind.sensitivity, JobKind.sweep)
+EMBEDDED = "embedded"
+OFFLINE_ROUTES: dict[str, str] = {
+    "": EMBEDDED,
+    "/chunks": EMBEDDED,
+    "/fidelity": EMBEDDED,
+    "/fidelity/layers": EMBEDDED,
+    "/fidelity/classes": EMBEDDED,
+    "/fidelity/sequence": EMBEDDED,
+    "/fidelity/samples": "sorted, filtered and paged in the file over the embedded rows",
+    "/fidelity/classes/samples": "filtered in the file from the embedded rows",
+    "/fidelity/samples.csv": "not in the file: a download (the page's links into the API are hidden there)",
+    "/sensitivity": EMBEDDED,
+    "/sensitivity/all-but": EMBEDDED,
+    "/sensitivity/plans": EMBEDDED,
+    "/sensitivity/channels": "embedded for every scored layer and method",
+    "/sweep/points": EMBEDDED,
+    "/sweep/points/{index}": "not in the file: the pages read the points page, which holds every point",
+    "/sweep/points/{index}/export": "not in the file: a model download",
+    "/recovery": "not exported: recovery jobs have no report page to export",
+    "/recovery/model": "not exported: a model download",
+    "/export.html": "this route",
+}
+"""How the exported file answers each GET under /api/v1/jobs/{job_id}: a route added there must say it here
+(tests/backend/test_report_export.py), so that a page reading a new document does not break in the file."""
 
 
 class ReportTemplateMissing(KneeboardError):
