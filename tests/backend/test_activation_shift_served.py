@@ -21,7 +21,7 @@ from worker.engine.layer_profile.shift import ActivationShift, Histogram
 
 
 def _profile_doc() -> dict[str, Any]:
-    histogram = Histogram(0.0, 2.5, [5, 3] + [0] * 30, [6, 1] + [0] * 30, 0, 2, 0, 3)
+    histogram = Histogram(0.0, 2.5, [5, 3] + [0] * 30, [6, 1] + [0] * 30, 0, 2, 0, 3, 10)
     shift = ActivationShift(
         n_values=10,
         golden_min=0.0,

@@ -19,7 +19,7 @@ from onnx import numpy_helper
 
 from worker.engine.demo_models import DigitsCNN, DigitsSplit, export_onnx, quantize_onnx_int8
 from worker.engine.layer_profile import LayerProfile, profile_layers
-from worker.engine.layer_profile.shift import HISTOGRAM_BINS, RELU_FAMILY
+from worker.engine.layer_profile.shift import HISTOGRAM_BINS, HISTOGRAM_SAMPLE, RELU_FAMILY
 
 INT8_RANGES = {"uint8": (0, 255), "int8": (-128, 127)}
 
@@ -95,9 +95,10 @@ def capture(path: Path, names: list[str], batches: list[np.ndarray]) -> dict[str
     return {name: np.concatenate([run[name] for run in runs]) for name in names}
 
 
-def quantizer_bounds(path: Path, dequantized: str) -> tuple[float, float] | None:
+def quantizer_bounds(path: Path, dequantized: str) -> tuple[float, float, float, float] | None:
     """The representable range of the QuantizeLinear feeding the DequantizeLinear that outputs `dequantized`
-    (per-tensor activations: scalar scale and zero point), in float64."""
+    (per-tensor activations: scalar scale and zero point), in float64, and the thresholds beyond which a value
+    saturates (half a step outside)."""
     model = onnx.load(str(path))
     producers = {out: node for node in model.graph.node for out in node.output}
     dq = producers.get(dequantized)
@@ -108,13 +109,24 @@ def quantizer_bounds(path: Path, dequantized: str) -> tuple[float, float] | None
     scale = float(numpy_helper.to_array(inits[q.input[1]]))
     zero_point = numpy_helper.to_array(inits[q.input[2]])
     qmin, qmax = INT8_RANGES[str(zero_point.dtype)]
-    return (qmin - float(zero_point)) * scale, (qmax - float(zero_point)) * scale
+    zp = float(zero_point)
+    return (qmin - zp) * scale, (qmax - zp) * scale, (qmin - zp - 0.5) * scale, (qmax - zp + 0.5) * scale
 
 
 def split_like_profile(x: np.ndarray, profile: LayerProfile) -> list[np.ndarray]:
     """The profile's own batches (a one-sample probe, then profile_batch_size): same batches, same bits."""
     size = profile.profile_batch_size
     return [x[:1]] + [x[i : i + size] for i in range(1, len(x), size)]
+
+
+def sampled(values: np.ndarray, batches: list[np.ndarray]) -> np.ndarray:
+    """What the histogram counts: of each batch's values (flattened), every ceil(size / HISTOGRAM_SAMPLE)-th."""
+    parts, start = [], 0
+    for batch in batches:
+        part = values[start : start + len(batch)].reshape(-1)
+        parts.append(part[:: max(1, math.ceil(part.size / HISTOGRAM_SAMPLE))])
+        start += len(batch)
+    return np.concatenate(parts)
 
 
 def one_batch(x: np.ndarray) -> Iterator[dict[str, np.ndarray]]:
@@ -147,21 +159,25 @@ def check_against_numpy(golden: Path, compressed: Path, x: np.ndarray) -> LayerP
             (g, hist.golden, hist.golden_below, hist.golden_above),
             (c, hist.compressed, hist.compressed_below, hist.compressed_above),
         ):
-            expected, _ = np.histogram(values, bins=HISTOGRAM_BINS, range=(hist.lower, hist.upper))
+            counted = sampled(values, batches)
+            expected, _ = np.histogram(counted, bins=HISTOGRAM_BINS, range=(hist.lower, hist.upper))
             assert counts == expected.tolist(), layer.name
-            assert (below, above) == (int((values < hist.lower).sum()), int((values > hist.upper).sum()))
-            assert sum(counts) + below + above == values.size
+            assert (below, above) == (int((counted < hist.lower).sum()), int((counted > hist.upper).sum()))
+            assert sum(counts) + below + above == counted.size == hist.n_counted
 
         bounds = quantizer_bounds(compressed, layer.compressed_name)
         if bounds is None:
             assert shift.clip_rate is None
         else:
-            low, high = bounds
-            relu = layer.op_type in RELU_FAMILY
+            low, high, saturates_below, saturates_above = bounds
+            relu = layer.op_type == "Relu"  # its own clamp at 0 covers the low side
             assert layer.qdq_input is not None
-            q_in = c_acts[layer.qdq_input].astype(np.float64)
-            clipped = int((q_in > high).sum()) + (0 if relu else int((q_in < low).sum()))
-            outside = int((g.astype(np.float64) > high).sum() + (g.astype(np.float64) < low).sum())
+
+            clipped, outside = (
+                int((v > saturates_above).sum()) + (0 if relu else int((v < saturates_below).sum()))
+                for v in (c_acts[layer.qdq_input].astype(np.float64), g.astype(np.float64))
+            )
+            q_in = c_acts[layer.qdq_input]
             assert shift.clip_rate == clipped / q_in.size, layer.name
             assert shift.golden_outside_rate == outside / g.size, layer.name
             assert (shift.quantizer_min, shift.quantizer_max) == (low, high)

@@ -222,6 +222,11 @@ class ActivationHistogramOut(ResultModel):
     golden_above: int = 0
     compressed_below: int = 0
     compressed_above: int = 0
+    n_counted: int = Field(
+        default=0,
+        description="Values counted per model: of each batch every ceil(values / 4096)-th, so all of them in "
+        "small layers.",
+    )
 
 
 class ActivationShiftOut(ResultModel):
@@ -244,8 +249,9 @@ class ActivationShiftOut(ResultModel):
     quantizer_max: float | None = None
     clip_rate: float | None = Field(
         default=None,
-        description="Share of the compressed model's values entering the quantizer that lie outside its range "
-        "(saturated); for ReLU-family layers only those above it. Null without a quantizer.",
+        description="Share of the compressed model's values entering the quantizer that saturate (more than half "
+        "a step outside its range), leaving out the side the layer's own Relu/Clip clamps. Null without a "
+        "quantizer.",
     )
     golden_outside_rate: float | None = Field(
         default=None,

@@ -33,6 +33,7 @@ function shift(fields: Partial<ActivationShift> = {}): ActivationShift {
       golden_above: 4,
       compressed_below: 0,
       compressed_above: 4,
+      n_counted: 40,
     },
     quantizer_min: 0,
     quantizer_max: 3,
@@ -112,7 +113,7 @@ describe("figures", () => {
   });
 
   it("says how many values fall outside the bins", () => {
-    expect(outsideNote(shift())).toContain("4 golden and 4 compressed values");
+    expect(outsideNote(shift())).toContain("4 golden and 4 compressed of 40 values counted");
     const inside = shift();
     if (inside.histogram) inside.histogram = { ...inside.histogram, golden_above: 0, compressed_above: 0 };
     expect(outsideNote(inside)).toBe("");

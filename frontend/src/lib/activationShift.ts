@@ -169,7 +169,8 @@ export function outsideNote(shift: ActivationShift): string {
   if (golden === 0 && compressed === 0) return "";
   return (
     `Outside the bins (the golden range of the first sample): ${golden.toLocaleString("en-US")} golden and ` +
-    `${compressed.toLocaleString("en-US")} compressed values; the full ranges are in the table.`
+    `${compressed.toLocaleString("en-US")} compressed of ${h.n_counted.toLocaleString("en-US")} values counted; ` +
+    "the full ranges are in the table."
   );
 }
 

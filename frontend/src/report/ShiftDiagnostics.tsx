@@ -152,7 +152,7 @@ export function ShiftDiagnostics({ profile }: { profile: LayerProfile }) {
                 title={`Activations of ${selected.label}`}
                 csv={() => shiftCsv([selected])}
                 caption={[
-                  "Golden and compressed values in the same bins.",
+                  "Golden and compressed values in the same bins (of large layers, an evenly spaced subset of each batch).",
                   selected.shift.quantizer_min != null ? "Dashed: the quantizer's range." : "",
                   outsideNote(selected.shift),
                   "Pick a layer in the table to see its histogram.",

@@ -3,6 +3,7 @@ fold every comparison into running sums."""
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
@@ -19,7 +20,12 @@ from worker.engine.layer_profile.matching import MatchInfo, annotate, match_laye
 from worker.engine.layer_profile.onnx_local import OnnxLocal
 from worker.engine.layer_profile.onnx_side import OnnxSide
 from worker.engine.layer_profile.results import LayerFidelity, LayerProfile, LayerStats
-from worker.engine.layer_profile.shift import RELU_FAMILY, ShiftAccumulator, quantizer_range
+from worker.engine.layer_profile.shift import (
+    RELU_FAMILY,
+    ShiftAccumulator,
+    activation_bounds,
+    quantizer_range,
+)
 from worker.engine.layer_profile.sides import Feeds, batch_size_of, stops_the_job
 from worker.engine.layer_profile.torch_side import TorchLocal, TorchSide
 from worker.engine.loaders import extract_onnx_zip
@@ -90,11 +96,15 @@ def _plan_shift(
     quantizer's range when the compressed layer is a QDQ pair's output (after _plan_qdq)."""
     for pair in pairs:
         quantizer = None
+        activation = (-math.inf, math.inf)
         if isinstance(compressed, OnnxSide) and pair.qdq_input is not None:
             quantize = compressed.quantize_node(pair.compressed)
             if quantize is not None:
                 quantizer = quantizer_range(compressed.model, quantize, compressed.folder)
-        pair.shift = ShiftAccumulator(golden.op_type(pair.golden) in RELU_FAMILY, quantizer)
+        if quantizer is not None and isinstance(golden, OnnxSide):
+            node = golden.producers.get(pair.golden)
+            activation = activation_bounds(golden.model, node[1] if node else None, golden.folder)
+        pair.shift = ShiftAccumulator(golden.op_type(pair.golden) in RELU_FAMILY, quantizer, activation)
 
 
 def _amplification(pair: LayerPair) -> float | None:

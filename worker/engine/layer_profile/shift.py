@@ -3,18 +3,19 @@
 
 - range: min/max of the golden and compressed activations over the dataset.
 - histogram: HISTOGRAM_BINS equal-width bins over the golden range of the profile's first batch (its
-  one-sample probe), shared by both models, plus counts below and above. Bins from the first batch cost
+  one-sample probe), shared by both models, plus counts below and above; of each batch it counts every
+  histogram_step-th value (all of them up to HISTOGRAM_SAMPLE values per layer and batch). Bins from the first batch cost
   nothing; a pre-pass over the dataset would cost a whole extra golden capture (the most expensive run of
   the profile). Values outside the first batch's range land in the below/above counts, and the dataset's
   true range is reported next to the histogram.
 - clipping (QDQ ONNX): the QuantizeLinear that produces the compressed layer has a representable range
-  [(qmin − zero_point)·scale, (qmax − zero_point)·scale] (per tensor, or per channel along its axis).
-  `clip_rate` is the share of the compressed model's own values entering that quantizer that lie outside it
-  (the quantizer saturates them); `golden_outside_rate` the share of the golden model's values at the same
-  tensor outside it. Bounds are computed in float64 from the stored scale and zero point, and compared in
-  float64. For a ReLU-family golden layer only values above the range count: onnxruntime's quantizer
-  drops a Relu after a Conv and lets the quantizer's clamp at 0 do its work, so the values it clamps below
-  are the ReLU's, not clipping.
+  [(qmin − zero_point)·scale, (qmax − zero_point)·scale] (per tensor, or per channel along its axis); a
+  value saturates when it lies more than half a step outside it. `clip_rate` is the share of the
+  compressed model's own values entering that quantizer that saturate; `golden_outside_rate` the share of
+  the golden model's values at the same tensor that would. Thresholds are computed in float64 from the
+  stored scale and zero point. Where the golden layer clamps by itself (Relu [0, inf), Clip [min, max]),
+  a side the clamp already covers does not count: onnxruntime's quantizer drops a Relu or ReLU6 Clip
+  after a Conv and leaves its clamp to the quantizer, so those values are the activation's, not clipping.
 - dead units (ReLU-family golden layers): among the golden values > 0, the share that is exactly 0 in the
   compressed model.
 """
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     import onnx
 
 HISTOGRAM_BINS = 32
+HISTOGRAM_SAMPLE = 1 << 12
+"""Most values per layer and batch that the histograms bin. numpy.histogram costs 5-10 ns a value: on
+EfficientNet-Lite0 (1-sample profile batches) binning every value made the profile 2.7x slower, 65536 a
+batch 1.38x; at 4096 a batch a 1024-sample Lite0 profile still bins ~4 M values per layer."""
 RELU_FAMILY = frozenset({"Relu", "Clip", "ReLU", "ReLU6", "relu", "relu6", "Hardtanh"})
 """Golden op types whose outputs are clamped at 0 from below (ONNX op types and torch module classes)."""
 
@@ -46,29 +51,80 @@ _INTEGER_RANGES = {
 """onnx.TensorProto data type -> the integer range a QuantizeLinear saturates to."""
 
 
+def _float32_below(threshold: np.ndarray) -> np.ndarray:
+    """The largest float32 <= each float64 threshold: for float32 x, x > it exactly when x > threshold."""
+    f = threshold.astype(np.float32)
+    return np.where(f.astype(np.float64) > threshold, np.nextafter(f, np.float32(-np.inf)), f)
+
+
+def _float32_above(threshold: np.ndarray) -> np.ndarray:
+    """The smallest float32 >= each float64 threshold: for float32 x, x < it exactly when x < threshold."""
+    f = threshold.astype(np.float32)
+    return np.where(f.astype(np.float64) < threshold, np.nextafter(f, np.float32(np.inf)), f)
+
+
 @dataclass(frozen=True)
 class QuantizerRange:
-    """What a QuantizeLinear can represent: `low`/`high` broadcastable to the tensor (per channel along
-    `axis`, or scalars)."""
+    """What a QuantizeLinear can represent: `low` = (qmin − zero_point)·scale, `high` = (qmax −
+    zero_point)·scale and `scale`, per channel along `axis` or scalars (float64)."""
 
     low: np.ndarray
     high: np.ndarray
+    scale: np.ndarray
+    zero_point: np.ndarray
+    qmin: int
+    qmax: int
     axis: int | None
 
-    def bounds(self, ndim: int) -> tuple[np.ndarray, np.ndarray]:
-        """low/high shaped to broadcast against a tensor of `ndim` axes."""
+    def _shaped(self, value: np.ndarray, ndim: int) -> np.ndarray:
         if self.axis is None:
-            return self.low, self.high
+            return value
         shape = [1] * ndim
         shape[self.axis % ndim] = -1
-        return self.low.reshape(shape), self.high.reshape(shape)
+        return value.reshape(shape)
 
-    def outside(self, values: np.ndarray, above_only: bool = False) -> int:
-        """How many of `values` lie outside [low, high] (only above `high` if `above_only`; float64
-        comparison; NaN counts as inside)."""
-        low, high = self.bounds(values.ndim)
-        above = int(np.count_nonzero(values > high))
-        return above if above_only else above + int(np.count_nonzero(values < low))
+    def saturation(self, act_min: float, act_max: float) -> tuple[np.ndarray, np.ndarray]:
+        """The thresholds beyond which a value saturates: (qmin − zero_point − ½)·scale and (qmax −
+        zero_point + ½)·scale (a value within half a step of the range rounds into it), ±inf where the
+        layer's own activation clamp (act_min, act_max) already keeps values inside (a Relu or Clip that
+        onnxruntime's quantizer dropped, leaving the clamp to the quantizer)."""
+        low = (self.qmin - self.zero_point - 0.5) * self.scale
+        high = (self.qmax - self.zero_point + 0.5) * self.scale
+        return np.where(act_min < low, low, -np.inf), np.where(act_max > high, high, np.inf)
+
+    def outside(self, values: np.ndarray, act_min: float = -np.inf, act_max: float = np.inf) -> int:
+        """How many of `values` saturate (see `saturation`; NaN never does). float32 values are compared
+        with the float32 neighbours of the thresholds, which gives the float64 comparison's answer."""
+        low, high = self.saturation(act_min, act_max)
+        if values.dtype == np.float32:
+            low, high = _float32_above(low), _float32_below(high)
+        low, high = self._shaped(low, values.ndim), self._shaped(high, values.ndim)
+        below = 0 if np.all(np.isneginf(low)) else int(np.count_nonzero(values < low))
+        above = 0 if np.all(np.isposinf(high)) else int(np.count_nonzero(values > high))
+        return below + above
+
+
+def activation_bounds(
+    model: onnx.ModelProto | None, node: onnx.NodeProto | None, folder: Any
+) -> tuple[float, float]:
+    """The clamp a golden ONNX node applies itself: Relu [0, inf), Clip [min, max] (constant inputs or
+    attributes), anything else (-inf, inf)."""
+    if model is None or node is None:
+        return -np.inf, np.inf
+    if node.op_type == "Relu":
+        return 0.0, np.inf
+    if node.op_type != "Clip":
+        return -np.inf, np.inf
+    bounds = [-np.inf, np.inf]
+    attrs = {attr.name: attr.f for attr in node.attribute}
+    for i, key in ((1, "min"), (2, "max")):
+        if len(node.input) > i and node.input[i]:
+            value = _constant(model, node.input[i], folder)
+            if value is not None:
+                bounds[i - 1] = float(value)
+        elif key in attrs:
+            bounds[i - 1] = float(attrs[key])
+    return bounds[0], bounds[1]
 
 
 def _constant(model: onnx.ModelProto, name: str, folder: Any) -> np.ndarray | None:
@@ -112,7 +168,7 @@ def quantizer_range(model: onnx.ModelProto, quantize: onnx.NodeProto, folder: An
     axis = None if s.ndim == 0 or s.size == 1 else (attrs["axis"].i if "axis" in attrs else 1)
     if axis is None:
         s, z = s.reshape(()), z.reshape(())
-    return QuantizerRange((qmin - z) * s, (qmax - z) * s, axis)
+    return QuantizerRange((qmin - z) * s, (qmax - z) * s, s, z, qmin, qmax, axis)
 
 
 @dataclass(frozen=True)
@@ -128,6 +184,8 @@ class Histogram:
     golden_above: int
     compressed_below: int
     compressed_above: int
+    n_counted: int
+    """Values counted per model (every histogram_step-th value of each batch)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +197,7 @@ class Histogram:
             "golden_above": self.golden_above,
             "compressed_below": self.compressed_below,
             "compressed_above": self.compressed_above,
+            "n_counted": self.n_counted,
         }
 
 
@@ -188,6 +247,12 @@ class ActivationShift:
         }
 
 
+def histogram_step(size: int) -> int:
+    """Every how many values of a batch's (flattened) layer the histogram counts: 1 up to HISTOGRAM_SAMPLE
+    values, so that at most about HISTOGRAM_SAMPLE are binned per batch."""
+    return max(1, -(-size // HISTOGRAM_SAMPLE))
+
+
 def _histogram_range(values: np.ndarray) -> tuple[float, float] | None:
     """The first batch's golden range as float32-exact bounds (widened by 1 when constant); None when
     not finite."""
@@ -202,9 +267,16 @@ def _histogram_range(values: np.ndarray) -> tuple[float, float] | None:
 class ShiftAccumulator:
     """Running range, histograms, clipping and dead-unit counts of one layer."""
 
-    def __init__(self, relu_family: bool, quantizer: QuantizerRange | None) -> None:
+    def __init__(
+        self,
+        relu_family: bool,
+        quantizer: QuantizerRange | None,
+        activation: tuple[float, float] = (-np.inf, np.inf),
+    ) -> None:
         self.relu_family = relu_family
         self.quantizer = quantizer
+        self.activation = activation
+        self.n_counted = 0
         self.n_values = 0
         self.minmax = [np.inf, -np.inf, np.inf, -np.inf]  # golden min/max, compressed min/max
         self.range: tuple[float, float] | None = None
@@ -231,9 +303,9 @@ class ShiftAccumulator:
             self.minmax[i] = np.nan if np.isnan(value) or np.isnan(current) else fold(current, value)
         self._histogram(g, c)
         if self.quantizer is not None and qdq_input is not None:
-            self.clipped += self.quantizer.outside(qdq_input, above_only=self.relu_family)
+            self.clipped += self.quantizer.outside(qdq_input, *self.activation)
             self.n_quantized += int(qdq_input.size)
-            self.golden_outside += self.quantizer.outside(g)
+            self.golden_outside += self.quantizer.outside(g, *self.activation)
         if self.relu_family:
             positive = g > 0
             self.positive += int(np.count_nonzero(positive))
@@ -248,10 +320,13 @@ class ShiftAccumulator:
                 self.no_histogram = True
                 return
         low, high = self.range
+        step = histogram_step(g.size)
         for array, counts, offset in ((g, self.hist_g, 0), (c, self.hist_c, 2)):
+            array = array.reshape(-1)[::step]
             counts += np.histogram(array, bins=HISTOGRAM_BINS, range=(low, high))[0]
             self.outside[offset] += int(np.count_nonzero(array < low))
             self.outside[offset + 1] += int(np.count_nonzero(array > high))
+        self.n_counted += -(-g.size // step)
 
     def result(self, error_amplification: float | None) -> ActivationShift:
         histogram = None
@@ -261,7 +336,11 @@ class ShiftAccumulator:
                 self.range[1],
                 [int(v) for v in self.hist_g],
                 [int(v) for v in self.hist_c],
-                *self.outside,
+                golden_below=self.outside[0],
+                golden_above=self.outside[1],
+                compressed_below=self.outside[2],
+                compressed_above=self.outside[3],
+                n_counted=self.n_counted,
             )
         q = self.quantizer
         quantized = q is not None and self.n_quantized > 0
