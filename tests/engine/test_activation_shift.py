@@ -258,3 +258,26 @@ def test_error_growth_is_the_carried_error_over_the_previous_layer() -> None:
     assert "99.0x" in growth[0].message
     local = {c.layer for c in causes if c.kind == "local_error"}
     assert local == {"c"}  # 10.5 dB alone is below 20 dB; a and b add 40 dB
+
+
+def test_saturation_leaves_out_the_layers_own_clamp_and_is_exact_at_the_thresholds() -> None:
+    """A uint8 quantizer over [0, 6] (ReLU6's range): values above 6 + half a step saturate unless the golden
+    layer is a Clip at 6 (onnxruntime's quantizer dropped it: the clamp is the activation's); float32 values
+    one ulp either side of the float64 threshold are counted as float64 would."""
+    from worker.engine.layer_profile.shift import QuantizerRange
+
+    scale = np.float64(np.float32(6 / 255))
+    zero = np.float64(0)
+    q = QuantizerRange(np.float64(0) * scale, 255 * scale, scale, zero, 0, 255, None)
+    threshold = (255 - zero + 0.5) * scale
+    near = np.float32(threshold)
+    edge = np.array(
+        [np.nextafter(near, np.float32(-1)), near, np.nextafter(near, np.float32(10))], np.float32
+    )
+    values = np.concatenate([edge, np.array([-1.0, 0.0, 3.0, 7.0, 9.0], np.float32)])
+    expected_above = int((values.astype(np.float64) > threshold).sum())
+    expected_below = int((values.astype(np.float64) < -0.5 * scale).sum())
+    assert q.outside(values) == expected_above + expected_below
+    assert q.outside(values, 0.0, np.inf) == expected_above  # Relu: the low side is its own
+    assert q.outside(values, 0.0, 6.0) == 0  # ReLU6 at the quantizer's range: nothing is clipping
+    assert q.outside(values.astype(np.float64), 0.0, np.inf) == expected_above
