@@ -291,7 +291,10 @@ def _template(request: Request) -> str:
     operation_id="exportJobReport",
     responses={
         **error_responses(NotFound, Conflict, InvalidRequest, ReportTemplateMissing),
-        200: {"content": {"text/html": {}}, "description": "The report as one HTML file, for download."},
+        200: {
+            "content": {"text/html": {"schema": {"type": "string"}}},
+            "description": "The report as one HTML file, for download.",
+        },
     },
     response_class=Response,
 )
