@@ -104,6 +104,7 @@ try {
     params: await panel.getByTestId("node-params").textContent(),
     metric: await panel.getByTestId("node-metric").textContent(),
     rows: await panel.locator("table tbody tr").allTextContents(),
+    link: await panel.getByRole("link").getAttribute("href"),
   };
   await page.screenshot({ path: join(config.artifacts, "cnn-graph.png"), fullPage: true });
 

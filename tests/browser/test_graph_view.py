@@ -143,6 +143,7 @@ def test_graph_view_colours_picks_searches_and_scales(
     assert _count(panel["params"]) == pytest.approx(conv2["params"], rel=0.005)
     assert _number(panel["metric"]) == pytest.approx(kl["conv2"], rel=1e-3)
     assert len(panel["rows"]) == len(columns)
+    assert panel["link"].startswith(f"#/jobs/{scan['id']}/sensitivity") and "layer=conv2" in panel["link"]
     assert seen["searched"] == "fc", f"searching {fc['aliases'][0]!r} should find fc"
 
     # The 500-layer model: one box for the repeated blocks, 502 when all is expanded.

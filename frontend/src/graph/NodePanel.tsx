@@ -2,6 +2,7 @@
 // score under every configuration.
 import type { SensitivityReport } from "../api/types";
 import { formatCount } from "../lib/format";
+import { href } from "../lib/route";
 import type { NodeMetric } from "./metrics";
 import { nameIndex } from "./metrics";
 import type { GraphNode } from "./types";
@@ -15,9 +16,12 @@ interface Props {
   onCollapse: (prefix: string) => void;
 }
 
-function sensitivityRow(report: SensitivityReport, node: GraphNode): { config: string; value: number | null }[] {
+function sensitivityRow(report: SensitivityReport, node: GraphNode): number {
   const names = new Set([node.id, ...node.aliases, node.module_path ?? ""]);
-  const row = report.matrix.rows.findIndex((r) => names.has(r) || nameIndex([node]).get(r) === node.id);
+  return report.matrix.rows.findIndex((r) => names.has(r) || nameIndex([node]).get(r) === node.id);
+}
+
+function rowScores(report: SensitivityReport, row: number): { config: string; value: number | null }[] {
   if (row < 0) return [];
   const matrix = report.ranking_metric === "kl" ? report.matrix.kl_mean : report.matrix.sqnr_db;
   return report.matrix.columns.map((config, i) => ({ config, value: matrix[row]?.[i] ?? null }));
@@ -25,7 +29,9 @@ function sensitivityRow(report: SensitivityReport, node: GraphNode): { config: s
 
 export function NodePanel({ node, metric, report, collapsible, onCollapse }: Props) {
   const value = metric?.values.get(node.id);
-  const scores = report ? sensitivityRow(report, node) : [];
+  const row = report ? sensitivityRow(report, node) : -1;
+  const scores = report ? rowScores(report, row) : [];
+  const scanLayer = report && row >= 0 ? report.matrix.rows[row] : undefined;
   const unit = report?.ranking_metric === "kl" ? "KL mean, nats" : "output SQNR, dB";
   return (
     <section className="graph-node-panel" aria-label="Selected node" data-testid="node-panel">
@@ -81,6 +87,19 @@ export function NodePanel({ node, metric, report, collapsible, onCollapse }: Pro
             ))}
           </tbody>
         </table>
+      )}
+      {report && scanLayer !== undefined && (
+        <p className="small-text">
+          <a
+            href={href({
+              page: "sensitivity",
+              jobId: report.job_id,
+              query: { view: "only", ranking: null, layer: scanLayer, method: null },
+            })}
+          >
+            Channel importance and details of {scanLayer} in this scan
+          </a>
+        </p>
       )}
       {collapsible.length > 0 && (
         <p className="small-text">
