@@ -73,10 +73,13 @@ function ShiftTable({
             <th>Golden range</th>
             <th>Compressed range</th>
             <th title="What the compressed layer's quantizer can represent">Quantizer range</th>
-            <th className="num" title="Compressed values entering the quantizer outside its range">
+            <th
+              className="num"
+              title="Compressed values entering the quantizer that saturate (more than half a step outside its range)"
+            >
               Clipped
             </th>
-            <th className="num" title="Golden values outside the quantizer's range">
+            <th className="num" title="Golden values that the quantizer would saturate">
               Golden outside
             </th>
             <th className="num" title="ReLU-family layers: golden > 0 but exactly 0 in the compressed model">
@@ -142,7 +145,7 @@ export function ShiftDiagnostics({ profile }: { profile: LayerProfile }) {
               <ChartPanel
                 title="Clipping and dead units per layer"
                 csv={() => shiftCsv(rows)}
-                caption="Clipped: compressed values entering the layer's quantizer outside its representable range. Dead units: ReLU-family layers' values positive in the golden model and exactly 0 in the compressed one."
+                caption="Clipped: compressed values entering the layer's quantizer that saturate (more than half a step outside its range; the side the layer's own ReLU or Clip clamps is left out). Dead units: ReLU-family layers' values positive in the golden model and exactly 0 in the compressed one."
               >
                 <Plot data={bars.data} layout={bars.layout} filename="layer-clipping-dead-units" height={320} />
               </ChartPanel>
