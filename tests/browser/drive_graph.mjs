@@ -4,7 +4,7 @@
 // collapsed and expanded box counts and the frame times of a wheel zoom and a drag pan over every box.
 //
 //   node drive_graph.mjs '{"base": URL, "chromium": PATH, "artifacts": DIR, "username": NAME, "password": P,
-//                          "cnn": MODEL_ID, "scan": JOB_ID, "fidelity": JOB_ID, "deep": MODEL_ID, "pick": NODE, "alias": ALIAS}'
+//                          "cnn": MODEL_ID, "scan": JOB_ID, "fidelity": JOB_ID, "sqnrPick": NODE, "deep": MODEL_ID, "pick": NODE, "alias": ALIAS}'
 //
 // Prints one JSON line of observations (with "error" when a step failed).
 import { mkdirSync } from "node:fs";
@@ -113,6 +113,8 @@ try {
   await page.getByTestId("legend-max").filter({ hasText: "dB" }).waitFor();
   seen.sqnrFills = await fills(page);
   seen.sqnrLegend = [await page.getByTestId("legend-min").textContent(), await page.getByTestId("legend-max").textContent()];
+  await page.locator(`[data-testid=graph-canvas] [data-node="${config.sqnrPick}"]`).click();
+  seen.fidelityPanel = await page.getByTestId("node-fidelity").textContent();
 
   step(`search ${config.alias}`);
   await page.getByLabel("Find a layer by name or alias").fill(config.alias);

@@ -81,6 +81,16 @@ def test_graph_view_colours_picks_searches_and_scales(
     fc = next(n for n in graph["nodes"] if n["id"] == "fc")
     fidelity = client.http.get("/jobs", params={"project_id": pid, "kind": "fidelity"}).json()["items"][0]
     profile = client.http.get(f"/jobs/{fidelity['id']}/fidelity/layers").json()
+    # The profile's accumulated SQNR per graph node, matched as the view does (golden side).
+    names = {alias: n["id"] for n in graph["nodes"] for alias in n["aliases"]} | {
+        n["id"]: n["id"] for n in graph["nodes"]
+    }
+    sqnr: dict[str, float] = {}
+    for row in profile["layers"]:
+        found = [names[k] for k in (row["canonical_id"], row["name"], *row["aliases"]) if k in names]
+        if found and row["accumulated"]["sqnr_db"] is not None:
+            sqnr[found[0]] = row["accumulated"]["sqnr_db"]
+    assert len(sqnr) >= 3, profile["layers"]
     config = {
         "base": base,
         "chromium": chromium,
@@ -90,6 +100,7 @@ def test_graph_view_colours_picks_searches_and_scales(
         "cnn": golden["id"],
         "scan": scan["id"],
         "fidelity": fidelity["id"],
+        "sqnrPick": min(sqnr, key=sqnr.__getitem__),
         "deep": deep["id"],
         "pick": "conv2",
         "alias": fc["aliases"][0],
@@ -121,17 +132,12 @@ def test_graph_view_colours_picks_searches_and_scales(
     assert all(seen["scanFills"][n] == NO_VALUE for n in seen["scanFills"] if n not in kl)
     assert "nats" in seen["legend"][1]
 
-    # Coloured by the demo fidelity job's accumulated SQNR (golden side): lowest SQNR hottest, highest coolest.
-    names = {alias: n["id"] for n in graph["nodes"] for alias in n["aliases"]} | {
-        n["id"]: n["id"] for n in graph["nodes"]
-    }
-    sqnr: dict[str, float] = {}
-    for row in profile["layers"]:
-        found = [names[k] for k in (row["canonical_id"], row["name"], *row["aliases"]) if k in names]
-        if found and row["accumulated"]["sqnr_db"] is not None:
-            sqnr[found[0]] = row["accumulated"]["sqnr_db"]
-    assert len(sqnr) >= 3, profile["layers"]
-    assert seen["sqnrFills"][min(sqnr, key=sqnr.__getitem__)] == HOT
+    # Coloured by the fidelity job's accumulated SQNR: lowest SQNR hottest, highest coolest; the clicked
+    # (worst) layer's panel gives its SQNR and what it was matched to.
+    worst = min(sqnr, key=sqnr.__getitem__)
+    assert f"{sqnr[worst]:.1f} dB" in seen["fidelityPanel"], seen["fidelityPanel"]
+    assert "Matched to" in seen["fidelityPanel"]
+    assert seen["sqnrFills"][worst] == HOT
     assert seen["sqnrFills"][max(sqnr, key=sqnr.__getitem__)] == COOL
     assert _number(seen["sqnrLegend"][0]) == pytest.approx(min(sqnr.values()), abs=0.051)
     assert _number(seen["sqnrLegend"][1]) == pytest.approx(max(sqnr.values()), abs=0.051)

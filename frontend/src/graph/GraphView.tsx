@@ -10,7 +10,16 @@ import { GraphCanvas, type CanvasHandle } from "./GraphCanvas";
 import { GraphLegend } from "./GraphLegend";
 import "./graph.css";
 import { layoutGraph } from "./layout";
-import { colourOf, graphMetric, itemValue, sensitivityMetric, sqnrMetric, type NodeMetric } from "./metrics";
+import {
+  colourOf,
+  graphMetric,
+  itemValue,
+  nameIndex,
+  profileNodeId,
+  sensitivityMetric,
+  sqnrMetric,
+  type NodeMetric,
+} from "./metrics";
 import { NodePanel } from "./NodePanel";
 import { jobSide, useColourJobs, useModelGraph } from "./queries";
 import type { GraphNode, ModelGraph, VisibleItem } from "./types";
@@ -108,6 +117,14 @@ function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
   };
 
   const selectedNode = selected?.members[0] ?? null;
+  const fidelityRow = useMemo(() => {
+    if (source !== "fid" || !profile.data || !job || !selectedNode) return null;
+    const side = jobSide(job, model.id) === "compressed" ? "compressed" : "golden";
+    const index = nameIndex(graph.nodes);
+    // The last row of the node, as in the colours (a later row overwrites an earlier one there).
+    const rows = [...(profile.data.layers ?? [])].reverse();
+    return rows.find((l) => profileNodeId(index, l, side) === selectedNode.id) ?? null;
+  }, [source, profile.data, job, selectedNode, model.id, graph]);
   return (
     <div className="graph-view">
       <div className="graph-toolbar">
@@ -241,6 +258,7 @@ function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
               node={selectedNode}
               metric={metric}
               report={source === "sens" ? (report.data ?? null) : null}
+              fidelity={fidelityRow}
               collapsible={selectedNode.group_path.filter((p) => groups.has(p) && expanded.has(p))}
               onCollapse={collapse}
             />

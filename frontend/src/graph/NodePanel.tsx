@@ -1,6 +1,6 @@
 // The clicked node: its identity, where it sits in the model, its numbers and, for a sensitivity scan, its
 // score under every configuration.
-import type { SensitivityReport } from "../api/types";
+import type { LayerFidelity, SensitivityReport } from "../api/types";
 import { formatCount } from "../lib/format";
 import { href } from "../lib/route";
 import type { NodeMetric } from "./metrics";
@@ -11,6 +11,8 @@ interface Props {
   node: GraphNode;
   metric: NodeMetric | null;
   report: SensitivityReport | null;
+  /** The fidelity profile's row of this layer, when the graph is coloured by a fidelity job. */
+  fidelity: LayerFidelity | null;
   /** Expanded groups around the node, outermost first, that can be collapsed again. */
   collapsible: string[];
   onCollapse: (prefix: string) => void;
@@ -27,7 +29,16 @@ function rowScores(report: SensitivityReport, row: number): { config: string; va
   return report.matrix.columns.map((config, i) => ({ config, value: matrix[row]?.[i] ?? null }));
 }
 
-export function NodePanel({ node, metric, report, collapsible, onCollapse }: Props) {
+function matchHow(layer: LayerFidelity): string {
+  const parts = [layer.match_method, layer.match_confidence?.toFixed(2)].filter((p) => p !== null && p !== undefined);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
+
+function db(value: number | null | undefined): string {
+  return value === null || value === undefined ? "—" : `${value.toFixed(1)} dB`;
+}
+
+export function NodePanel({ node, metric, report, fidelity, collapsible, onCollapse }: Props) {
   const value = metric?.values.get(node.id);
   const row = report ? sensitivityRow(report, node) : -1;
   const scores = report ? rowScores(report, row) : [];
@@ -87,6 +98,29 @@ export function NodePanel({ node, metric, report, collapsible, onCollapse }: Pro
             ))}
           </tbody>
         </table>
+      )}
+      {fidelity && (
+        <dl className="facts compact" aria-label="Fidelity of this layer" data-testid="node-fidelity">
+          <div>
+            <dt>Matched to</dt>
+            <dd>
+              {fidelity.compressed_name}
+              {matchHow(fidelity)}
+            </dd>
+          </div>
+          <div>
+            <dt>Accumulated SQNR</dt>
+            <dd>{db(fidelity.accumulated.sqnr_db)}</dd>
+          </div>
+          <div>
+            <dt>Local SQNR</dt>
+            <dd>{db(fidelity.local?.sqnr_db)}</dd>
+          </div>
+          <div>
+            <dt>Accumulated cosine</dt>
+            <dd>{fidelity.accumulated.cosine_mean?.toFixed(5) ?? "—"}</dd>
+          </div>
+        </dl>
       )}
       {report && scanLayer !== undefined && (
         <p className="small-text">

@@ -1,6 +1,6 @@
 // Per-layer numbers to colour the graph by: parameters and MACs (the graph's own), a sensitivity job's score
 // per configuration, a fidelity job's accumulated or local SQNR. Layers are found by canonical id or alias.
-import type { LayerProfile, SensitivityReport } from "../api/types";
+import type { LayerFidelity, LayerProfile, SensitivityReport } from "../api/types";
 import type { GraphNode, VisibleItem } from "./types";
 
 export type MetricKind = "params" | "macs" | "sensitivity" | "sqnr_accumulated" | "sqnr_local";
@@ -66,15 +66,25 @@ export function sqnrMetric(
     const stats = which === "accumulated" ? layer.accumulated : layer.local;
     const value = stats?.sqnr_db;
     if (value === null || value === undefined) continue;
-    const names =
-      side === "golden"
-        ? [layer.canonical_id, layer.name, ...(layer.aliases ?? [])]
-        : [layer.compressed_name, layer.canonical_id];
-    const id = names.map((n) => (n ? index.get(n) : undefined)).find((x) => x !== undefined);
+    const id = profileNodeId(index, layer, side);
     if (id !== undefined) values.set(id, value);
   }
   const label = which === "accumulated" ? "Accumulated SQNR" : "Local SQNR";
   return { label, unit: "dB", higherIsWorse: false, values };
+}
+
+/** The graph node a profile row is about: by canonical id, name or alias (golden side), else by the
+ * compressed model's name. */
+export function profileNodeId(
+  index: Map<string, string>,
+  layer: LayerFidelity,
+  side: "golden" | "compressed",
+): string | undefined {
+  const names =
+    side === "golden"
+      ? [layer.canonical_id, layer.name, ...(layer.aliases ?? [])]
+      : [layer.compressed_name, layer.canonical_id];
+  return names.map((n) => (n ? index.get(n) : undefined)).find((x) => x !== undefined);
 }
 
 /** A box's value: the sum for counts, the worst member for scores; null when no member has one. */
