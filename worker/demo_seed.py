@@ -64,7 +64,7 @@ def main() -> None:
 
         logging.getLogger().setLevel(logging.WARNING)  # the exporters are chatty
         bundle = write_demo_bundle(args.write_files)
-        for path in (bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz):
+        for path in (bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz, bundle.golden_pt2):
             print(path)
         return
     seed(args.api)

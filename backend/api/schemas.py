@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from fastapi import Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field
@@ -233,6 +233,12 @@ class FidelityReportOut(BaseModel):
     summary: FidelitySummaryOut = Field(
         description="Per output name: the metrics; plus warnings and sample counts."
     )
+    diagnostics: list[Literal["classes", "sequence"]] = Field(
+        default_factory=list,
+        description="Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a "
+        "classification output) and 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)); the "
+        "others answer 404, so a page asks only for these.",
+    )
 
 
 class LayerStatsOut(BaseModel):
@@ -287,7 +293,8 @@ class LayerFidelityOut(BaseModel):
         default=None, description="1 for names; the structural match score in [0, 1] otherwise."
     )
     shift: ActivationShiftOut | None = Field(
-        default=None, description="Activation range, histograms, clipping, dead units; null in older profiles."
+        default=None,
+        description="Activation range, histograms, clipping, dead units; null in older profiles.",
     )
 
 

@@ -162,8 +162,18 @@ try {
   await shot(page, "1b-dataset-preview");
   await previewButton.click();
 
-  step("upload a model through the form");
+  step("re-upload the demo's int8 file: the form says it is already in the project and stores nothing");
   const upload = page.getByRole("form", { name: "Upload a model" });
+  await upload.getByLabel("File").setInputFiles(config.duplicate);
+  await upload.getByLabel("Name").fill(`${UPLOADED_NAME} duplicate`);
+  await upload.getByRole("button", { name: "Upload" }).click();
+  await upload.getByRole("status").filter({ hasText: "already in the project" }).waitFor();
+  observations.duplicateModelRows = await page
+    .getByRole("table", { name: "Models" })
+    .getByRole("row", { name: new RegExp(`${UPLOADED_NAME} duplicate`) })
+    .count();
+
+  step("upload a model through the form");
   await upload.getByLabel("File").setInputFiles(config.model);
   await upload.getByLabel("Name").fill(UPLOADED_NAME);
   await upload.getByRole("button", { name: "Upload" }).click();

@@ -127,15 +127,28 @@ def _wait_for_demo(base: str, proc: Process, token: str, timeout: float = 180) -
     raise TimeoutError(f"the demo project was not seeded in {timeout} s:\n{proc.log()[-3000:]}")
 
 
+def _distinct_copy(model: Path) -> Path:
+    """The same network under another sha256 (a doc string added), so that uploading it makes a new model."""
+    import onnx
+
+    proto = onnx.load(str(model))
+    proto.doc_string = "browser-test copy"
+    copy = model.with_name("browser_test_int8.onnx")
+    onnx.save(proto, str(copy))
+    return copy
+
+
 def test_upload_launch_and_read_a_report_in_the_browser(
     tools: tuple[str, str], demo_model: Callable[[], Path], stack: tuple[str, Process, str]
 ) -> None:
     node, chromium = tools
     base, proc, token = stack
-    model = demo_model()
+    demo_int8 = demo_model()  # the same bytes as the demo project's int8 model: the upload form says so
+    model = _distinct_copy(demo_int8)
     _wait_for_demo(base, proc, token)
     config = {
         "base": base,
+        "duplicate": str(demo_int8),
         "model": str(model),
         "chromium": chromium,
         "artifacts": str(ARTIFACTS),
@@ -157,6 +170,7 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     assert preview["expanded"] == "true" and preview["naturalWidth"] > 0, preview
     assert preview["thumbnails"] == 8 and preview["arrays"] == 8, preview
     assert seen["reportThumbnails"] > 0  # the per-sample table shows the digits too
+    assert seen["duplicateModelRows"] == 0  # the re-uploaded demo file made no second model
     assert seen["uploadedModelReady"] and seen["defaultTopK"] == "5"  # default from /job-kinds' schema
     assert seen["headlineCards"] >= 6 and seen["verdict"].startswith("Damage is")
     # Plotly drew the histogram (bars and the threshold line) and both reliability diagrams.

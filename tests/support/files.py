@@ -27,14 +27,15 @@ def zip_bytes(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def minimal_onnx_bytes() -> bytes:
-    """A tiny valid ONNX model (Identity), built with the onnx package."""
+def minimal_onnx_bytes(doc_string: str = "") -> bytes:
+    """A tiny valid ONNX model (Identity), built with the onnx package; another `doc_string` gives other bytes
+    (a re-upload of the same bytes into a project answers with the existing model)."""
     from onnx import TensorProto, helper
 
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 4])
     y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 4])
     graph = helper.make_graph([helper.make_node("Identity", ["input"], ["output"])], "identity", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], doc_string=doc_string)
     return bytes(model.SerializeToString())
 
 

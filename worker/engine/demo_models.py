@@ -49,6 +49,8 @@ class DemoBundle:
     test_npz: Path
     test_accuracy: float
     """Top-1 accuracy of the float CNN on the test split, measured before export."""
+    golden_pt2: Path
+    """The same float CNN as a torch.export program: recovery jobs need a torch golden model."""
 
 
 def load_digits_split(seed: int = 0, test_fraction: float = 0.2) -> DigitsSplit:
@@ -331,7 +333,8 @@ def write_demo_bundle(out_dir: Path, seed: int = 0) -> DemoBundle:
     """Train the digits CNN and write the demo project's files into `out_dir`.
 
     digits_cnn.onnx (golden, float32), digits_cnn_int8.onnx (compressed, QDQ int8, calibrated on
-    training images) and digits_test.npz (`input` float32 (N, 1, 8, 8), `labels` int64).
+    training images), digits_test.npz (`input` float32 (N, 1, 8, 8), `labels` int64) and digits_cnn.pt2
+    (the golden CNN as a torch.export program, for recovery jobs).
     """
     started = time.perf_counter()
     out_dir = Path(out_dir)
@@ -342,10 +345,12 @@ def write_demo_bundle(out_dir: Path, seed: int = 0) -> DemoBundle:
     int8 = quantize_onnx_int8(golden, out_dir / "digits_cnn_int8.onnx", split.x_train[:512])
     test_npz = out_dir / "digits_test.npz"
     np.savez(test_npz, input=split.x_test, labels=split.y_test)
+    golden_pt2 = export_torch_program(model, split.x_test[:2], out_dir / "digits_cnn.pt2")
     logger.info("demo bundle written to %s in %.1f s", out_dir, time.perf_counter() - started)
     return DemoBundle(
         golden_onnx=golden,
         int8_onnx=int8,
         test_npz=test_npz,
         test_accuracy=accuracy(model, split.x_test, split.y_test),
+        golden_pt2=golden_pt2,
     )

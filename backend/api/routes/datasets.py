@@ -33,9 +33,14 @@ router = APIRouter(tags=["datasets"])
     "/projects/{project_id}/datasets",
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadDataset",
-    responses=error_responses(
-        NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError
-    ),
+    responses={
+        200: {
+            "model": DatasetOut,
+            "description": "The same file is already in the project: the existing dataset, with duplicate_of set; "
+            "nothing new was stored.",
+        },
+        **error_responses(NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError),
+    },
     summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of "
     "images with an optional labels.csv (filename,label) and a preprocessing recipe; the same file (and recipe) "
     "again answers 200 with the existing dataset (duplicate_of)",

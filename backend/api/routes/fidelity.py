@@ -21,7 +21,13 @@ from backend.api.schemas import (
     Page,
     SampleDivergenceOut,
 )
-from backend.contracts import RESULT_FIDELITY_LAYERS, RESULT_FIDELITY_SUMMARY, JobKind
+from backend.contracts import (
+    RESULT_FIDELITY_CLASSES,
+    RESULT_FIDELITY_LAYERS,
+    RESULT_FIDELITY_SEQUENCE,
+    RESULT_FIDELITY_SUMMARY,
+    JobKind,
+)
 from backend.db.models import Dataset, Job, JobResult, JobStatus, Model, Project, SampleDivergence
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.sample_order import sample_page
@@ -39,6 +45,13 @@ SORTABLE = {
 }
 
 
+# The optional "why it diverges" documents, by stored result key (served by routes/diagnostics.py).
+DIAGNOSTIC_RESULTS: dict[str, Literal["classes", "sequence"]] = {
+    RESULT_FIDELITY_CLASSES: "classes",
+    RESULT_FIDELITY_SEQUENCE: "sequence",
+}
+
+
 def _fidelity_job(session: SessionDep, job_id: uuid.UUID, caller: Caller) -> Job:
     return succeeded_job(session, job_id, JobKind.fidelity, caller)
 
@@ -49,12 +62,18 @@ def get_fidelity_report(job_id: uuid.UUID, session: SessionDep, caller: CallerDe
     summary = session.execute(
         select(JobResult.payload).where(JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_SUMMARY)
     ).scalar_one()
+    stored = set(
+        session.execute(
+            select(JobResult.key).where(JobResult.job_id == job_id, JobResult.key.in_(DIAGNOSTIC_RESULTS))
+        ).scalars()
+    )
     return FidelityReportOut(
         job_id=job.id,
         golden_model_id=job.params["golden_model_id"],
         compressed_model_id=job.params["compressed_model_id"],
         dataset_id=job.params["dataset_id"],
         summary=summary,
+        diagnostics=[name for key, name in DIAGNOSTIC_RESULTS.items() if key in stored],
     )
 
 

@@ -93,9 +93,16 @@ def _same_model(
     "/projects/{project_id}/models",
     status_code=status.HTTP_201_CREATED,
     operation_id="uploadModel",
-    responses=error_responses(
-        NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError, QueueUnavailable
-    ),
+    responses={
+        200: {
+            "model": ModelOut,
+            "description": "The same file is already in the project: the existing model, with duplicate_of set; "
+            "nothing new was stored.",
+        },
+        **error_responses(
+            NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError, QueueUnavailable
+        ),
+    },
     summary="Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt); the same file "
     "again answers 200 with the existing model (duplicate_of)",
     openapi_extra=multipart_openapi(

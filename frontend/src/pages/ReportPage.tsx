@@ -137,13 +137,16 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
         )}
       </section>
       <LayerProfileSection jobId={job.id} />
-      <ClassDamage
-        jobId={job.id}
-        onSample={(sample) => {
-          setQuery({ sample });
-        }}
-      />
-      <SequenceFidelity jobId={job.id} />
+      {/* Each "why it diverges" document is asked for only when the report lists it (the others are 404s). */}
+      {(report.diagnostics ?? []).includes("classes") && (
+        <ClassDamage
+          jobId={job.id}
+          onSample={(sample) => {
+            setQuery({ sample });
+          }}
+        />
+      )}
+      {(report.diagnostics ?? []).includes("sequence") && <SequenceFidelity jobId={job.id} />}
       <SamplesTable
         jobId={job.id}
         output={summary.perSampleOutput}
