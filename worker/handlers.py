@@ -80,7 +80,7 @@ class InspectHandler:
 
     def run(self, ctx: JobContext) -> ResultWriter:
         from worker.engine.inspection import inspect_model
-        from worker.engine.inspection.graph import model_graph
+        from worker.engine.inspection.graph import display_graph
         from worker.engine.loaders import load_model
 
         params = InspectParams.model_validate(ctx.params)
@@ -91,7 +91,7 @@ class InspectHandler:
         ctx.progress(0.5, "inspecting layers, parameters and MACs")
         inspection = inspect_model(path, fmt, model.declared_input_shapes)
         report = json_safe(inspection.to_dict())
-        graph = json_safe(model_graph(path, fmt, model.declared_input_shapes).to_dict())
+        graph = json_safe(display_graph(path, fmt, model.declared_input_shapes).to_dict())
 
         def write(session: Session) -> None:
             row = session.get_one(Model, params.model_id)

@@ -13,7 +13,7 @@ import pytest
 from tests.support.deep_onnx import deep_chain_onnx
 from worker.engine.demo_models import DigitsCNN, export_onnx, quantize_onnx_int8
 from worker.engine.inspection import inspect_model
-from worker.engine.inspection.graph import model_graph
+from worker.engine.inspection.graph import display_graph, model_graph
 
 PLUMBING = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Constant"}
 
@@ -86,6 +86,13 @@ def test_digits_cnn_graph_matches_the_onnx_graph(cnn_pair: tuple[Path, Path], wh
 def test_torch_formats_get_a_note_not_a_graph(tmp_path: Path) -> None:
     graph = model_graph(tmp_path / "missing.pt2", "torch_export")
     assert graph.nodes == [] and "ONNX" in graph.notes[0]
+
+
+def test_a_graph_that_cannot_be_built_is_a_note_not_a_failure(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a protobuf at all")
+    graph = display_graph(broken, "onnx")
+    assert graph.nodes == [] and "could not be built" in graph.notes[0] and "ModelLoadError" in graph.notes[0]
 
 
 def test_500_layer_chain_is_grouped_by_block(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.inspection.identity import canonical_onnx_ids, node_label, onnx_aliases, onnx_module_path
 from worker.engine.inspection.onnx_macs import _onnx_macs
 from worker.engine.inspection.onnx_side import _onnx_params, _onnx_spec, _read_onnx
@@ -88,6 +89,22 @@ def model_graph(
         with tempfile.TemporaryDirectory(prefix="kneeboard-graph-") as tmp:
             return onnx_graph(_read_onnx(extract_onnx_zip(path, Path(tmp))), input_shapes)
     return ModelGraph(format=fmt, nodes=[], edges=[], notes=[NO_GRAPH_NOTE.format(fmt=fmt)])
+
+
+def display_graph(
+    path: Path, fmt: ModelFormat, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> ModelGraph:
+    """model_graph for the inspect job: a graph that cannot be built is a note, not a failed inspection (the
+    model itself was inspected and runs). Cancellation and time limits are not caught."""
+    try:
+        return model_graph(path, fmt, input_shapes)
+    except JobCancelled:
+        raise
+    except (EngineError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        note = (
+            f"The graph could not be built ({type(exc).__name__}: {exc}); the rest of the inspection stands."
+        )
+        return ModelGraph(format=fmt, nodes=[], edges=[], notes=[note])
 
 
 def group_path(module_path: str | None) -> list[str]:
