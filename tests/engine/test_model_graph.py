@@ -83,6 +83,13 @@ def test_digits_cnn_graph_matches_the_onnx_graph(cnn_pair: tuple[Path, Path], wh
     assert len({n.id for n in graph.nodes}) == len(graph.nodes)
 
 
+def test_onnx_zip_graph_equals_the_plain_onnx_graph(cnn_files: dict[str, Path]) -> None:
+    plain, zipped = model_graph(cnn_files["onnx"], "onnx"), model_graph(cnn_files["onnx_zip"], "onnx_zip")
+    assert zipped.nodes and [n.id for n in zipped.nodes] == [n.id for n in plain.nodes]
+    assert [(n.params, n.macs) for n in zipped.nodes] == [(n.params, n.macs) for n in plain.nodes]
+    assert zipped.edges == plain.edges
+
+
 def test_torch_formats_get_a_note_not_a_graph(tmp_path: Path) -> None:
     graph = model_graph(tmp_path / "missing.pt2", "torch_export")
     assert graph.nodes == [] and "ONNX" in graph.notes[0]
