@@ -105,6 +105,10 @@ def _allowed_methods(request: Request) -> set[str]:
     return allowed
 
 
+# FastAPI's detail for a request body it could not decode (fastapi/routing.py).
+FASTAPI_BODY_PARSE_ERROR = "There was an error parsing the body"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(KneeboardError)
     async def _kneeboard_error(_request: Request, exc: KneeboardError) -> JSONResponse:
@@ -129,6 +133,14 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code in (204, 304):  # no body allowed
             return Response(status_code=exc.status_code, headers=exc.headers)
+        if exc.status_code == 400 and exc.detail == FASTAPI_BODY_PARSE_ERROR:
+            # FastAPI answers a body that is not even text (bytes that are not UTF-8) with this bare 400, but a
+            # body that is not JSON with a 422: both are the same mistake, so both are InvalidRequest (the fuzz
+            # test found the 400 on PATCH routes, where no 400 is documented).
+            return JSONResponse(
+                status_code=InvalidRequest.status_code,
+                content={"error": InvalidRequest.code, "detail": "the request body is not valid UTF-8 JSON"},
+            )
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(sorted(_allowed_methods(request)))

@@ -117,6 +117,18 @@ def test_bad_updates_are_refused(
     assert message in str(response.json()["detail"])
 
 
+@pytest.mark.parametrize("raw", [b'\xc3\x28":', b"{not json"])
+def test_a_body_that_is_not_json_is_a_422_like_any_bad_input(
+    raw: bytes, client: TestClient, inputs: dict[str, str]
+) -> None:
+    """Bytes that are not UTF-8 got FastAPI's bare 400 (found by the fuzz test), text that is not JSON a 422."""
+    response = client.patch(
+        f"/api/v1/models/{inputs['golden_model_id']}", content=raw, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["error"] == "invalid_request"
+
+
 def test_members_change_only_what_they_made(
     client: TestClient, member: TestClient, project: dict[str, Any], inputs: dict[str, str]
 ) -> None:
