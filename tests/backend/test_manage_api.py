@@ -123,7 +123,9 @@ def test_a_body_that_is_not_json_is_a_422_like_any_bad_input(
 ) -> None:
     """Bytes that are not UTF-8 got FastAPI's bare 400 (found by the fuzz test), text that is not JSON a 422."""
     response = client.patch(
-        f"/api/v1/models/{inputs['golden_model_id']}", content=raw, headers={"content-type": "application/json"}
+        f"/api/v1/models/{inputs['golden_model_id']}",
+        content=raw,
+        headers={"content-type": "application/json"},
     )
     assert response.status_code == 422, response.text
     assert response.json()["error"] == "invalid_request"
