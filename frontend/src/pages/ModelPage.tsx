@@ -8,6 +8,7 @@ import { StatusBadge } from "../components/Status";
 import { formatBytes, formatCount, formatPercent, formatShape, formatTime } from "../lib/format";
 import { arrayAt, numberAt, stringAt, stringsAt } from "../lib/json";
 import { href } from "../lib/route";
+import { EditButton } from "../project/ManageActions";
 import { ModelLineage } from "../recovery/ModelLineage";
 
 interface Tensor {
@@ -98,6 +99,11 @@ function ModelDetails({ model }: { model: Model }) {
   const inspection = model.inspection;
   return (
     <>
+      <p className="actions">
+        <EditButton what="model" projectId={model.project_id} item={model} label={`model “${model.name}”`} />
+        {model.tags.length > 0 && <span className="muted"> Tags: {model.tags.join(", ")}</span>}
+      </p>
+      {model.notes && <p className="notes">{model.notes}</p>}
       <dl className="facts">
         <div>
           <dt>Status</dt>
