@@ -213,6 +213,10 @@ def check_against_numpy(
             positive = g > 0
             assert shift.golden_positive == int(positive.sum())
             assert shift.dead_unit_rate == int((positive & (c == 0)).sum()) / int(positive.sum())
+            axes = (0, *range(2, g.ndim))
+            fires = positive.any(axis=axes)
+            assert shift.active_channels == int(fires.sum())
+            assert shift.dead_channels == int((fires & ~(c != 0).any(axis=axes)).sum())
             dead_checked += 1
         else:
             assert shift.dead_unit_rate is None

@@ -262,6 +262,14 @@ class ActivationShiftOut(ResultModel):
         description="ReLU-family layers: among golden values > 0, the share exactly 0 in the compressed model.",
     )
     golden_positive: int | None = Field(default=None, description="Golden values > 0 (ReLU-family layers).")
+    dead_channels: int | None = Field(
+        default=None,
+        description="ReLU-family layers with a channel axis (axis 1): channels positive somewhere in the golden "
+        "model and 0 everywhere in the compressed one, over the profiled samples.",
+    )
+    active_channels: int | None = Field(
+        default=None, description="Channels positive somewhere in the golden model."
+    )
     error_amplification: float | None = Field(
         default=None,
         description="Accumulated error power / local error power: 1 when the layer's own error is all there "

@@ -6,6 +6,7 @@ import {
   causeNumbers,
   causesOf,
   formatAmplification,
+  formatDeadUnits,
   formatRange,
   histogramBars,
   histogramFigure,
@@ -41,6 +42,8 @@ function shift(fields: Partial<ActivationShift> = {}): ActivationShift {
     golden_outside_rate: 0.025,
     dead_unit_rate: 0.12,
     golden_positive: 25,
+    dead_channels: 0,
+    active_channels: 4,
     error_amplification: 1.5,
     calibration_outside_rate: null,
     ...fields,
@@ -126,6 +129,8 @@ describe("formatting", () => {
     expect(formatRange(null, 2)).toBe("—");
     expect(formatAmplification(1.25)).toBe("1.25×");
     expect(formatAmplification(null)).toBe("—");
+    expect(formatDeadUnits(shift())).toBe("12.00 %");
+    expect(formatDeadUnits(shift({ dead_channels: 3, active_channels: 16 }))).toBe("12.00 % (3 of 16 channels)");
     const cause = {
       kind: "clipping" as const,
       layer: "relu",
@@ -139,7 +144,7 @@ describe("formatting", () => {
     };
     expect(causeNumbers(cause)).toEqual(["clip_rate = 4.10 %", "quantizer_max = 2.5"]);
     const csv = shiftCsv(shiftRows(profile([layer("a", 0, shift(), "conv1")])));
-    expect(csv.rows[0]).toEqual([0, "conv1", "Relu", 0, 4, 0, 3, 0, 3, 0.041, 0.025, 0.12, 1.5]);
+    expect(csv.rows[0]).toEqual([0, "conv1", "Relu", 0, 4, 0, 3, 0, 3, 0.041, 0.025, 0.12, 0, 1.5]);
     expect(csv.header).toHaveLength(csv.rows[0]?.length ?? 0);
   });
 });

@@ -51,6 +51,13 @@ export function formatRange(low: number | null | undefined, high: number | null 
   return `[${formatNumber(low)}, ${formatNumber(high)}]`;
 }
 
+/** Dead units as a share, with the channels that never fire when there are any: "12.00 % (3 of 16 channels)". */
+export function formatDeadUnits(shift: ActivationShift): string {
+  const share = formatPercent(shift.dead_unit_rate, 2);
+  if (!shift.dead_channels || shift.active_channels == null) return share;
+  return `${share} (${shift.dead_channels.toLocaleString("en-US")} of ${shift.active_channels.toLocaleString("en-US")} channels)`;
+}
+
 /** Error amplification as "1.3×", "—" when there is none. */
 export function formatAmplification(value: number | null | undefined): string {
   return value == null ? "—" : `${formatNumber(value, 3)}×`;
@@ -187,6 +194,7 @@ export const SHIFT_CSV_HEADER = [
   "clip_rate",
   "golden_outside_rate",
   "dead_unit_rate",
+  "dead_channels",
   "error_amplification",
 ];
 
@@ -206,6 +214,7 @@ export function shiftCsv(rows: readonly ShiftRow[]): { header: string[]; rows: C
       r.shift.clip_rate,
       r.shift.golden_outside_rate,
       r.shift.dead_unit_rate,
+      r.shift.dead_channels,
       r.shift.error_amplification,
     ]),
   };

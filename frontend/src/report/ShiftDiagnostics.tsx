@@ -11,6 +11,7 @@ import {
   causeNumbers,
   causesOf,
   formatAmplification,
+  formatDeadUnits,
   formatRange,
   hasClipping,
   hasDeadUnits,
@@ -111,7 +112,7 @@ function ShiftTable({
               <td>{formatRange(r.shift.quantizer_min, r.shift.quantizer_max)}</td>
               <td className="num">{formatPercent(r.shift.clip_rate, 3)}</td>
               <td className="num">{formatPercent(r.shift.golden_outside_rate, 3)}</td>
-              <td className="num">{formatPercent(r.shift.dead_unit_rate, 2)}</td>
+              <td className="num">{formatDeadUnits(r.shift)}</td>
               <td className="num">{formatAmplification(r.shift.error_amplification)}</td>
             </tr>
           ))}

@@ -75,10 +75,17 @@ def _dead_units(layers: Sequence[LayerFidelity]) -> list[LikelyCause]:
             continue
         dead = round(shift.dead_unit_rate * shift.golden_positive)
         numbers = {"dead_unit_rate": shift.dead_unit_rate, "golden_positive": float(shift.golden_positive)}
+        channels = ""
+        if shift.dead_channels and shift.active_channels:
+            numbers |= {
+                "dead_channels": float(shift.dead_channels),
+                "active_channels": float(shift.active_channels),
+            }
+            channels = f"; {shift.dead_channels} of {shift.active_channels} channels never fire"
         message = (
             f"layer {_label(layer)}: {_pct(shift.dead_unit_rate)} dead units ({dead} of "
             f"{shift.golden_positive} values positive in the golden model are exactly 0 in the compressed "
-            "one); small activations are rounded to zero: give the layer or its input a finer step"
+            f"one{channels}); small activations are rounded to zero: give the layer or its input a finer step"
         )
         out.append(_cause("dead_units", layer, None, shift.dead_unit_rate, DEAD_RATE, message, numbers))
     return out

@@ -17,7 +17,8 @@
   a side the clamp already covers does not count: onnxruntime's quantizer drops a Relu or ReLU6 Clip
   after a Conv and leaves its clamp to the quantizer, so those values are the activation's, not clipping.
 - dead units (ReLU-family golden layers): among the golden values > 0, the share that is exactly 0 in the
-  compressed model.
+  compressed model; and dead channels (axis 1), positive somewhere in the golden model and 0 everywhere in
+  the compressed one.
 """
 
 from __future__ import annotations
@@ -218,6 +219,11 @@ class ActivationShift:
     golden_outside_rate: float | None = None
     dead_unit_rate: float | None = None
     golden_positive: int | None = None
+    dead_channels: int | None = None
+    """ReLU-family layers with a channel axis (axis 1 of a batch-first tensor): channels positive somewhere in
+    the golden model and 0 everywhere in the compressed one, over the whole dataset."""
+    active_channels: int | None = None
+    """Channels positive somewhere in the golden model."""
     error_amplification: float | None = None
     """Accumulated error power / local error power (Σ(golden − compressed)² over Σ(golden − local)²): 1
     when the layer's own error is all there is, large when error from earlier layers dominates."""
@@ -240,6 +246,8 @@ class ActivationShift:
             "golden_outside_rate": self.golden_outside_rate,
             "dead_unit_rate": self.dead_unit_rate,
             "golden_positive": self.golden_positive,
+            "dead_channels": self.dead_channels,
+            "active_channels": self.active_channels,
             "error_amplification": None
             if self.error_amplification is None
             else json_float(self.error_amplification),
@@ -289,6 +297,9 @@ class ShiftAccumulator:
         self.golden_outside = 0
         self.positive = 0
         self.dead = 0
+        self.golden_fires: np.ndarray | None = None  # per channel: golden > 0 somewhere
+        self.compressed_fires: np.ndarray | None = None  # per channel: compressed != 0 somewhere
+        self.channels = True
 
     def update(self, g: np.ndarray, c: np.ndarray, qdq_input: np.ndarray | None) -> None:
         """Fold one batch in (golden and compressed of the same shape; `qdq_input` the tensor entering the
@@ -310,6 +321,23 @@ class ShiftAccumulator:
             positive = g > 0
             self.positive += int(np.count_nonzero(positive))
             self.dead += int(np.count_nonzero(positive & (c == 0)))
+            self._channels(positive, c)
+
+    def _channels(self, positive: np.ndarray, c: np.ndarray) -> None:
+        """Fold which channels (axis 1) fire; a tensor without one, or whose channel count changes, has none."""
+        if not self.channels or positive.ndim < 2:
+            self.channels = False
+            return
+        axes = (0, *range(2, positive.ndim))
+        golden = np.asarray(positive.any(axis=axes))
+        compressed = np.asarray((c != 0).any(axis=axes))
+        if self.golden_fires is None or self.compressed_fires is None:
+            self.golden_fires, self.compressed_fires = golden, compressed
+        elif self.golden_fires.shape != golden.shape:
+            self.channels = False
+        else:
+            self.golden_fires |= golden
+            self.compressed_fires |= compressed
 
     def _histogram(self, g: np.ndarray, c: np.ndarray) -> None:
         if self.no_histogram:
@@ -357,5 +385,20 @@ class ShiftAccumulator:
             golden_outside_rate=self.golden_outside / self.n_values if quantized and self.n_values else None,
             dead_unit_rate=self.dead / self.positive if self.relu_family and self.positive else None,
             golden_positive=self.positive if self.relu_family else None,
+            dead_channels=self._dead_channels(),
+            active_channels=self._active_channels(),
             error_amplification=error_amplification,
         )
+
+    def _has_channels(self) -> bool:
+        return self.relu_family and self.channels and self.golden_fires is not None
+
+    def _active_channels(self) -> int | None:
+        if not self._has_channels() or self.golden_fires is None:
+            return None
+        return int(np.count_nonzero(self.golden_fires))
+
+    def _dead_channels(self) -> int | None:
+        if not self._has_channels() or self.golden_fires is None or self.compressed_fires is None:
+            return None
+        return int(np.count_nonzero(self.golden_fires & ~self.compressed_fires))
