@@ -211,6 +211,32 @@ class Settings(BaseSettings):
     staging_sweep_interval_s: float = Field(
         default=600.0, gt=0, description="How often the API deletes abandoned staging files."
     )
+    # Fidelity budgets and alerts (backend/budgets.py, backend/webhook.py) ------------------------------
+    budget_check_interval_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often the API checks newly finished jobs against their project's fidelity budgets "
+        "and sends due alert webhooks.",
+    )
+    alert_webhook_url: str = Field(
+        default="",
+        description="Where every new alert is POSTed as JSON (empty: alerts are only stored and shown). The "
+        "body is signed: header X-Kneeboard-Signature: sha256=HMAC-SHA256(secret, body) in hex.",
+    )
+    alert_webhook_secret: str = Field(
+        default="", description="The HMAC key that signs alert webhooks (KNEEBOARD_ALERT_WEBHOOK_URL)."
+    )
+    alert_webhook_max_attempts: int = Field(
+        default=5, ge=1, description="Tries of an alert webhook before its delivery is marked failed."
+    )
+    alert_webhook_backoff_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Wait before the first retry of an alert webhook; doubles with each further try.",
+    )
+    alert_webhook_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long one alert webhook request may take."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

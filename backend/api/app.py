@@ -11,6 +11,7 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
+from backend.alerts_loop import running_alerts
 from backend.api.auth import authenticated_caller
 from backend.api.bounded_pool import hashing_pool, render_pool
 from backend.api.deps import SessionDep
@@ -19,6 +20,7 @@ from backend.api.errors import error_responses, install_error_handlers
 from backend.api.housekeeping import running_housekeeping
 from backend.api.routes import (
     auth,
+    budgets,
     dataset_preview,
     datasets,
     diagnostics,
@@ -75,6 +77,7 @@ SIGNED_IN_ROUTERS = (
     sweep.router,
     recovery.router,
     report_export.router,
+    budgets.router,
 )
 
 
@@ -98,6 +101,7 @@ def create_app(
             await stack.enter_async_context(running_housekeeping(settings, app.state.store))
             if run_reaper:
                 await stack.enter_async_context(running_reaper(settings))
+                await stack.enter_async_context(running_alerts(settings))
             yield
 
     app = FastAPI(

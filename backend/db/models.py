@@ -265,6 +265,9 @@ class Job(Base):
     # Free text and labels people add to find and explain it (PATCH; migration 0011).
     notes: Mapped[str] = mapped_column(Text, default="", server_default="")
     tags: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
+    # When the job's finish was checked against its project's fidelity budgets (backend/budgets.py); None
+    # until then. Claimed by a compare-and-set, so each finished job is checked exactly once (migration 0012).
+    budget_checked_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None, index=True)
 
     results: Mapped[list[JobResult]] = relationship(
         back_populates="job", cascade="all, delete-orphan", passive_deletes=True
@@ -377,3 +380,57 @@ class SampleDivergence(Base):
     label: Mapped[int | None] = mapped_column(Integer)
     flagged: Mapped[bool] = mapped_column(Boolean, default=False)
     finite: Mapped[bool] = mapped_column(Boolean, default=True)
+
+
+
+class Budget(Base):
+    """A named fidelity budget of a project: rules ({metric, bound: max|min, value}, the vocabulary of
+    `kneeboard check --max/--min`) that every succeeded fidelity job whose compressed model is in scope must
+    meet. Scope: every model ("all"), models with a tag ("tag"), or models whose name starts with a prefix
+    ("family")."""
+
+    __tablename__ = "budgets"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    project_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    scope: Mapped[str] = mapped_column(String(16))
+    scope_value: Mapped[str] = mapped_column(String(200), default="")
+    rules: Mapped[list[Any]] = mapped_column(JSON)
+    created_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Alert(Base):
+    """A budget breached by a finished job: the rules it broke, and the state of its webhook delivery
+    ("none": no webhook configured, "pending", "delivered", "failed")."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (
+        UniqueConstraint("budget_id", "job_id"),
+        Index("ix_alerts_project_created", "project_id", "created_at"),
+        Index("ix_alerts_delivery_due", "delivery_state", "next_attempt_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    project_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    # The budget's name is kept, so an alert still reads after its budget was deleted.
+    budget_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("budgets.id", ondelete="SET NULL"), default=None
+    )
+    budget_name: Mapped[str] = mapped_column(String(200))
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    breaches: Mapped[list[Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    acknowledged_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    acknowledged_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+    delivery_state: Mapped[str] = mapped_column(String(16), default="none")
+    delivery_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    delivered_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
