@@ -18,7 +18,8 @@ import type {
 import type { Cell } from "./csv";
 import { formatNumber, formatPercent } from "./format";
 import { isObject, numberAt } from "./json";
-import { niceTicks, shortName } from "./layerProfile";
+import { shortName } from "./layerProfile";
+import { niceTicks } from "./layerProfileAxes";
 
 export type Metric = "kl" | "sqnr";
 export type View = "only" | "all_but";

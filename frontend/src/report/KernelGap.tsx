@@ -1,7 +1,7 @@
 // The kernel-gap callout of the per-layer profile: the deployed runtime's int8 kernels lose more at a model
 // output than the simulated quantization the profile measures (e.g. saturation on x86-64 without VNNI).
 import type { LayerProfile } from "../api/types";
-import { kernelGapHeadline, kernelGapNumbers, significantKernelGaps } from "../lib/layerProfile";
+import { kernelGapHeadline, kernelGapNumbers, significantKernelGaps } from "../lib/kernelGap";
 
 export function KernelGapCallout({ profile }: { profile: LayerProfile }) {
   const gaps = significantKernelGaps(profile);

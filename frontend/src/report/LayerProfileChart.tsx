@@ -8,18 +8,10 @@ import type { LayerFidelity, LayerProfile } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
-import {
-  cosineCsv,
-  cosineFigure,
-  countInfinite,
-  countMissing,
-  formatSqnr,
-  layersOf,
-  notesBesideKernelGaps,
-  sqnrCsv,
-  sqnrFigure,
-  worstLayer,
-} from "../lib/layerProfile";
+import { notesBesideKernelGaps } from "../lib/kernelGap";
+import { countInfinite, countMissing, formatSqnr, layersOf, worstLayer } from "../lib/layerProfile";
+import { cosineFigure, sqnrFigure } from "../lib/layerProfileCharts";
+import { cosineCsv, sqnrCsv } from "../lib/layerProfileCsv";
 import { KernelGapCallout } from "./KernelGap";
 import { LayerTable } from "./LayerTable";
 import { ShiftDiagnostics } from "./ShiftDiagnostics";

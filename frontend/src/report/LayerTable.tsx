@@ -2,7 +2,8 @@
 // hundred layers); the layer that adds the most error is marked.
 import { useMemo, useState } from "react";
 import type { LayerFidelity } from "../api/types";
-import { formatCosine, formatSqnr, sortLayers, type LayerSortKey, type SortOrder } from "../lib/layerProfile";
+import { formatCosine, formatSqnr } from "../lib/layerProfile";
+import { sortLayers, type LayerSortKey, type SortOrder } from "../lib/layerProfileSort";
 
 const COLUMNS: { key: LayerSortKey; label: string; numeric?: boolean; title?: string }[] = [
   { key: "depth", label: "Depth", numeric: true },
