@@ -1,6 +1,8 @@
 import { useProject } from "../api/queries";
 import { useCurrentUser } from "../auth/context";
 import { canWrite, teamLabel } from "../auth/roles";
+import { AlertsBadge, AlertsSection } from "../budgets/AlertsSection";
+import { BudgetsSection } from "../budgets/BudgetsSection";
 import { Layout } from "../components/Layout";
 import { QueryView } from "../components/QueryView";
 import { href } from "../lib/route";
@@ -18,9 +20,12 @@ export function ProjectPage({ projectId }: { projectId: string }) {
       crumbs={[{ label: "Projects", href: href({ page: "projects" }) }, { label: name }]}
       title={name}
       actions={
-        <a className="button" href={href({ page: "compare", projectId })}>
-          Compare runs
-        </a>
+        <>
+          <AlertsBadge projectId={projectId} />
+          <a className="button" href={href({ page: "compare", projectId })}>
+            Compare runs
+          </a>
+        </>
       }
     >
       <QueryView query={project} what="the project">
@@ -37,6 +42,8 @@ export function ProjectPage({ projectId }: { projectId: string }) {
             <DatasetsSection projectId={projectId} canUpload={canWrite(me, p.team_id)} />
             {canWrite(me, p.team_id) && <LaunchForm projectId={projectId} />}
             <JobsSection projectId={projectId} canCancel={canWrite(me, p.team_id)} />
+            <AlertsSection projectId={projectId} canAcknowledge={canWrite(me, p.team_id)} />
+            <BudgetsSection projectId={projectId} canEdit={canWrite(me, p.team_id)} />
           </>
         )}
       </QueryView>
