@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 TORCHSCRIPT_SPEC_FILE = "kneeboard_io.json"
 """Extra file inside a TorchScript archive (torch.jit.save(_extra_files=...)) with the I/O specs:
 {"inputs": [{"name", "shape", "dtype"}...], "outputs": [...]}. TorchScript records neither input
-shapes nor dtypes; `demo_models.export_torchscript` writes this file, other archives lack it."""
+shapes nor dtypes; `exporters.export_torchscript` writes this file, other archives lack it."""
 
 
 class TorchRunner:

@@ -15,7 +15,7 @@ which are described in `worker.engine.sweep.runtime`:
 
 A torch golden model is compressed in torch (`compress_module`: compressed weights, output transforms
 as forward hooks) and that module is exported with torch.onnx.export (dynamo, falling back to the
-TorchScript exporter, as `demo_models.export_onnx`; one input, one output). Exporting the compressed
+TorchScript exporter, as `exporters.export_onnx`; one input, one output). Exporting the compressed
 module — not compressing an export of the golden one — matters: the exporter folds batch norms into
 the preceding convolutions, so the ONNX graph's weights are not the weights the simulation quantized.
 For the same reason real-int8-weights converts only the weights that reach the ONNX file unchanged
@@ -119,7 +119,7 @@ def _builder(
     def build_torch(plan: Mapping[str, Config]) -> onnx.ModelProto:
         import onnx
 
-        from worker.engine.demo_models import export_onnx
+        from worker.engine.exporters import export_onnx
         from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
         outcome, chains = resolve(golden, plan, calibration)
