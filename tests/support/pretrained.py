@@ -41,11 +41,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import logging
 import math
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -54,6 +51,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from worker.engine.exporters import quiet_exporter
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -448,19 +447,6 @@ def tokenize(sentences: Sequence[str], tokenizer: Tokenizer | None = None) -> di
     }
 
 
-@contextmanager
-def _quiet_exporter() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        exporter_logger = logging.getLogger("torch.onnx")
-        previous = exporter_logger.level
-        exporter_logger.setLevel(logging.ERROR)
-        try:
-            yield
-        finally:
-            exporter_logger.setLevel(previous)
-
-
 def export_minilm_encoder(model: MiniLMEncoder, path: Path) -> Path:
     """Export the encoder to ONNX with the int8 file's interface: inputs input_ids, attention_mask,
     token_type_ids (int64, dims "batch" x "sequence"), output last_hidden_state."""
@@ -468,7 +454,7 @@ def export_minilm_encoder(model: MiniLMEncoder, path: Path) -> Path:
     example = tokenize(["an example sentence to trace", "a second, longer example sentence to trace"])
     args = tuple(torch.from_numpy(example[name]) for name in MINILM_INPUTS)
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence", max=MINILM_MAX_TOKENS)
-    with _quiet_exporter():
+    with quiet_exporter():
         torch.onnx.export(
             model,
             args,

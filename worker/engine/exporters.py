@@ -29,7 +29,7 @@ def _batch_dim() -> Any:
 
 
 @contextmanager
-def _quiet_exporter() -> Iterator[None]:
+def quiet_exporter() -> Iterator[None]:
     """The exporters warn about optional packages (torchvision) and deprecations; none concern us."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -58,7 +58,7 @@ def export_onnx(
     """
     path = Path(path)
     args = (torch.from_numpy(sample),)
-    with _quiet_exporter():
+    with quiet_exporter():
         try:
             torch.onnx.export(
                 model,
@@ -88,7 +88,7 @@ def export_onnx(
 def export_torch_program(model: nn.Module, sample: np.ndarray, path: Path) -> Path:
     """Save a `torch.export` program (.pt2) with a dynamic batch dimension."""
     path = Path(path)
-    with _quiet_exporter():  # e.g. nn.LSTM's flat-weights warning, which concerns torch's own code
+    with quiet_exporter():  # e.g. nn.LSTM's flat-weights warning, which concerns torch's own code
         program = torch.export.export(model, (torch.from_numpy(sample),), dynamic_shapes=({0: _batch_dim()},))
     torch.export.save(program, str(path))
     return path
