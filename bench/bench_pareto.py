@@ -1,4 +1,4 @@
-"""Cost of the Pareto frontier (backend/pareto.py) next to just reading the stored points.
+"""Cost of the Pareto frontier (backend/pareto/) next to just reading the stored points.
 
 Baseline: building the N × 3 float array from the list of {"id", "values"} dicts, which an endpoint must do
 anyway. Measured: the whole analysis from the same records (array, exclusion, filtering, frontier, order,

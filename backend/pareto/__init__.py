@@ -2,7 +2,7 @@
 
 Runs in the API process, so it imports nothing but numpy (never torch, onnxruntime or scipy).
 
-Definitions (the same as DESIGN.md):
+Definitions:
 
 - Every objective has a direction, "min" (KL, size, latency) or "max" (top-1 agreement). Internally each
   "max" column is negated so that lower is better everywhere.

@@ -1,4 +1,4 @@
-"""Pareto frontier, knee and filtering (backend/pareto.py): pure numpy, no database.
+"""Pareto frontier, knee and filtering (backend/pareto/): pure numpy, no database.
 
 The frontier is checked against a brute-force O(N²) filter written here from the definition, on random
 clouds (many seeds, 1-5 objectives, mixed directions) and on adversarial sets: ties, duplicates, constant
