@@ -17,17 +17,10 @@
 //
 // Prints one JSON line of observations for pytest to assert on; exits non-zero on the first failed step.
 import { mkdirSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
+import { chromium, CHROMIUM_ARGS, watchConsole } from "./browser_support.mjs";
 
 const config = JSON.parse(process.argv[2] ?? "{}");
-const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
-const { chromium } = require("playwright-core");
-
-const CHROMIUM_ARGS = [
-  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync",
-];
 const UPLOADED_NAME = "browser-test int8";
 const GOLDEN_NAME = "digits-cnn (fp32, golden)";
 
@@ -84,10 +77,7 @@ const page = await context.newPage();
 page.setDefaultTimeout(20_000);
 // Chromium logs every 401 answer as a console error: the first GET /auth/me before signing in, the wrong
 // password and the ended session below are meant to get one.
-page.on("console", (m) => {
-  if (m.type() === "error" && !/status of 401/.test(m.text())) observations.consoleErrors.push(m.text());
-});
-page.on("pageerror", (e) => observations.consoleErrors.push(`pageerror: ${e.message}`));
+watchConsole(page, observations.consoleErrors);
 
 try {
   step("sign in: a wrong password first, then the right one");

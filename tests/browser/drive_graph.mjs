@@ -8,14 +8,10 @@
 //
 // Prints one JSON line of observations (with "error" when a step failed).
 import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
+import { chromium, CHROMIUM_ARGS, signIn, watchConsole } from "./browser_support.mjs";
 
 const config = JSON.parse(process.argv[2] ?? "{}");
-const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
-const { chromium } = require("playwright-core");
-
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"];
 const seen = { steps: [], consoleErrors: [] };
 mkdirSync(config.artifacts, { recursive: true });
 
@@ -69,17 +65,9 @@ try {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const page = await context.newPage();
   page.setDefaultTimeout(30_000);
-  page.on("pageerror", (e) => seen.consoleErrors.push(`pageerror: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/status of 401/.test(m.text())) seen.consoleErrors.push(m.text());
-  });
+  watchConsole(page, seen.consoleErrors);
   step("sign in");
-  await page.goto(`${config.base}/`);
-  const form = page.getByRole("form", { name: "Sign in to Kneeboard" });
-  await form.getByLabel("Username").fill(config.username);
-  await form.getByLabel("Password").fill(config.password);
-  await form.getByRole("button", { name: "Sign in" }).click();
-  await page.locator("header .user-name").waitFor();
+  await signIn(page, config);
 
   step("the demo CNN's graph");
   await page.goto(`${config.base}/#/models/${config.cnn}`);

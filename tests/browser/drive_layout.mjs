@@ -10,17 +10,10 @@
 //
 // Prints one JSON line of observations; exits non-zero on the first failed step.
 import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
+import { chromium, CHROMIUM_ARGS, signIn, watchConsole } from "./browser_support.mjs";
 
 const config = JSON.parse(process.argv[2] ?? "{}");
-const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
-const { chromium } = require("playwright-core");
-
-const CHROMIUM_ARGS = [
-  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync",
-];
 const origin = new URL(config.base).origin;
 const ids = config.ids;
 const PAGES = {
@@ -56,10 +49,7 @@ async function guard(context) {
 }
 
 function watch(page) {
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/status of 401/.test(m.text())) observations.consoleErrors.push(m.text());
-  });
-  page.on("pageerror", (e) => observations.consoleErrors.push(`pageerror: ${e.message}`));
+  watchConsole(page, observations.consoleErrors);
   page.on("response", (r) => {
     if (r.status() >= 400 && r.status() !== 401) observations.consoleErrors.push(`${r.status()} ${r.url()}`);
   });
@@ -152,12 +142,7 @@ try {
   const page = await first.newPage();
   page.setDefaultTimeout(30_000);
   watch(page);
-  await page.goto(`${config.base}/`);
-  const form = page.getByRole("form", { name: "Sign in to Kneeboard" });
-  await form.getByLabel("Username").fill(config.username);
-  await form.getByLabel("Password").fill(config.password);
-  await form.getByRole("button", { name: "Sign in" }).click();
-  await page.locator("header .user-name").waitFor();
+  await signIn(page, config);
 
   for (const [viewport, [width, height]] of Object.entries(config.viewports)) {
     await page.setViewportSize({ width, height });

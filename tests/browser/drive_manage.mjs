@@ -8,17 +8,10 @@
 //
 // Prints one JSON line of observations; exits non-zero on the first failed step.
 import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
+import { chromium, CHROMIUM_ARGS, signIn, watchConsole } from "./browser_support.mjs";
 
 const config = JSON.parse(process.argv[2] ?? "{}");
-const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
-const { chromium } = require("playwright-core");
-
-const CHROMIUM_ARGS = [
-  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync",
-];
 const ids = config.ids;
 const observations = { steps: [], consoleErrors: [], layout: {} };
 mkdirSync(config.artifacts, { recursive: true });
@@ -60,18 +53,10 @@ try {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(30_000);
-  page.on("pageerror", (e) => observations.consoleErrors.push(`pageerror: ${e.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !/status of 401/.test(m.text())) observations.consoleErrors.push(m.text());
-  });
+  watchConsole(page, observations.consoleErrors);
 
   step("sign in");
-  await page.goto(`${config.base}/`);
-  const form = page.getByRole("form", { name: "Sign in to Kneeboard" });
-  await form.getByLabel("Username").fill(config.username);
-  await form.getByLabel("Password").fill(config.password);
-  await form.getByRole("button", { name: "Sign in" }).click();
-  await page.locator("header .user-name").waitFor();
+  await signIn(page, config);
 
   step("projects list: counts and last activity");
   const row = page.locator(`tr[data-project-id="${ids.project}"]`);

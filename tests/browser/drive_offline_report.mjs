@@ -11,18 +11,11 @@
 //
 // Prints one JSON line of observations for pytest; exits non-zero on the first failed step.
 import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { chromium, CHROMIUM_ARGS, signIn } from "./browser_support.mjs";
 
 const config = JSON.parse(process.argv[2] ?? "{}");
-const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
-const { chromium } = require("playwright-core");
-
-const CHROMIUM_ARGS = [
-  "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync",
-];
 const observations = { steps: [], consoleErrors: [], outsideRequests: [] };
 mkdirSync(config.artifacts, { recursive: true });
 
@@ -147,12 +140,7 @@ async function main() {
     step("sign in and open the job's page on the dashboard");
     const online = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
     const page = await online.newPage();
-    await page.goto(`${config.base}/`);
-    const form = page.getByRole("form", { name: "Sign in to Kneeboard" });
-    await form.getByLabel("Username").fill(config.username);
-    await form.getByLabel("Password").fill(config.password);
-    await form.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("heading", { name: "Projects" }).first().waitFor();
+    await signIn(page, config);
     await page.goto(`${config.base}/${config.jobHash}`);
     await page.getByRole("list", { name: "Headline metrics" }).waitFor();
     observations.onlineCards = await headlineCards(page);
