@@ -89,7 +89,7 @@ export function AlertsSection({ projectId, canAcknowledge }: { projectId: string
   return (
     <section aria-labelledby="alerts-heading">
       <h2 id="alerts-heading">Budget alerts</h2>
-      <label className="small-text">
+      <label className="inline small-text alerts-filter">
         <input
           type="checkbox"
           checked={openOnly}

@@ -20,12 +20,12 @@ export function ProjectPage({ projectId }: { projectId: string }) {
       crumbs={[{ label: "Projects", href: href({ page: "projects" }) }, { label: name }]}
       title={name}
       actions={
-        <>
+        <div className="header-actions">
           <AlertsBadge projectId={projectId} />
           <a className="button" href={href({ page: "compare", projectId })}>
             Compare runs
           </a>
-        </>
+        </div>
       }
     >
       <QueryView query={project} what="the project">
