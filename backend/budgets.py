@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, not_, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from backend.contracts import RESULT_FIDELITY_SUMMARY, JobKind
@@ -130,24 +130,25 @@ def check_finished_jobs(
     fidelity job (compare-and-set on budget_checked_at) and store the alerts its breaches raise, one
     transaction per job. `webhook`: new alerts wait for delivery (else their delivery state is "none")."""
     now = now or utcnow()
-    evaluable = and_(Job.kind == JobKind.fidelity.value, Job.status == JobStatus.succeeded.value)
-    marked = session.execute(
-        update(Job)
-        .where(Job.budget_checked_at.is_(None), Job.status.in_(FINAL), not_(evaluable))
-        .values(budget_checked_at=now)
-    )
-    session.commit()
-    checked = changed(marked)
-    due = (
-        session.execute(
-            select(Job.id)
-            .where(Job.budget_checked_at.is_(None), evaluable)
-            .order_by(Job.finished_at)
-            .limit(batch)
+    # Read first, write only when there is something to mark: an idle round takes no write lock (SQLite).
+    unchecked = session.execute(
+        select(Job.id, Job.kind, Job.status)
+        .where(Job.budget_checked_at.is_(None), Job.status.in_(FINAL))
+        .order_by(Job.finished_at)
+        .limit(batch)
+    ).all()
+    evaluable = JobKind.fidelity.value, JobStatus.succeeded.value
+    due = [job_id for job_id, kind, status in unchecked if (kind, status) == evaluable]
+    nothing_to_check = [job_id for job_id, kind, status in unchecked if (kind, status) != evaluable]
+    checked = 0
+    if nothing_to_check:
+        marked = session.execute(
+            update(Job)
+            .where(Job.id.in_(nothing_to_check), Job.budget_checked_at.is_(None))
+            .values(budget_checked_at=now)
         )
-        .scalars()
-        .all()
-    )
+        session.commit()
+        checked = changed(marked)
     alert_ids: list[uuid.UUID] = []
     for job_id in due:
         claim = (
