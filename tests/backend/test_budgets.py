@@ -114,6 +114,10 @@ def _budget(client: TestClient, project_id: str, **body: Any) -> dict[str, Any]:
     return response.json()  # type: ignore[no-any-return]
 
 
+def _renamed(rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"name": "moved", "rules": rules}
+
+
 def test_budgets_crud_and_refused_input(client: TestClient, project: dict[str, str]) -> None:
     url = f"/api/v1/projects/{project['id']}/budgets"
     rules = [{"metric": "kl_mean", "bound": "max", "value": 0.01}]
@@ -138,6 +142,15 @@ def test_budgets_crud_and_refused_input(client: TestClient, project: dict[str, s
     )
     assert changed.status_code == 200 and changed.json()["scope_value"] == "resnet-", changed.text
     assert [b["name"] for b in client.get(url).json()] == ["int8 family"]
+    other = _budget(client, project["id"], name="other", rules=rules)
+    clash = client.put(f"{url}/{other['id']}", json={"name": "int8 family", "rules": rules})
+    assert clash.status_code == 409 and client.get(f"{url}").json()[1]["name"] == "other"
+    assert client.delete(f"{url}/{other['id']}").status_code == 204
+    elsewhere = client.post("/api/v1/projects", json={"name": f"p-{uuid.uuid4().hex[:6]}"}).json()
+    wrong_project = client.put(
+        f"/api/v1/projects/{elsewhere['id']}/budgets/{made['id']}", json=_renamed(rules)
+    )
+    assert wrong_project.status_code == 404 and "no budget" in wrong_project.json()["detail"]
     assert client.delete(f"{url}/{made['id']}").status_code == 204
     assert client.delete(f"{url}/{made['id']}").status_code == 404
     assert client.get(url).json() == []
