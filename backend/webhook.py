@@ -135,7 +135,7 @@ def deliver_due(
             status = post(settings.alert_webhook_url, body, headers, settings.alert_webhook_timeout_s)
             if not 200 <= status < 300:
                 error = f"the receiver answered HTTP {status}"
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # any failure (network, a malformed URL setting) is this attempt's error
             error = f"{type(exc).__name__}: {exc}"[:500]
         finished = utcnow()
         if error is None:

@@ -453,3 +453,16 @@ def test_the_check_runs_on_sqlite_too(tmp_path: Any, measured: Measured) -> None
         [alert] = s.execute(select(Alert)).scalars().all()
     assert first.alert_ids == [alert.id] and alert.job_id == job.id
     assert alert.delivery_state == "pending" and alert.breaches[0]["value"] == pytest.approx(measured.kl_mean)
+
+
+def test_a_malformed_webhook_url_fails_the_attempts_not_the_loop(
+    settings: Settings, measured: Measured, client: TestClient, project: dict[str, str]
+) -> None:
+    hooked = settings.model_copy(
+        update={"alert_webhook_url": "http://exa mple.invalid:99999/hook", "alert_webhook_max_attempts": 1}
+    )
+    _breaching_setup(settings, project["id"], measured, jobs=1)
+    with session_factory(settings.resolved_database_url)() as s:
+        budget_checks.check_finished_jobs(s, webhook=True)
+        [delivery] = webhook.deliver_due(s, hooked)
+    assert delivery.state == "failed" and delivery.error
