@@ -382,7 +382,6 @@ class SampleDivergence(Base):
     finite: Mapped[bool] = mapped_column(Boolean, default=True)
 
 
-
 class Budget(Base):
     """A named fidelity budget of a project: rules ({metric, bound: max|min, value}, the vocabulary of
     `kneeboard check --max/--min`) that every succeeded fidelity job whose compressed model is in scope must

@@ -30,7 +30,7 @@ from sqlalchemy import select, update
 
 from backend.accounts import Role
 from backend.api.app import create_app
-from backend.db.models import ApiToken, AuditEvent, Job, Project, SweepPoint
+from backend.db.models import Alert, ApiToken, AuditEvent, Budget, Job, Project, SweepPoint
 from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.conftest import truncate_all
@@ -159,7 +159,20 @@ CASES: dict[str, Case] = {
     "createRecoveryJob": Case("team", body=lambda w: _recovery_body(w)),
     "getRecoverySummary": Case("team", job_kind="recovery"),
     "downloadRecoveredModel": Case("team", job_kind="recovery"),
+    "listBudgets": Case("team"),
+    "createBudget": Case("team", body=lambda w: _budget_body()),
+    "updateBudget": Case("team", body=lambda w: _budget_body()),
+    "deleteBudget": Case("team"),
+    "listAlerts": Case("team"),
+    "acknowledgeAlert": Case("team"),
 }
+
+
+def _budget_body() -> dict[str, Any]:
+    return {
+        "name": f"b-{uuid.uuid4().hex[:6]}",
+        "rules": [{"metric": "kl_mean", "bound": "max", "value": 0.1}],
+    }
 
 
 @dataclass(frozen=True)
@@ -262,6 +275,19 @@ def _seed(settings: Settings, http: TestClient) -> World:
                 point={},
             )
         )
+        budget = Budget(project_id=uuid.UUID(project["id"]), name="release", scope="all", rules=[])
+        s.add(budget)
+        s.flush()
+        alert = Alert(
+            project_id=budget.project_id,
+            budget_id=budget.id,
+            budget_name=budget.name,
+            job_id=uuid.UUID(w.ids["job_id:fidelity"]),
+            breaches=[],
+        )
+        s.add(alert)
+        s.flush()
+        w.ids |= {"budget_id": str(budget.id), "alert_id": str(alert.id)}
         s.commit()
     token = http.post("/api/v1/auth/tokens", json={"name": "a's"}, headers=h).json()
     w.ids |= {"index": "0", "token_id": token["id"]}

@@ -147,7 +147,12 @@ export interface paths {
         delete: operations["deleteDataset"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update Dataset
+         * @description Rename a dataset, replace its notes or tags. Members may change the datasets they uploaded; team
+         *     admins any dataset of the team.
+         */
+        patch: operations["updateDataset"];
         trace?: never;
     };
     "/api/v1/datasets/{dataset_id}/samples": {
@@ -234,7 +239,7 @@ export interface paths {
         };
         /**
          * List Jobs
-         * @description Jobs of your teams' projects, newest first.
+         * @description Jobs of your teams' projects, newest first; filtered by project, kind, status, tag and text.
          */
         get: operations["listJobs"];
         put?: never;
@@ -265,7 +270,12 @@ export interface paths {
         delete: operations["deleteJob"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update Job
+         * @description Name a job, replace its notes or tags. Members may change the jobs they launched; team admins any job
+         *     of the team.
+         */
+        patch: operations["updateJob"];
         trace?: never;
     };
     "/api/v1/jobs/{job_id}/cancel": {
@@ -300,6 +310,27 @@ export interface paths {
          * @description The chunks of a job that fanned out over the worker pool, in order (empty for a one-piece job).
          */
         get: operations["listJobChunks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/export.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Job Report
+         * @description The job's report (fidelity, sensitivity or sweep) as one self-contained HTML file: every number, the
+         *     charts and the scripts that draw them inline, nothing fetched from a network; open it in a browser.
+         */
+        get: operations["exportJobReport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -404,6 +435,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/fidelity/samples.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Fidelity Samples Csv
+         * @description Every sample of the job's per-sample table (all outputs unless `output` says which), in sample order.
+         */
+        get: operations["exportFidelitySamplesCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/fidelity/sequence": {
         parameters: {
             query?: never;
@@ -460,6 +511,27 @@ export interface paths {
         get: operations["downloadRecoveredModel"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/relaunch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Relaunch Job
+         * @description A new job with the same kind and parameters as this one (any status: a failed or cancelled job too),
+         *     keeping its name and tags. The models and datasets it names must still exist. Needs the member role.
+         */
+        post: operations["relaunchJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -621,6 +693,33 @@ export interface paths {
         delete: operations["deleteModel"];
         options?: never;
         head?: never;
+        /**
+         * Update Model
+         * @description Rename a model, replace its notes or tags. Members may change the models they uploaded; team admins
+         *     any model of the team.
+         */
+        patch: operations["updateModel"];
+        trace?: never;
+    };
+    "/api/v1/models/{model_id}/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Model Graph
+         * @description The model's compute graph: nodes (canonical ids, op types, aliases, module and group paths, parameters,
+         *     MACs, QDQ folded in) and edges. 409 while the model is inspected, when it is invalid, or when it was
+         *     inspected before graphs were recorded.
+         */
+        get: operations["getModelGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -633,7 +732,8 @@ export interface paths {
         };
         /**
          * List Projects
-         * @description The projects of your teams (of one team with `team_id`).
+         * @description The projects of your teams (of one team with `team_id`), with their counts of models, datasets and
+         *     jobs and their last activity.
          */
         get: operations["listProjects"];
         put?: never;
@@ -657,6 +757,95 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Alerts
+         * @description The project's alerts, newest first, with the count of unacknowledged ones.
+         */
+        get: operations["listAlerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/alerts/{alert_id}/ack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge Alert
+         * @description Mark an alert as seen (it leaves the badge's count). Acknowledging twice keeps the first time.
+         */
+        post: operations["acknowledgeAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Budgets
+         * @description The project's fidelity budgets, by name.
+         */
+        get: operations["listBudgets"];
+        put?: never;
+        /**
+         * Create Budget
+         * @description A new budget: every fidelity job of the project that succeeds from now on, on a compressed model in
+         *     the budget's scope, is checked against its rules; a breach raises an alert.
+         */
+        post: operations["createBudget"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/budgets/{budget_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Update Budget
+         * @description Replace a budget's name, scope and rules (jobs checked before keep their alerts).
+         */
+        put: operations["updateBudget"];
+        post?: never;
+        /**
+         * Delete Budget
+         * @description Delete a budget; its alerts stay (with the budget's name).
+         */
+        delete: operations["deleteBudget"];
         options?: never;
         head?: never;
         patch?: never;
@@ -830,9 +1019,30 @@ export interface paths {
         };
         /**
          * List Audit Events
-         * @description Who uploaded, launched, cancelled, deleted and changed what in the team, newest first (team admins).
+         * @description Who uploaded, launched, cancelled, deleted and changed what in the team, in which project, newest
+         *     first (team admins); filtered by action, person, project and time.
          */
         get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/audit.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export Audit Events Csv
+         * @description The audit trail as CSV (team admins), with the same filters as the list; `detail` is a JSON object.
+         */
+        get: operations["exportAuditEventsCsv"];
         put?: never;
         post?: never;
         delete?: never;
@@ -915,6 +1125,55 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * ActivationHistogramOut
+         * @description Equal-width bins over [lower, upper] (the golden range of the profile's first batch), shared by
+         *     both models; the last bin includes `upper`. Values outside are counted in *_below / *_above.
+         */
+        ActivationHistogramOut: {
+            /** Compressed */
+            compressed: number[];
+            /**
+             * Compressed Above
+             * @default 0
+             */
+            compressed_above: number;
+            /**
+             * Compressed Below
+             * @default 0
+             */
+            compressed_below: number;
+            /** Golden */
+            golden: number[];
+            /**
+             * Golden Above
+             * @default 0
+             */
+            golden_above: number;
+            /**
+             * Golden Below
+             * @default 0
+             */
+            golden_below: number;
+            /**
+             * Lower
+             * @default 0
+             */
+            lower: number;
+            /**
+             * N Counted
+             * @description Values counted per model: of each batch every ceil(values / 4096)-th, so all of them in small layers.
+             * @default 0
+             */
+            n_counted: number;
+            /**
+             * Upper
+             * @default 0
+             */
+            upper: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * ActivationQuantIn
          * @description Fake-quantize the layer's outputs with a range calibrated on the calibration set.
          */
@@ -940,6 +1199,78 @@ export interface components {
              * @enum {string}
              */
             type: "activation_quant";
+        };
+        /**
+         * ActivationShiftOut
+         * @description How a layer's activations shift from the golden to the compressed model, over the profiled samples.
+         *     Rates are shares in [0, 1]; null when they do not apply.
+         */
+        ActivationShiftOut: {
+            /**
+             * Active Channels
+             * @description Channels positive somewhere in the golden model.
+             */
+            active_channels: number | null;
+            /**
+             * Calibration Outside Rate
+             * @description Share of evaluation activations outside the range seen on a calibration set: null, fidelity jobs have no calibration set (golden_outside_rate measures against the calibrated range).
+             */
+            calibration_outside_rate: number | null;
+            /**
+             * Clip Rate
+             * @description Share of the compressed model's values entering the quantizer that saturate (more than half a step outside its range), leaving out the side the layer's own Relu/Clip clamps. Null without a quantizer.
+             */
+            clip_rate: number | null;
+            /** Compressed Max */
+            compressed_max: number | null;
+            /** Compressed Min */
+            compressed_min: number | null;
+            /**
+             * Dead Channels
+             * @description ReLU-family layers with a channel axis (axis 1): channels positive somewhere in the golden model and 0 everywhere in the compressed one, over the profiled samples.
+             */
+            dead_channels: number | null;
+            /**
+             * Dead Unit Rate
+             * @description ReLU-family layers: among golden values > 0, the share exactly 0 in the compressed model.
+             */
+            dead_unit_rate: number | null;
+            /**
+             * Error Amplification
+             * @description Accumulated error power / local error power: 1 when the layer's own error is all there is, large when error from earlier layers dominates. Null without a local value.
+             */
+            error_amplification: number | null;
+            /** Golden Max */
+            golden_max: number | null;
+            /** Golden Min */
+            golden_min: number | null;
+            /**
+             * Golden Outside Rate
+             * @description Share of the golden model's values at the layer outside the quantizer's range.
+             */
+            golden_outside_rate: number | null;
+            /**
+             * Golden Positive
+             * @description Golden values > 0 (ReLU-family layers).
+             */
+            golden_positive: number | null;
+            /** @description Null when the first batch's range was not finite. */
+            histogram: components["schemas"]["ActivationHistogramOut"] | null;
+            /**
+             * N Values
+             * @description Activation values per model (samples × elements).
+             * @default 0
+             */
+            n_values: number;
+            /** Quantizer Max */
+            quantizer_max: number | null;
+            /**
+             * Quantizer Min
+             * @description Lowest value the compressed layer's QuantizeLinear represents ((qmin − zero point) × scale); null without a QDQ quantizer at the layer.
+             */
+            quantizer_min: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * AdaRoundIn
@@ -1025,6 +1356,75 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** AlertOut */
+        AlertOut: {
+            /** Acknowledged At */
+            acknowledged_at: string | null;
+            /** Breaches */
+            breaches: components["schemas"]["BreachOut"][];
+            /**
+             * Budget Id
+             * @description Null once the budget was deleted (budget_name remains).
+             */
+            budget_id: string | null;
+            /** Budget Name */
+            budget_name: string;
+            /**
+             * Compressed Model
+             * @description Its name; null when it was deleted.
+             */
+            compressed_model?: string | null;
+            /** Compressed Model Id */
+            compressed_model_id?: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Delivered At */
+            delivered_at: string | null;
+            /** Delivery Attempts */
+            delivery_attempts: number;
+            /**
+             * Delivery State
+             * @description The webhook delivery: none (no webhook configured), pending, delivered or failed.
+             * @enum {string}
+             */
+            delivery_state: "none" | "pending" | "delivered" | "failed";
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Last Error */
+            last_error: string | null;
+            /**
+             * Project Id
+             * Format: uuid
+             */
+            project_id: string;
+        };
+        /** AlertPage */
+        AlertPage: {
+            /** Items */
+            items: components["schemas"]["AlertOut"][];
+            /** Limit */
+            limit: number;
+            /** Offset */
+            offset: number;
+            /** Total */
+            total: number;
+            /**
+             * Unacknowledged
+             * @description The project's alerts nobody has acknowledged yet (the badge).
+             */
+            unacknowledged: number;
+        };
         /** ArrayOut */
         ArrayOut: {
             /** Dtype */
@@ -1053,6 +1453,11 @@ export interface components {
             id: number;
             /** Project Id */
             project_id: string | null;
+            /**
+             * Project Name
+             * @description The project's name (null: no project).
+             */
+            project_name?: string | null;
             /** Resource Id */
             resource_id: string;
             /** Resource Type */
@@ -1069,6 +1474,91 @@ export interface components {
              */
             name: "bias_correction";
         };
+        /** BreachOut */
+        BreachOut: {
+            /**
+             * Bound
+             * @enum {string}
+             */
+            bound: "max" | "min";
+            /** Limit */
+            limit: number;
+            /** Message */
+            message: string;
+            /** Metric */
+            metric: string;
+            /**
+             * Value
+             * @description The job's value; null when undefined or not finite (see message).
+             */
+            value: number | null;
+        };
+        /** BudgetIn */
+        BudgetIn: {
+            /** Name */
+            name: string;
+            /** Rules */
+            rules: components["schemas"]["BudgetRule"][];
+            /**
+             * @description Which compressed models the budget applies to: all of the project's, those with the tag scope_value, or the family of models whose name starts with scope_value.
+             * @default all
+             */
+            scope: components["schemas"]["BudgetScope"];
+            /**
+             * Scope Value
+             * @default
+             */
+            scope_value: string;
+        };
+        /** BudgetOut */
+        BudgetOut: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Name */
+            name: string;
+            /**
+             * Project Id
+             * Format: uuid
+             */
+            project_id: string;
+            /** Rules */
+            rules: components["schemas"]["BudgetRule"][];
+            scope: components["schemas"]["BudgetScope"];
+            /** Scope Value */
+            scope_value: string;
+        };
+        /**
+         * BudgetRule
+         * @description One limit on a metric of the fidelity summary's primary output, as `kneeboard check --max/--min`.
+         */
+        BudgetRule: {
+            /**
+             * Bound
+             * @description max: the metric must be at most value; min: at least.
+             * @enum {string}
+             */
+            bound: "max" | "min";
+            /**
+             * Metric
+             * @description A metric of the summary's primary output: kl_mean (or kl_mean_nats), js_mean, top1_match, topk_agreement, cosine_mean, sqnr_db, mse_mean, top1_accuracy_drop_pp, ece_shift... A metric the summary lacks (e.g. an accuracy drop without labels) is not checked.
+             */
+            metric: string;
+            /** Value */
+            value: number;
+        };
+        /**
+         * BudgetScope
+         * @enum {string}
+         */
+        BudgetScope: "all" | "tag" | "family";
         /** CalibrationBinOut */
         CalibrationBinOut: {
             /**
@@ -1540,6 +2030,12 @@ export interface components {
             n_samples: number;
             /** Name */
             name: string;
+            /**
+             * Notes
+             * @description Free text.
+             * @default
+             */
+            notes: string;
             /** Preprocessing */
             preprocessing: {
                 [key: string]: unknown;
@@ -1551,6 +2047,12 @@ export interface components {
             project_id: string;
             /** Size Bytes */
             size_bytes: number;
+            /**
+             * Tags
+             * @description Short labels (letters, digits and _ . : / + = @ -; at most 40 characters), at most 20.
+             * @default []
+             */
+            tags: string[];
         };
         /** DatasetSampleOut */
         DatasetSampleOut: {
@@ -1950,6 +2452,11 @@ export interface components {
              */
             dataset_id: string;
             /**
+             * Diagnostics
+             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output) and 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)); the others answer 404, so a page asks only for these.
+             */
+            diagnostics?: ("classes" | "sequence")[];
+            /**
              * Golden Model Id
              * Format: uuid
              */
@@ -2154,6 +2661,77 @@ export interface components {
                 [key: string]: number | null;
             };
         };
+        /** GraphEdgeOut */
+        GraphEdgeOut: {
+            /**
+             * Quantized
+             * @description The tensor passes through folded Quantize/DequantizeLinear nodes.
+             */
+            quantized: boolean;
+            /**
+             * Source
+             * @description Producing node id.
+             */
+            source: string;
+            /**
+             * Target
+             * @description Consuming node id.
+             */
+            target: string;
+            /**
+             * Tensor
+             * @description The tensor the consumer reads.
+             */
+            tensor: string;
+        };
+        /** GraphNodeOut */
+        GraphNodeOut: {
+            /**
+             * Aliases
+             * @description Other names of the node: node name, output tensors, parameters.
+             */
+            aliases: string[];
+            /**
+             * Group Path
+             * @description Dotted prefixes of module_path, outermost first: the groups a viewer may collapse.
+             */
+            group_path: string[];
+            /**
+             * Id
+             * @description Canonical layer id (module path when the model records it, else the node name): the name the model page, the fidelity profile and sensitivity scans use. 'input:<name>' / 'output:<name>' for the graph's inputs and outputs.
+             */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "op" | "input" | "output";
+            /**
+             * Macs
+             * @description Multiply-accumulates per forward pass; null when unknown.
+             */
+            macs: number | null;
+            /**
+             * Module Path
+             * @description Torch module path recorded by the exporter; null without.
+             */
+            module_path: string | null;
+            /**
+             * Op Type
+             * @description ONNX op type, e.g. Conv, Gemm, MatMul; Input / Output.
+             */
+            op_type: string;
+            /**
+             * Params
+             * @description Parameters the node owns (counted as inspection does).
+             */
+            params: number;
+            /**
+             * Quantized
+             * @description Fed through QDQ (DequantizeLinear) plumbing, which is folded into the node, or a QLinear*\/Integer op.
+             */
+            quantized: boolean;
+        };
         /**
          * JobChunkOut
          * @description One piece of a job that fanned out: which worker computed it, how often it was tried, and why it
@@ -2230,6 +2808,16 @@ export interface components {
              */
             created_at: string;
             /**
+             * Created By
+             * @description Who launched it (null: account deleted).
+             */
+            created_by?: string | null;
+            /**
+             * Created By Name
+             * @description The username of who launched it (null: account deleted).
+             */
+            created_by_name?: string | null;
+            /**
              * Duration S
              * @description finished_at − started_at, seconds.
              */
@@ -2247,6 +2835,18 @@ export interface components {
             id: string;
             /** Kind */
             kind: string;
+            /**
+             * Name
+             * @description The name people gave the run; empty until they do.
+             * @default
+             */
+            name: string;
+            /**
+             * Notes
+             * @description Free text.
+             * @default
+             */
+            notes: string;
             /** Params */
             params: {
                 [key: string]: unknown;
@@ -2270,6 +2870,12 @@ export interface components {
              * @description queued, running, succeeded, failed or cancelled
              */
             status: string;
+            /**
+             * Tags
+             * @description Short labels (letters, digits and _ . : / + = @ -; at most 40 characters), at most 20.
+             * @default []
+             */
+            tags: string[];
             /** Worker Id */
             worker_id: string | null;
         };
@@ -2554,6 +3160,8 @@ export interface components {
              * @description The compressed model's tensor entering that QuantizeLinear.
              */
             qdq_input?: string | null;
+            /** @description Activation range, histograms, clipping, dead units; null in older profiles. */
+            shift?: components["schemas"]["ActivationShiftOut"] | null;
         };
         /**
          * LayerProfileOut
@@ -2577,6 +3185,11 @@ export interface components {
             kernel_gap?: components["schemas"]["KernelGapOut"][] | null;
             /** Layers */
             layers?: components["schemas"]["LayerFidelityOut"][];
+            /**
+             * Likely Causes
+             * @description Likely causes of the divergence, most severe first (score = value / threshold); empty when no layer crosses a threshold, and in profiles stored before they existed.
+             */
+            likely_causes?: components["schemas"]["LikelyCauseOut"][];
             /**
              * N Samples
              * @default 0
@@ -2614,6 +3227,64 @@ export interface components {
              * @description True when the outputs are identical (SQNR = +∞).
              */
             sqnr_db_infinite: boolean;
+        };
+        /**
+         * LikelyCauseOut
+         * @description One likely cause of the divergence, with the numbers behind it.
+         */
+        LikelyCauseOut: {
+            /**
+             * Kind
+             * @default local_error
+             * @enum {string}
+             */
+            kind: "clipping" | "dead_units" | "error_growth" | "local_error";
+            /**
+             * Label
+             * @description How the message names the layer (its canonical id).
+             * @default
+             */
+            label: string;
+            /**
+             * Layer
+             * @description The golden layer's name (the profile row).
+             * @default
+             */
+            layer: string;
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /**
+             * Numbers
+             * @description The figures the message quotes.
+             */
+            numbers: {
+                [key: string]: number;
+            };
+            /**
+             * Score
+             * @description value / threshold: the ranking key (≥ 1).
+             */
+            score: number | null;
+            /**
+             * Threshold
+             * @default 0
+             */
+            threshold: number;
+            /**
+             * To Layer
+             * @description error_growth: the layer the error grows to.
+             */
+            to_layer: string | null;
+            /**
+             * Value
+             * @description The measure compared with the threshold.
+             */
+            value: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /** LoginIn */
         LoginIn: {
@@ -2764,6 +3435,31 @@ export interface components {
             /** Plans */
             plans: components["schemas"]["MixedPrecisionPlanOut"][];
         };
+        /** ModelGraphOut */
+        ModelGraphOut: {
+            /** Edges */
+            edges: components["schemas"]["GraphEdgeOut"][];
+            /**
+             * Format
+             * @description The model's format; only ONNX models have nodes.
+             */
+            format: string;
+            /**
+             * Model Id
+             * Format: uuid
+             */
+            model_id: string;
+            /**
+             * Nodes
+             * @description Graph order (a topological order for ONNX).
+             */
+            nodes: components["schemas"]["GraphNodeOut"][];
+            /**
+             * Notes
+             * @description Why the graph is empty or what is unknown (e.g. MACs).
+             */
+            notes: string[];
+        };
         /** ModelOut */
         ModelOut: {
             /** Artifact Sha256 */
@@ -2808,6 +3504,12 @@ export interface components {
             /** Name */
             name: string;
             /**
+             * Notes
+             * @description Free text.
+             * @default
+             */
+            notes: string;
+            /**
              * Project Id
              * Format: uuid
              */
@@ -2819,6 +3521,12 @@ export interface components {
              * @description inspecting, ready or invalid
              */
             status: string;
+            /**
+             * Tags
+             * @description Short labels (letters, digits and _ . : / + = @ -; at most 40 characters), at most 20.
+             * @default []
+             */
+            tags: string[];
         };
         /** NamedRef */
         NamedRef: {
@@ -3237,6 +3945,12 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
+            /**
+             * Datasets Count
+             * @description Datasets in the project.
+             * @default 0
+             */
+            datasets_count: number;
             /** Description */
             description: string;
             /**
@@ -3244,6 +3958,23 @@ export interface components {
              * Format: uuid
              */
             id: string;
+            /**
+             * Jobs Count
+             * @description Jobs of the project, inspections included.
+             * @default 0
+             */
+            jobs_count: number;
+            /**
+             * Last Activity At
+             * @description The latest of: the project's creation, an upload, a job launched, started or finished.
+             */
+            last_activity_at?: string | null;
+            /**
+             * Models Count
+             * @description Models in the project (uploaded and made by jobs).
+             * @default 0
+             */
+            models_count: number;
             /** Name */
             name: string;
             /**
@@ -3608,6 +4339,27 @@ export interface components {
             sqnr_db_infinite: boolean;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * ResourceUpdate
+         * @description A change to a model, dataset or job: only the fields sent are changed.
+         */
+        ResourceUpdate: {
+            /**
+             * Name
+             * @description A new display name.
+             */
+            name?: string | null;
+            /**
+             * Notes
+             * @description Replaces the notes.
+             */
+            notes?: string | null;
+            /**
+             * Tags
+             * @description Replaces the tags. Short labels (letters, digits and _ . : / + = @ -; at most 40 characters), at most 20.
+             */
+            tags?: string[] | null;
         };
         /** RoundedLayerOut */
         RoundedLayerOut: {
@@ -4880,6 +5632,68 @@ export interface operations {
             };
         };
     };
+    updateDataset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dataset_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResourceUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     listDatasetSamples: {
         parameters: {
             query?: {
@@ -5098,7 +5912,11 @@ export interface operations {
                 /** @description Items to skip (at most 2**31 - 1). */
                 offset?: number;
                 project_id?: string | null;
+                /** @description Only jobs whose name or notes contain this text (any case). */
+                q?: string | null;
                 status?: components["schemas"]["JobStatus"] | null;
+                /** @description Only jobs with this tag. */
+                tag?: string | null;
             };
             header?: never;
             path?: never;
@@ -5336,6 +6154,68 @@ export interface operations {
             };
         };
     };
+    updateJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResourceUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     cancelJob: {
         parameters: {
             query?: never;
@@ -5443,6 +6323,73 @@ export interface operations {
             };
             /** @description Unprocessable Entity: error is invalid_request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    exportJobReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report as one HTML file, for download. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is dashboard_not_built. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5762,6 +6709,69 @@ export interface operations {
             };
         };
     };
+    exportFidelitySamplesCsv: {
+        parameters: {
+            query?: {
+                /** @description Only samples flagged (or not) as degraded. */
+                flagged?: boolean | null;
+                /** @description Only this output; default: all. */
+                output?: string | null;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per sample, a header row first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": unknown;
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     getFidelitySequence: {
         parameters: {
             query?: never;
@@ -5927,6 +6937,100 @@ export interface operations {
             };
             /** @description Unprocessable Entity: error is invalid_request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    relaunchJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobOut"];
+                };
+            };
+            /** @description Bad Request: error is bad_request. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large: error is upload_too_large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is queue_unavailable. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6465,6 +7569,126 @@ export interface operations {
             };
         };
     };
+    updateModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResourceUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getModelGraph: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelGraphOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     listProjects: {
         parameters: {
             query?: {
@@ -6641,6 +7865,369 @@ export interface operations {
             };
         };
     };
+    listAlerts: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Items to skip (at most 2**31 - 1). */
+                offset?: number;
+                /** @description Only alerts nobody has acknowledged. */
+                unacknowledged?: boolean;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertPage"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    acknowledgeAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                alert_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    listBudgets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetOut"][];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    createBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    updateBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                budget_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    deleteBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                budget_id: string;
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     listDatasets: {
         parameters: {
             query?: never;
@@ -6715,6 +8302,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same file is already in the project: the existing dataset, with duplicate_of set; nothing new was stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DatasetOut"];
+                };
+            };
             /** @description Successful Response */
             201: {
                 headers: {
@@ -6909,6 +8505,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same file is already in the project: the existing model, with duplicate_of set; nothing new was stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
             /** @description Successful Response */
             201: {
                 headers: {
@@ -7335,9 +8940,17 @@ export interface operations {
             query?: {
                 /** @description Only this action, e.g. job.launched. */
                 action?: string | null;
+                /** @description Only what this user did (username, any case). */
+                actor?: string | null;
                 limit?: number;
                 /** @description Items to skip (at most 2**31 - 1). */
                 offset?: number;
+                /** @description Only events of this project. */
+                project_id?: string | null;
+                /** @description Only events at or after this time (ISO 8601; without a time zone: UTC). */
+                since?: string | null;
+                /** @description Only events before this time (ISO 8601; without a time zone: UTC). */
+                until?: string | null;
             };
             header?: never;
             path: {
@@ -7354,6 +8967,77 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Page_AuditEventOut_"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    exportAuditEventsCsv: {
+        parameters: {
+            query?: {
+                /** @description Only this action, e.g. job.launched. */
+                action?: string | null;
+                /** @description Only what this user did (username, any case). */
+                actor?: string | null;
+                /** @description At most this many events (newest). */
+                limit?: number;
+                /** @description Only events of this project. */
+                project_id?: string | null;
+                /** @description Only events at or after this time (ISO 8601; without a time zone: UTC). */
+                since?: string | null;
+                /** @description Only events before this time (ISO 8601; without a time zone: UTC). */
+                until?: string | null;
+            };
+            header?: never;
+            path: {
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per event, newest first, a header row first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": unknown;
                 };
             };
             /** @description Unauthorized: error is unauthenticated. */
