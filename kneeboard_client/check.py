@@ -2,7 +2,7 @@
 
 Upload (or reference by id) the golden and compressed models and the dataset, run the fidelity job with its
 progress on stderr, then check the summary against limits (`--max kl_mean=0.01 --min top1_match=0.995`) and
-against a baseline run (`--baseline <job id>|latest --max-regression kl_mean=10%`). Exit 0 pass, 1 a rule
+against a baseline run (`--baseline <job id>|latest|<tag> --max-regression kl_mean=10%`). Exit 0 pass, 1 a rule
 failed, 2 no verdict (bad arguments, server unreachable, model rejected, job failed). Runs with this package
 alone (httpx): nothing of the server is imported."""
 
@@ -52,6 +52,8 @@ class CheckSpec:
     limits: list[Limit] = field(default_factory=list)
     baseline: str | None = None
     regressions: list[Regression] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    """Tags put on this run's fidelity job (e.g. release-1.5), so that a later check can name it as its baseline."""
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 1800.0
 
@@ -70,7 +72,7 @@ class CheckSpec:
         regressions = [parse_regression(s) for s in max_regression]
         spec = cls(limits=limits, regressions=regressions, params=_params(param), **values)
         if spec.regressions and not spec.baseline:
-            raise CheckError("--max-regression needs --baseline (a fidelity job id, or 'latest')")
+            raise CheckError("--max-regression needs --baseline (a fidelity job id, a job tag, or 'latest')")
         if spec.baseline and not spec.regressions:
             raise CheckError("--baseline needs at least one --max-regression METRIC=AMOUNT[%]")
         if not spec.limits and not spec.regressions:
@@ -177,14 +179,21 @@ def _dataset(client: KneeboardClient, project: Json, ref: str, log: TextIO) -> J
 
 
 def _baseline(client: KneeboardClient, spec: CheckSpec, project: Json, golden: Json) -> str | None:
-    """The baseline's job id. Tags (`--baseline release-1.4`) are future work: a job id, or `latest` (None
-    when there is no earlier run: the first run of a pipeline has nothing to regress from)."""
+    """The baseline's job id: a job id; a tag (`--baseline release-1.4`: the newest succeeded fidelity job of
+    the project with that tag, an error when there is none); or `latest` (None when there is no earlier run:
+    the first run of a pipeline has nothing to regress from)."""
     assert spec.baseline is not None
     if spec.baseline != LATEST:
         if not _is_id(spec.baseline):
-            raise CheckError(
-                f"--baseline {spec.baseline!r}: give a fidelity job id or 'latest' (job tags are not supported yet)"
+            tagged = client.jobs(
+                project["id"], kind="fidelity", status="succeeded", limit=1, tag=spec.baseline
             )
+            if not tagged:
+                raise CheckError(
+                    f"--baseline {spec.baseline!r}: no succeeded fidelity job of project {project['name']!r} has "
+                    "this tag (tag a run with --tag, or on the dashboard)"
+                )
+            return str(tagged[0]["id"])
         job = client.job(spec.baseline)
         if job["kind"] != "fidelity" or job["status"] != "succeeded":
             raise CheckError(
@@ -221,6 +230,8 @@ def _run(client: KneeboardClient, spec: CheckSpec, report: CheckReport, log: Tex
     job = client.create_fidelity_job(
         project["id"], golden["id"], compressed["id"], dataset["id"], **spec.params
     )
+    if spec.tags:
+        client.update_job(job["id"], tags=spec.tags)
     report.job_id, report.report_url = job["id"], client.report_url(job)
     log.write(f"kneeboard check: fidelity job {job['id']}: {report.report_url}\n")
     done = client.wait_job(job["id"], timeout=spec.timeout_s, on_progress=Progress(log))

@@ -46,9 +46,13 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         help="fail when the metric is below VALUE (repeatable), e.g. --min top1_match=0.995",
     )  # fmt: skip
     parser.add_argument(
-        "--baseline", metavar="JOB_ID|latest",
-        help=f"compare with this succeeded fidelity job, or '{LATEST}': the newest one whose golden model has "
-        "the same name in the project (job tags are future work)",
+        "--baseline", metavar="JOB_ID|TAG|latest",
+        help=f"compare with this succeeded fidelity job; the newest one with this tag; or '{LATEST}': the newest "
+        "one whose golden model has the same name in the project",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tag", dest="tags", action="append", default=[], metavar="TAG",
+        help="tag this run's fidelity job (repeatable), e.g. --tag release-1.5, for a later --baseline release-1.5",
     )  # fmt: skip
     parser.add_argument(
         "--max-regression", action="append", default=[], metavar="METRIC=AMOUNT[%]",
@@ -81,6 +85,7 @@ def check_from_args(args: argparse.Namespace) -> int:
             compressed_name=args.compressed_name,
             output=args.output,
             baseline=args.baseline,
+            tags=args.tags,
             timeout_s=args.timeout,
         )
     except CheckError as exc:

@@ -173,12 +173,19 @@ class KneeboardClient:
         kind: str | None = None,
         status: str | None = None,
         limit: int = 50,
+        tag: str | None = None,
     ) -> list[Json]:
-        """Jobs of your teams' projects, newest first (one page of `limit`)."""
-        params = {
-            k: v for k, v in (("project_id", project_id), ("kind", kind), ("status", status)) if v is not None
-        }
+        """Jobs of your teams' projects, newest first (one page of `limit`), optionally only those tagged `tag`."""
+        pairs = (("project_id", project_id), ("kind", kind), ("status", status), ("tag", tag))
+        params = {k: v for k, v in pairs if v is not None}
         return self._json(self.http.get("/jobs", params=params | {"limit": limit}))["items"]
+
+    def update_job(
+        self, job_id: str, name: str | None = None, notes: str | None = None, tags: list[str] | None = None
+    ) -> Json:
+        """Rename a job, replace its notes or its tags (only the fields given change)."""
+        body = {k: v for k, v in (("name", name), ("notes", notes), ("tags", tags)) if v is not None}
+        return self._json(self.http.patch(f"/jobs/{job_id}", json=body))
 
     def wait_job(
         self,

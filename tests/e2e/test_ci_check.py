@@ -24,6 +24,7 @@ from onnx import numpy_helper
 from scipy.special import log_softmax
 from scipy.stats import entropy
 
+from kneeboard_client.client import KneeboardClient
 from tests.e2e.conftest import Stack
 from tests.support.services import REPO_ROOT, free_port
 
@@ -204,6 +205,24 @@ def test_the_ci_example_fails_a_regressed_model_and_passes_a_good_one(
     assert result.returncode == 0, result.stdout + result.stderr
     suite, cases = read_junit(good / "kneeboard-junit.xml")
     assert [c.find("skipped") is None and c.find("failure") is None for c in cases] == [True] * 3
+
+    # A release run tags its job (variable KNEEBOARD_TAG); a later check names the tag as its baseline (variable
+    # KNEEBOARD_BASELINE): the regressed model fails against the tagged run, and an unknown tag is an error.
+    result = run_workflow(good, stack.base_url, token, {"KNEEBOARD_TAG": "release-1"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    suite, _ = read_junit(good / "kneeboard-junit.xml")
+    release_job = next(p.get("value") for p in suite.iter("property") if p.get("name") == "job_id")
+    assert release_job and release_job != good_job
+    with KneeboardClient(stack.base_url, token=token) as client:
+        assert client.job(release_job)["tags"] == ["release-1"]
+    result = run_workflow(bad, stack.base_url, token, {"KNEEBOARD_BASELINE": "release-1"})
+    assert result.returncode == 1, result.stdout + result.stderr
+    suite, _ = read_junit(bad / "kneeboard-junit.xml")
+    baseline = next(p.get("value") for p in suite.iter("property") if p.get("name") == "baseline_job_id")
+    assert baseline == release_job
+    result = run_workflow(bad, stack.base_url, token, {"KNEEBOARD_BASELINE": "release-0"})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--baseline 'release-0': no succeeded fidelity job of project" in result.stderr
 
 
 def test_the_ci_example_is_an_error_on_a_bad_model_or_no_server(
