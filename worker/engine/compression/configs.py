@@ -33,69 +33,28 @@ backends (activations); the conventions are summarised here:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from worker.engine.errors import EngineError
+from worker.engine.compression.config_fields import (
+    CompressionConfigError,
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    fail,
+    fields_of,
+    num_text,
+)
+
+__all__ = ["CompressionConfigError"]  # re-exported: callers catch it from here
 
 CalibrationMethod = Literal["minmax", "percentile", "mse"]
 FloatDtype = Literal["fp16", "bf16"]
 Norm = Literal["l1", "l2"]
 
 DEFAULT_PERCENTILE = 99.99
-
-
-class CompressionConfigError(EngineError, ValueError):
-    """A compression config has an invalid field, or a dict does not describe a config."""
-
-
-def _fail(owner: str, name: str, allowed: str, value: Any) -> CompressionConfigError:
-    return CompressionConfigError(f"{owner}.{name} must be {allowed}, got {value!r}")
-
-
-def _check_int(owner: str, name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _fail(owner, name, f"an integer from {low} to {high}", value)
-
-
-def _check_bool(owner: str, name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise _fail(owner, name, "true or false", value)
-
-
-def _check_float(
-    owner: str, name: str, value: Any, low: float, high: float, *, low_open: bool = False
-) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if ok:
-        ok = (value > low if low_open else value >= low) and value <= high
-    if not ok:
-        bracket = "(" if low_open else "["
-        raise _fail(owner, name, f"a number in {bracket}{low:g}, {high:g}]", value)
-
-
-def _check_choice(owner: str, name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise _fail(owner, name, "one of " + ", ".join(repr(c) for c in choices), value)
-
-
-def _num(x: float) -> str:
-    """Shortest round-trip text of a number, for ids ('0.5', '99.99', '1')."""
-    value = float(x)
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
-def _fields(cls_name: str, data: Mapping[str, Any], allowed: set[str]) -> dict[str, Any]:
-    if not isinstance(data, Mapping):
-        raise CompressionConfigError(f"{cls_name} must be given as an object, got {data!r}")
-    unknown = sorted(set(data) - allowed - {"type"})
-    if unknown:
-        raise CompressionConfigError(
-            f"{cls_name} has no field(s) {unknown}; its fields are {sorted(allowed)}"
-        )
-    return {key: value for key, value in data.items() if key != "type"}
 
 
 @dataclass(frozen=True)
@@ -108,9 +67,9 @@ class WeightQuant:
     type: ClassVar[str] = "weight_quant"
 
     def __post_init__(self) -> None:
-        _check_int("WeightQuant", "bits", self.bits, 2, 16)
-        _check_bool("WeightQuant", "symmetric", self.symmetric)
-        _check_bool("WeightQuant", "per_channel", self.per_channel)
+        check_int("WeightQuant", "bits", self.bits, 2, 16)
+        check_bool("WeightQuant", "symmetric", self.symmetric)
+        check_bool("WeightQuant", "per_channel", self.per_channel)
 
     @property
     def id(self) -> str:
@@ -126,7 +85,7 @@ class WeightQuant:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WeightQuant:
-        return cls(**_fields("WeightQuant", data, {"bits", "symmetric", "per_channel"}))
+        return cls(**fields_of("WeightQuant", data, {"bits", "symmetric", "per_channel"}))
 
 
 @dataclass(frozen=True)
@@ -140,14 +99,14 @@ class ActivationQuant:
     type: ClassVar[str] = "activation_quant"
 
     def __post_init__(self) -> None:
-        _check_int("ActivationQuant", "bits", self.bits, 4, 16)
-        _check_choice("ActivationQuant", "calibration", self.calibration, ("minmax", "percentile", "mse"))
+        check_int("ActivationQuant", "bits", self.bits, 4, 16)
+        check_choice("ActivationQuant", "calibration", self.calibration, ("minmax", "percentile", "mse"))
         if self.calibration == "percentile":
             if self.percentile is None:
                 object.__setattr__(self, "percentile", DEFAULT_PERCENTILE)
-            _check_float("ActivationQuant", "percentile", self.percentile, 50.0, 100.0, low_open=True)
+            check_float("ActivationQuant", "percentile", self.percentile, 50.0, 100.0, low_open=True)
         elif self.percentile is not None:
-            raise _fail(
+            raise fail(
                 "ActivationQuant", "percentile", 'null unless calibration is "percentile"', self.percentile
             )
 
@@ -155,7 +114,7 @@ class ActivationQuant:
     def id(self) -> str:
         if self.calibration == "percentile":
             assert self.percentile is not None
-            return f"a{self.bits}-p{_num(self.percentile)}"
+            return f"a{self.bits}-p{num_text(self.percentile)}"
         return f"a{self.bits}-{self.calibration}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -168,7 +127,7 @@ class ActivationQuant:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ActivationQuant:
-        return cls(**_fields("ActivationQuant", data, {"bits", "calibration", "percentile"}))
+        return cls(**fields_of("ActivationQuant", data, {"bits", "calibration", "percentile"}))
 
 
 @dataclass(frozen=True)
@@ -179,7 +138,7 @@ class FloatCast:
     type: ClassVar[str] = "float_cast"
 
     def __post_init__(self) -> None:
-        _check_choice("FloatCast", "dtype", self.dtype, ("fp16", "bf16"))
+        check_choice("FloatCast", "dtype", self.dtype, ("fp16", "bf16"))
 
     @property
     def id(self) -> str:
@@ -190,7 +149,7 @@ class FloatCast:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FloatCast:
-        return cls(**_fields("FloatCast", data, {"dtype"}))
+        return cls(**fields_of("FloatCast", data, {"dtype"}))
 
 
 @dataclass(frozen=True)
@@ -203,9 +162,9 @@ class Quantize:
 
     def __post_init__(self) -> None:
         if self.weights is not None and not isinstance(self.weights, WeightQuant):
-            raise _fail("Quantize", "weights", "a WeightQuant or null", self.weights)
+            raise fail("Quantize", "weights", "a WeightQuant or null", self.weights)
         if self.activations is not None and not isinstance(self.activations, ActivationQuant):
-            raise _fail("Quantize", "activations", "an ActivationQuant or null", self.activations)
+            raise fail("Quantize", "activations", "an ActivationQuant or null", self.activations)
         if self.weights is None and self.activations is None:
             raise CompressionConfigError("Quantize needs weights, activations or both; both are null")
 
@@ -222,7 +181,7 @@ class Quantize:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Quantize:
-        values = _fields("Quantize", data, {"weights", "activations"})
+        values = fields_of("Quantize", data, {"weights", "activations"})
         weights, activations = values.get("weights"), values.get("activations")
         return cls(
             weights=None if weights is None else WeightQuant.from_dict(weights),
@@ -238,18 +197,18 @@ class MagnitudePrune:
     type: ClassVar[str] = "magnitude_prune"
 
     def __post_init__(self) -> None:
-        _check_float("MagnitudePrune", "sparsity", self.sparsity, 0.0, 1.0)
+        check_float("MagnitudePrune", "sparsity", self.sparsity, 0.0, 1.0)
 
     @property
     def id(self) -> str:
-        return f"prune-u{_num(self.sparsity)}"
+        return f"prune-u{num_text(self.sparsity)}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "sparsity": self.sparsity}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MagnitudePrune:
-        return cls(**_fields("MagnitudePrune", data, {"sparsity"}))
+        return cls(**fields_of("MagnitudePrune", data, {"sparsity"}))
 
 
 @dataclass(frozen=True)
@@ -261,19 +220,19 @@ class ChannelPrune:
     type: ClassVar[str] = "channel_prune"
 
     def __post_init__(self) -> None:
-        _check_float("ChannelPrune", "sparsity", self.sparsity, 0.0, 1.0)
-        _check_choice("ChannelPrune", "norm", self.norm, ("l1", "l2"))
+        check_float("ChannelPrune", "sparsity", self.sparsity, 0.0, 1.0)
+        check_choice("ChannelPrune", "norm", self.norm, ("l1", "l2"))
 
     @property
     def id(self) -> str:
-        return f"prune-ch{_num(self.sparsity)}-{self.norm}"
+        return f"prune-ch{num_text(self.sparsity)}-{self.norm}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "sparsity": self.sparsity, "norm": self.norm}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ChannelPrune:
-        return cls(**_fields("ChannelPrune", data, {"sparsity", "norm"}))
+        return cls(**fields_of("ChannelPrune", data, {"sparsity", "norm"}))
 
 
 @dataclass(frozen=True)
@@ -284,18 +243,18 @@ class LowRank:
     type: ClassVar[str] = "low_rank"
 
     def __post_init__(self) -> None:
-        _check_float("LowRank", "rank_ratio", self.rank_ratio, 0.0, 1.0, low_open=True)
+        check_float("LowRank", "rank_ratio", self.rank_ratio, 0.0, 1.0, low_open=True)
 
     @property
     def id(self) -> str:
-        return f"lowrank-{_num(self.rank_ratio)}"
+        return f"lowrank-{num_text(self.rank_ratio)}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "rank_ratio": self.rank_ratio}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LowRank:
-        return cls(**_fields("LowRank", data, {"rank_ratio"}))
+        return cls(**fields_of("LowRank", data, {"rank_ratio"}))
 
 
 @dataclass(frozen=True)
@@ -307,8 +266,8 @@ class NoiseInjection:
     type: ClassVar[str] = "noise"
 
     def __post_init__(self) -> None:
-        _check_int("NoiseInjection", "bits", self.bits, 2, 16)
-        _check_int("NoiseInjection", "seed", self.seed, 0, 2**31 - 1)
+        check_int("NoiseInjection", "bits", self.bits, 2, 16)
+        check_int("NoiseInjection", "seed", self.seed, 0, 2**31 - 1)
 
     @property
     def id(self) -> str:
@@ -319,7 +278,7 @@ class NoiseInjection:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NoiseInjection:
-        return cls(**_fields("NoiseInjection", data, {"bits", "seed"}))
+        return cls(**fields_of("NoiseInjection", data, {"bits", "seed"}))
 
 
 Stage = (
@@ -345,10 +304,10 @@ class Schedule:
         stages = tuple(self.stages)
         object.__setattr__(self, "stages", stages)
         if not stages:
-            raise _fail("Schedule", "stages", "a non-empty list of configs", list(stages))
+            raise fail("Schedule", "stages", "a non-empty list of configs", list(stages))
         for index, stage in enumerate(stages):
             if not isinstance(stage, STAGE_TYPES):
-                raise _fail("Schedule", f"stages[{index}]", "a config other than a Schedule", stage)
+                raise fail("Schedule", f"stages[{index}]", "a config other than a Schedule", stage)
 
     @property
     def id(self) -> str:
@@ -359,14 +318,14 @@ class Schedule:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Schedule:
-        values = _fields("Schedule", data, {"stages"})
+        values = fields_of("Schedule", data, {"stages"})
         stages = values.get("stages")
         if not isinstance(stages, list | tuple):
-            raise _fail("Schedule", "stages", "a list of configs", stages)
+            raise fail("Schedule", "stages", "a list of configs", stages)
         parsed = [config_from_dict(stage) for stage in stages]
         nested = [i for i, stage in enumerate(parsed) if isinstance(stage, Schedule)]
         if nested:
-            raise _fail("Schedule", f"stages[{nested[0]}]", "a config other than a Schedule", "schedule")
+            raise fail("Schedule", f"stages[{nested[0]}]", "a config other than a Schedule", "schedule")
         return cls(stages=tuple(s for s in parsed if not isinstance(s, Schedule)))
 
 
