@@ -3,7 +3,8 @@
 // defaults is written, so links stay short:
 //   #/jobs/ID/sweep?x=bops&y=top1_agreement&maxkl=0.01&mintop1=0.99&point=4&sort=kl_mean
 // The compare page carries the same keys next to its own.
-import { boundSpecs, objectiveParams, boundParams, type BoundSpec, type Bounds, type SortOrder } from "./sweep";
+import { boundSpecs, objectiveParams, boundParams, type BoundSpec, type Bounds } from "./sweepBounds";
+import { type SortOrder } from "./sweepTable";
 import { defaultAxes, directionOf, latencyBatches, latencyObjective, type Direction } from "./sweepObjectives";
 
 export interface SweepQuery {

@@ -4,7 +4,9 @@
 // query — once the user stops moving them for a moment.
 import { useEffect, useId, useRef, useState } from "react";
 import { bytesUnit } from "./units";
-import { canLog, sliderScale, value, type Bounds, type SweepRow } from "../lib/sweep";
+import { value, type SweepRow } from "../lib/sweep";
+import { canLog } from "../lib/sweepAxes";
+import { sliderScale, type Bounds } from "../lib/sweepBounds";
 import { axisLabel, latencyObjective, objectiveInfo, type Direction } from "../lib/sweepObjectives";
 import type { SweepQuery, SweepView } from "../lib/sweepQuery";
 

@@ -9,7 +9,10 @@ import type { FrontierOut } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { ErrorMessage } from "../components/QueryView";
-import { buildAxis, paretoFigure, pointsCsv, samePlace, value, type Series, type SweepRow } from "../lib/sweep";
+import { samePlace, value, type SweepRow } from "../lib/sweep";
+import { buildAxis } from "../lib/sweepAxes";
+import { paretoFigure, type Series } from "../lib/sweepChart";
+import { pointsCsv } from "../lib/sweepTable";
 import { objectiveInfo } from "../lib/sweepObjectives";
 import type { SweepQuery, SweepView } from "../lib/sweepQuery";
 

@@ -6,7 +6,8 @@ import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
 import { formatBytes, formatCount, formatNumber, formatPercent } from "../lib/format";
 import type { PointCost, PointFidelity } from "../api/types";
-import { latencyCsv, latencyRows, slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { formatKl } from "../lib/sensitivity";
 import { RecoverButton } from "../recovery/RecoverButton";
 

@@ -4,15 +4,9 @@ import { useMemo } from "react";
 import type { FrontierOut } from "../api/types";
 import { slug, toCsv } from "../lib/csv";
 import { downloadText } from "../lib/download";
-import {
-  firstOrder,
-  pointsCsv,
-  slowerThanGolden,
-  sortRows,
-  type BoundSpec,
-  type SortOrder,
-  type SweepRow,
-} from "../lib/sweep";
+import { slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { type BoundSpec } from "../lib/sweepBounds";
+import { firstOrder, pointsCsv, sortRows, type SortOrder } from "../lib/sweepTable";
 import { objectiveInfo, ratioObjective, latencyObjective } from "../lib/sweepObjectives";
 
 /** Column titles: the unit goes in the cells. */
