@@ -1,6 +1,7 @@
-"""Parameters of recovery jobs (training-free accuracy recovery of a compressed model), as the API accepts
-them. The worker's engine (worker/engine/recovery) checks the same ranges again; a test keeps the
-AdaRound fields in step with the engine's AdaRoundParams."""
+"""Parameters of recovery jobs (accuracy recovery of a compressed model: training-free methods, and
+distillation / QAT), as the API accepts them. The worker's engine (worker/engine/recovery) checks the same
+ranges again; tests keep the AdaRound and training fields in step with the engine's AdaRoundParams and
+TrainingParams."""
 
 from __future__ import annotations
 
@@ -51,7 +52,41 @@ class AdaRoundIn(_Method):
         return self
 
 
-RecoveryMethodIn = Annotated[EqualizationIn | BiasCorrectionIn | AdaRoundIn, Field(discriminator="name")]
+class _TrainingIn(_Method):
+    steps: int = Field(default=300, ge=1, le=1_000_000, description="Adam steps (one batch each).")
+    learning_rate: float = Field(default=1e-3, gt=0, le=1)
+    temperature: float = Field(default=2.0, ge=0.1, le=100, description="T of the distillation KL (× T²).")
+    batch_size: int = Field(default=64, ge=1, le=65_536)
+    alpha: float = Field(
+        default=0.0, ge=0, le=1, description="Weight of the cross-entropy on labels (when the data has them)."
+    )
+    eval_every: int = Field(default=20, ge=1, le=1_000_000, description="Steps between held-out KL checks.")
+    patience: int = Field(
+        default=5, ge=0, le=10_000, description="Checks without improvement before stopping (0: never)."
+    )
+    validation_fraction: float = Field(
+        default=0.2, ge=0.05, le=0.5, description="Share of the calibration split kept out of training."
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+
+
+class DistillIn(_TrainingIn):
+    """Fine-tune the compressed model's float parameters against the golden teacher (KL at temperature T,
+    optionally + cross-entropy); compressed weights stay as the configuration makes them."""
+
+    name: Literal["distill"] = "distill"
+
+
+class QatIn(_TrainingIn):
+    """Distillation with the quantized weights trained too, fake-quantized with a straight-through
+    estimator: the result stays exactly on the configuration's grid."""
+
+    name: Literal["qat"] = "qat"
+
+
+RecoveryMethodIn = Annotated[
+    EqualizationIn | BiasCorrectionIn | AdaRoundIn | DistillIn | QatIn, Field(discriminator="name")
+]
 
 
 SWEEP_POINT_ID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}:[0-9]{1,6}$"
@@ -64,8 +99,8 @@ def parse_point_id(point_id: str) -> tuple[uuid.UUID, int]:
 
 
 class RecoveryJobParams(BaseModel):
-    """Recover fidelity lost to compression, training-free (equalization, AdaRound, bias correction, in the
-    order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
+    """Recover fidelity lost to compression (equalization, AdaRound, bias correction, distillation, QAT, in
+    the order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
     and a before/after report on a held-out split."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

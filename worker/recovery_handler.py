@@ -1,11 +1,15 @@
-"""Recovery jobs: training-free recovery of a compressed torch model (worker/engine/recovery), stored as a
-new model with its lineage, plus the before/after summary ("recovery.summary").
+"""Recovery jobs: recovery of a compressed torch model (worker/engine/recovery: training-free methods,
+distillation, QAT), stored as a new model with its lineage, plus the before/after summary
+("recovery.summary").
 
 The dataset is split once, deterministically (a seeded permutation): the held-out share measures the
 compressed model before and after each method, the rest calibrates (activation ranges, AdaRound's layer
-inputs, bias correction's mean errors). The recovered model is exported as sweeps export their points
-(the real runtime form where the configuration has one, e.g. int8 weights + DequantizeLinear for 4- and
-8-bit weights), that file is run in onnxruntime against the golden model, and its figures are stored too.
+inputs, bias correction's mean errors; distill/qat train on it, keeping a share of it out for early
+stopping). Training methods report every step (loss, held-out KL) through the job's progress message,
+and their loss curve is stored in the step's details. The recovered model is exported as sweeps export
+their points (the real runtime form where the configuration has one, e.g. int8 weights + DequantizeLinear
+for 4- and 8-bit weights), that file is run in onnxruntime against the golden model, and its figures are
+stored too.
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ class RecoveryHandler:
         calib = {name: np.asarray(a[:n])[calib_index] for name, a in arrays.items()}
         held = {name: np.asarray(a[:n])[held_index] for name, a in arrays.items()}
         held_labels = None if labels is None else np.asarray(labels[:n])[held_index]
+        calib_labels = None if labels is None else np.asarray(labels[:n])[calib_index]
         golden = open_compressible(*model_file(ctx, golden_row), intra_op_threads=params.threads)
 
         stages = len(methods) + 2  # "before", each method, the export
@@ -101,6 +106,7 @@ class RecoveryHandler:
             methods,
             batch_size=params.batch_size,
             progress=progress,
+            calibration_labels=calib_labels,
         )
         ctx.progress((stages - 1) / stages, "exporting the recovered model and running it in onnxruntime")
         with tempfile.TemporaryDirectory(prefix="kneeboard-recovery-") as tmp:

@@ -8,7 +8,8 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from backend.api.result_schemas.common import CompressionConfigOut, ResultModel, StoredShape
+from backend.api.recovery_training_schemas import TrainingDetailsFields, TrainingMethodFields
+from backend.api.result_schemas.common import CompressionConfigOut, ResultModel
 from backend.api.result_schemas.sweep import PointFidelityOut
 from backend.recovery_contracts import RecoveryJobParams
 
@@ -39,7 +40,7 @@ class AdaRoundParamsOut(ResultModel):
     seed: int
 
 
-class RecoveryDetailsOut(StoredShape):
+class RecoveryDetailsOut(TrainingDetailsFields):
     """What a method did; the fields depend on the method (served as stored)."""
 
     pairs: list[EqualizedPairOut] | None = Field(default=None, description="equalization: the pairs found.")
@@ -89,7 +90,7 @@ class RecoveryLineageOut(ResultModel):
     methods: list[RecoveryMethodOut] = Field(default_factory=list)
 
 
-class RecoveryMethodOut(StoredShape):
+class RecoveryMethodOut(TrainingMethodFields):
     name: str
     iterations: int | None = None
     batch_size: int | None = None

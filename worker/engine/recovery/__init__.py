@@ -1,13 +1,21 @@
-"""Accuracy recovery after compression, training-free: cross-layer equalization, AdaRound and bias
-correction applied in order to a float copy of a torch golden model (`runner.recover`), the compressed
-model measured on a held-out split before and after each method, and the result exported as the sweeps
-export their points (`runner.export_recovered`). Pure engine: no HTTP, SQL or Celery."""
+"""Accuracy recovery after compression: cross-layer equalization, AdaRound, bias correction and the
+training-based distillation fine-tuning and QAT (distill.py) applied in order to a float copy of a torch
+golden model (`runner.recover`), the compressed model measured on a held-out split before and after each
+method, and the result exported as the sweeps export their points (`runner.export_recovered`). Pure
+engine: no HTTP, SQL or Celery."""
 
 from __future__ import annotations
 
 from worker.engine.recovery.adaround import AdaRoundParams, AdaRoundResult, adaround
 from worker.engine.recovery.bias_correction import BiasCorrectionResult, correct_biases
 from worker.engine.recovery.common import RecoveryError
+from worker.engine.recovery.distill import (
+    TrainingParams,
+    TrainingResult,
+    TrainingStep,
+    finetune,
+    temperature_kl,
+)
 from worker.engine.recovery.equalization import EqualizationResult, equalize
 from worker.engine.recovery.runner import METHODS, MethodSpec, RecoveryOutcome, export_recovered, recover
 
@@ -20,9 +28,14 @@ __all__ = [
     "MethodSpec",
     "RecoveryError",
     "RecoveryOutcome",
+    "TrainingParams",
+    "TrainingResult",
+    "TrainingStep",
     "adaround",
     "correct_biases",
     "equalize",
     "export_recovered",
+    "finetune",
     "recover",
+    "temperature_kl",
 ]

@@ -33,11 +33,18 @@ from worker.engine.recovery.common import (
     linear_layers,
     no_progress,
 )
+from worker.engine.recovery.distill import TrainingParams, TrainingStep, finetune
 from worker.engine.recovery.equalization import equalize
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
 from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
-METHODS = ("equalization", "adaround", "bias_correction")
+METHODS = ("equalization", "adaround", "bias_correction", "distill", "qat")
+TRAINING = ("distill", "qat")
+PARAMS: dict[str, type[AdaRoundParams] | type[TrainingParams]] = {
+    "adaround": AdaRoundParams,
+    "distill": TrainingParams,
+    "qat": TrainingParams,
+}
 
 
 @dataclass(frozen=True)
@@ -48,28 +55,37 @@ class MethodSpec:
     def __post_init__(self) -> None:
         if self.name not in METHODS:
             raise RecoveryError(f"unknown recovery method {self.name!r}; the methods are {list(METHODS)}")
-        allowed = set(AdaRoundParams.__dataclass_fields__) if self.name == "adaround" else set()
+        kind = PARAMS.get(self.name)
+        allowed = set(kind.__dataclass_fields__) if kind is not None else set()
         unknown = sorted(set(self.params) - allowed)
         if unknown:
             raise RecoveryError(
                 f"{self.name} has no parameter(s) {unknown}; its parameters are {sorted(allowed)}"
             )
-        if self.name == "adaround":
-            self.adaround_params()
+        if kind is not None:
+            self._typed(kind)
 
-    def adaround_params(self) -> AdaRoundParams:
+    def _typed(self, kind: type[Any]) -> Any:
         values = dict(self.params)
         for key, value in values.items():
-            integer = isinstance(AdaRoundParams.__dataclass_fields__[key].default, int)
+            integer = isinstance(kind.__dataclass_fields__[key].default, int)
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
                 or (integer and not isinstance(value, int))
             ):
                 raise RecoveryError(
-                    f"adaround.{key} must be {'an integer' if integer else 'a number'}, got {value!r}"
+                    f"{self.name}.{key} must be {'an integer' if integer else 'a number'}, got {value!r}"
                 )
-        return AdaRoundParams(**values)
+        return kind(**values)
+
+    def adaround_params(self) -> AdaRoundParams:
+        params: AdaRoundParams = self._typed(AdaRoundParams)
+        return params
+
+    def training_params(self) -> TrainingParams:
+        params: TrainingParams = self._typed(TrainingParams)
+        return params
 
 
 @dataclass
@@ -145,8 +161,10 @@ def recover(
     *,
     batch_size: int = 64,
     progress: Progress = no_progress,
+    calibration_labels: np.ndarray | None = None,
 ) -> RecoveryOutcome:
-    """Apply `methods` in order (see the module docstring). `labels` belong to the held-out split."""
+    """Apply `methods` in order (see the module docstring). `labels` belong to the held-out split,
+    `calibration_labels` to the calibration split (distill/qat's optional cross-entropy)."""
     if not methods:
         raise RecoveryError("give at least one recovery method")
     names_in_order = [method.name for method in methods]
@@ -202,6 +220,10 @@ def recover(
                     progress=progress,
                 )
             )
+        elif method.name in TRAINING:
+            details = _train(
+                method, recovered, float_model, spec.plan, order, calib, calibration_labels, progress
+            )
         else:
             params = method.adaround_params()
             details = asdict(
@@ -212,6 +234,35 @@ def recover(
         progress(method.name, 1, 1, f"{method.name}: measuring on the held-out split")
         steps.append(Step(method.name, seconds, evaluate(), details))
     return RecoveryOutcome(recovered, spec.id, spec.to_dict(), steps, names)
+
+
+def _train(
+    method: MethodSpec,
+    recovered: nn.Module,
+    teacher: nn.Module,
+    plan: Mapping[str, Any],
+    order: Sequence[str],
+    calib: Feeds,
+    labels: np.ndarray | None,
+    progress: Progress,
+) -> dict[str, Any]:
+    """distill / qat with the golden float model as teacher; each step reported through `progress` (the
+    message carries the loss and, when measured, the held-out KL)."""
+    params = method.training_params()
+
+    def on_step(step: TrainingStep) -> None:
+        kl = "" if step.heldout_kl is None else f", held-out KL {step.heldout_kl:.5g}"
+        progress(
+            method.name,
+            step.step,
+            step.total,
+            f"{method.name} step {step.step}/{step.total}: loss {step.loss:.5g}{kl}",
+        )
+
+    result = finetune(
+        recovered, teacher, plan, order, calib, labels, params, qat=method.name == "qat", on_step=on_step
+    )
+    return asdict(result) | {"training_params": asdict(params)}
 
 
 def export_recovered(
