@@ -9,6 +9,7 @@ golden values."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     import onnxruntime
 
 _LOCAL_PREFIX = "__kneeboard_local_{}__/"
+_FAILED_NODE = re.compile(r"__kneeboard_local_(\d+)__/")
 
 
 def _cluster(
@@ -89,11 +91,19 @@ def _copy_cluster(
                 local.graph_inputs.add(name)
 
 
-def _local_graph(side: OnnxSide, pairs: Sequence[LayerPair]) -> LocalGraph:
-    """Plan the local sub-graph of every pair: the compressed nodes from its tensor back to matched ones."""
-    boundary = {p.compressed: p.golden for p in pairs if p.compressed not in side.graph_inputs}
+def _local_graph(side: OnnxSide, pairs: Sequence[LayerPair], left_out: Collection[str] = ()) -> LocalGraph:
+    """Plan the local sub-graph of every pair but those whose golden name is in `left_out`: the compressed
+    nodes from its tensor back to the tensors of the other pairs (a left-out pair's tensor is computed
+    inside the sub-graphs that need it, not fed its golden value)."""
+    boundary = {
+        p.compressed: p.golden
+        for p in pairs
+        if p.compressed not in side.graph_inputs and p.golden not in left_out
+    }
     local = LocalGraph()
     for index, pair in enumerate(pairs):
+        if pair.golden in left_out:
+            continue
         indices = _cluster(pair.compressed, side.producers, set(boundary) - {pair.compressed})
         if not indices:
             local.skipped[pair.golden] = "the compressed tensor is a model input"
@@ -109,19 +119,40 @@ def _local_graph(side: OnnxSide, pairs: Sequence[LayerPair]) -> LocalGraph:
     return local
 
 
+def failing_layer(message: str, pairs: Sequence[LayerPair]) -> str | None:
+    """The golden name of the pair whose sub-graph a run failure names (onnxruntime's message gives the
+    failing node's name, which carries the pair's prefix), None when it names none."""
+    found = _FAILED_NODE.search(message)
+    if found is None or int(found.group(1)) >= len(pairs):
+        return None
+    return pairs[int(found.group(1))].golden
+
+
 class OnnxLocal:
     """Runs every layer's compressed sub-graph on golden activations, all in one extra ONNX model."""
 
-    def __init__(self, side: OnnxSide, pairs: Sequence[LayerPair], workdir: Path) -> None:
-        self.plan = _local_graph(side, pairs)
+    def __init__(
+        self, side: OnnxSide, pairs: Sequence[LayerPair], workdir: Path, left_out: Collection[str] = ()
+    ) -> None:
+        self.pairs = list(pairs)
+        self.left_out = set(left_out)
+        self.plan = _local_graph(side, pairs, self.left_out)
         self._dtypes = {name: NUMPY_OF_ORT[side.types[name]] for name in self.plan.boundaries}
         self._inputs = sorted(self.plan.graph_inputs)
         self._side = side
+        self._workdir = workdir
         self.session: onnxruntime.InferenceSession | None = None
         self._runner: BoundRunner | None = None
         if self.plan.outputs:  # a model without outputs would be refused
             self.session = ort_session(self._write(side, workdir / "local.onnx"), side.folder, side.threads)
             self._runner = BoundRunner(self.session, list(self.plan.outputs.values()))
+
+    def without(self, golden_names: Collection[str]) -> OnnxLocal:
+        """The same evaluator without these layers' sub-graphs, and without feeding their golden values
+        (a layer whose sub-graph cannot run, or whose golden and compressed tensors differ in shape, must
+        not cost every other layer its local value)."""
+        self.session, self._runner = None, None  # free the old session before building the new one
+        return OnnxLocal(self._side, self.pairs, self._workdir, self.left_out | set(golden_names))
 
     def _write(self, side: OnnxSide, target: Path) -> Path:
         """Save the compressed model with the planned nodes, inputs and outputs (and only the initializers

@@ -17,7 +17,7 @@ from worker.engine.layer_profile.accumulate import LayerPair, StatsAccumulator
 from worker.engine.layer_profile.batching import DEFAULT_MEMORY_BUDGET_MB, Rebatcher, profile_batch_size
 from worker.engine.layer_profile.causes import likely_causes
 from worker.engine.layer_profile.matching import MatchInfo, annotate, match_layers, matching_note
-from worker.engine.layer_profile.onnx_local import OnnxLocal
+from worker.engine.layer_profile.onnx_local import OnnxLocal, failing_layer
 from worker.engine.layer_profile.onnx_side import OnnxSide
 from worker.engine.layer_profile.results import LayerFidelity, LayerProfile, LayerStats
 from worker.engine.layer_profile.shift import (
@@ -120,20 +120,68 @@ def _nbytes(values: Mapping[str, np.ndarray]) -> int:
     return sum(int(v.nbytes) for v in values.values())
 
 
+MAX_LOCAL_RETRIES = 8
+"""How many failing layers a batch may leave out of the local sub-graphs, one rebuild each, before every
+remaining layer loses its local value."""
+
+
 def _run_local(
     local: OnnxLocal | TorchLocal, pairs: list[LayerPair], feeds: Feeds, g: Mapping[str, np.ndarray]
 ) -> tuple[OnnxLocal | TorchLocal | None, dict[str, np.ndarray]]:
     """One batch's local values by golden name; returns the evaluator (None, having said why, if it
-    failed) and the values."""
+    failed) and the values. An ONNX sub-graph that fails is left out, with onnxruntime's message as that
+    layer's note, and the others run again without it (onnxruntime names the failing node, whose name
+    carries its layer's prefix); a failure that names no layer costs every layer its local value."""
+    for _ in range(MAX_LOCAL_RETRIES + 1):
+        try:
+            return local, local.run(feeds, g)
+        except Exception as exc:  # e.g. a golden tensor that the compressed sub-graph cannot take
+            if stops_the_job(exc):
+                raise
+            failing = failing_layer(str(exc), local.pairs) if isinstance(local, OnnxLocal) else None
+            if failing is None or not isinstance(local, OnnxLocal):
+                error = exc
+                break
+            for pair in pairs:
+                if pair.golden == failing:
+                    pair.drop_local(f"its local sub-graph failed to run: {exc}")
+            try:
+                local = local.without([failing])
+            except Exception as rebuild_error:
+                if stops_the_job(rebuild_error):
+                    raise
+                error = rebuild_error
+                break
+    else:
+        error = RuntimeError(f"more than {MAX_LOCAL_RETRIES} local sub-graphs failed")
+    for pair in pairs:
+        if pair.local is not None:
+            pair.drop_local(f"the local sub-graphs failed to run: {error}")
+    return None, {}
+
+
+def _without_shape_mismatches(
+    local: OnnxLocal, pairs: list[LayerPair], g: Mapping[str, np.ndarray], c: Mapping[str, np.ndarray]
+) -> OnnxLocal | None:
+    """The evaluator without the pairs whose golden and compressed tensors differ in shape (seen in the
+    first batch): their golden values cannot stand in for the compressed tensors, and fed at a boundary
+    they broke every sub-graph downstream (MiniLM vs a third party's int8 export: 22 such pairs left no
+    layer a local value). Those layers are left out of the profile anyway (see _finish)."""
+    mismatched = [p.golden for p in pairs if g[p.golden].shape != c[p.compressed].shape]
+    if not mismatched:
+        return local
+    for pair in pairs:
+        if pair.golden in mismatched and pair.local is not None:
+            pair.drop_local("golden and compressed tensors differ in shape")
     try:
-        return local, local.run(feeds, g)
-    except Exception as exc:  # e.g. a golden tensor that the compressed sub-graph cannot take
+        return local.without(mismatched)
+    except Exception as exc:  # onnxruntime refusing the rebuilt model
         if stops_the_job(exc):
             raise
         for pair in pairs:
             if pair.local is not None:
-                pair.drop_local(f"the local sub-graphs failed to run: {exc}")
-        return None, {}
+                pair.drop_local(f"onnxruntime could not build the local sub-graphs: {exc}")
+        return None
 
 
 def _process(
@@ -159,6 +207,8 @@ def _process(
         g = golden.capture(feeds, g_names)
         c = compressed.capture(feeds, c_names)
         values: dict[str, np.ndarray] = {}
+        if done == 0 and isinstance(local, OnnxLocal):
+            local = _without_shape_mismatches(local, pairs, g, c)
         if local is not None:
             local, values = _run_local(local, pairs, feeds, g)
         held = _nbytes(g) + _nbytes(c) + _nbytes(values)
