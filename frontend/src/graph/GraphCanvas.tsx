@@ -18,7 +18,15 @@ interface Props {
   selected: string | null;
   onPick: (item: VisibleItem) => void;
   handle: Ref<CanvasHandle>;
+  /** Nodes drawn as unmatched (side-by-side mode): a dashed red outline, on their group too. */
+  marked?: ReadonlySet<string>;
+  /** The box linked to the selection in the other graph (side-by-side mode). */
+  linked?: string | null;
+  /** Accessible name of the canvas (two canvases on one page need different ones). */
+  label?: string;
 }
+
+const NO_MARKS: ReadonlySet<string> = new Set();
 
 interface View {
   x: number;
@@ -29,7 +37,17 @@ interface View {
 const HEIGHT = 560;
 const NO_VALUE_FILL = "#eef1f5";
 
-export function GraphCanvas({ layout, items, colours, selected, onPick, handle }: Props) {
+export function GraphCanvas({
+  layout,
+  items,
+  colours,
+  selected,
+  onPick,
+  handle,
+  marked = NO_MARKS,
+  linked = null,
+  label = "Model graph",
+}: Props) {
   const svg = useRef<SVGSVGElement>(null);
   const stage = useRef<SVGGElement>(null);
   const view = useRef<View>({ x: 0, y: 0, k: 1 });
@@ -96,7 +114,7 @@ export function GraphCanvas({ layout, items, colours, selected, onPick, handle }
       data-testid="graph-canvas"
       height={HEIGHT}
       role="img"
-      aria-label="Model graph: drag to pan, wheel to zoom, click a box"
+      aria-label={`${label}: drag to pan, wheel to zoom, click a box`}
       onPointerDown={(e) => {
         drag.current = { x: e.clientX, y: e.clientY, moved: false };
       }}
@@ -126,6 +144,8 @@ export function GraphCanvas({ layout, items, colours, selected, onPick, handle }
           items={items}
           colours={colours}
           selected={selected}
+          marked={marked}
+          linked={linked}
           onPick={(item) => {
             if (!drag.current?.moved) onPick(item);
           }}
@@ -135,7 +155,15 @@ export function GraphCanvas({ layout, items, colours, selected, onPick, handle }
   );
 }
 
-const Boxes = memo(function Boxes({ layout, items, colours, selected, onPick }: Omit<Props, "handle">) {
+const Boxes = memo(function Boxes({
+  layout,
+  items,
+  colours,
+  selected,
+  onPick,
+  marked = NO_MARKS,
+  linked = null,
+}: Omit<Props, "handle" | "label">) {
   return (
     <>
       {layout.edges.map((edge) => (
@@ -155,6 +183,8 @@ const Boxes = memo(function Boxes({ layout, items, colours, selected, onPick }: 
           "graph-box",
           item.kind === "group" ? "graph-group" : "",
           selected === item.id ? "selected" : "",
+          linked === item.id ? "linked" : "",
+          marked.size > 0 && item.members.some((m) => marked.has(m.id)) ? "unmatched" : "",
           isDark(fill) ? "dark" : "",
         ];
         return (

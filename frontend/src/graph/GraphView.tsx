@@ -1,5 +1,6 @@
 // The model page's "Graph" section: the model's layered graph coloured by a per-layer metric, with search,
-// collapsible module groups and a panel for the clicked node.
+// collapsible module groups and a panel for the clicked node; or, for a fidelity job of this model, the golden
+// and compressed graphs side by side with the matching between them (SideBySideGraphs).
 import { useMemo, useRef, useState } from "react";
 import { useLayerProfile, useSensitivityReport } from "../api/queries";
 import type { Job, Model } from "../api/types";
@@ -21,23 +22,53 @@ import {
   type NodeMetric,
 } from "./metrics";
 import { NodePanel } from "./NodePanel";
+import { FidelitySideBySide } from "./SideBySideGraphs";
 import { jobSide, useColourJobs, useModelGraph } from "./queries";
 import type { GraphNode, ModelGraph, VisibleItem } from "./types";
 
 export function GraphSection({ model }: { model: Model }) {
   const graph = useModelGraph(model.id, model.status === "ready");
+  const [pairJobId, setPairJobId] = useState("");
+  const jobs = useColourJobs(model.project_id, model.id);
+  const fidelityJobs = (jobs.data ?? []).filter((j) => j.kind === "fidelity");
+  const pairJob = fidelityJobs.find((j) => j.id === pairJobId);
   if (model.status !== "ready") return null;
   return (
     <section className="panel graph-section" aria-labelledby="graph-heading">
       <h2 id="graph-heading">Graph</h2>
-      {graph.isPending && <Loading what="the graph" />}
-      {graph.isError && <ErrorMessage error={graph.error} />}
-      {graph.data &&
-        (graph.data.nodes.length === 0 ? (
-          <Empty>{graph.data.notes.join(" ") || "The model's graph has no nodes."}</Empty>
-        ) : (
-          <GraphView graph={graph.data} model={model} />
-        ))}
+      {fidelityJobs.length > 0 && (
+        <label className="graph-mode">
+          Show{" "}
+          <select
+            value={pairJobId}
+            aria-label="Graph mode"
+            onChange={(e) => {
+              setPairJobId(e.target.value);
+            }}
+          >
+            <option value="">this model alone</option>
+            {fidelityJobs.map((j) => (
+              <option key={j.id} value={j.id}>
+                side by side with the other model of {jobLabel(j, jobSide(j, model.id) ?? "")}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {pairJob ? (
+        <FidelitySideBySide job={pairJob} />
+      ) : (
+        <>
+          {graph.isPending && <Loading what="the graph" />}
+          {graph.isError && <ErrorMessage error={graph.error} />}
+          {graph.data &&
+            (graph.data.nodes.length === 0 ? (
+              <Empty>{graph.data.notes.join(" ") || "The model's graph has no nodes."}</Empty>
+            ) : (
+              <GraphView graph={graph.data} model={model} />
+            ))}
+        </>
+      )}
     </section>
   );
 }
