@@ -1,12 +1,14 @@
-// "Recover this" on a sweep point: launches a recovery job with the default methods (equalization →
-// AdaRound → bias correction) on the sweep's model and dataset, then follows it to its before/after result.
-// Shown for sweeps of torch.export (.pt2) models, the golden models recovery runs on.
+// "Recover this" on a sweep point: choose the methods (by default equalization → AdaRound → bias correction;
+// distillation and QAT with their training parameters), launch a recovery job on the sweep's model and
+// dataset, watch its progress (a training step's loss and held-out KL), then its before/after result and
+// loss curve. Shown for sweeps of torch.export (.pt2) models, the golden models recovery runs on.
 import { useState } from "react";
 import { isActive, useJob } from "../api/queries";
 import { ErrorMessage } from "../components/QueryView";
 import { useCreateRecovery, useModelWhenKnown } from "./queries";
-import { DEFAULT_METHODS } from "./recovery";
+import { MethodChooser } from "./MethodChooser";
 import { RecoveryResult } from "./RecoveryResult";
+import { DEFAULT_CHOICE, methodsToLaunch, trainingProblem, TRAINING_METHODS, type MethodChoice } from "./training";
 
 function Launched({ jobId }: { jobId: string }) {
   const job = useJob(jobId);
@@ -31,24 +33,41 @@ export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index
   const projectId = sweep.data?.project_id ?? "";
   const create = useCreateRecovery(projectId);
   const [launched, setLaunched] = useState<string | null>(null);
+  const [open, setOpen] = useState(false);
+  const [choice, setChoice] = useState<MethodChoice>(DEFAULT_CHOICE);
   const params = sweep.data?.params as { model_id?: string; dataset_id?: string } | undefined;
   // recovery runs on torch.export (.pt2) golden models only: no button that could only be refused
   const golden = useModelWhenKnown(params?.model_id);
   if (index === 0 || !params?.model_id || !params.dataset_id || golden.data?.format !== "torch_export") return null;
   const { model_id: modelId, dataset_id: datasetId } = params;
+  const problem =
+    choice.chosen.size === 0
+      ? "choose at least one method"
+      : [...choice.chosen].some((m) => TRAINING_METHODS.has(m))
+        ? trainingProblem(choice.training)
+        : null;
   return (
     <div className="recover">
-      {launched === null ? (
+      {launched === null && !open ? (
         <button
           type="button"
-          disabled={create.isPending}
           onClick={() => {
+            setOpen(true);
+          }}
+        >
+          Recover this
+        </button>
+      ) : launched === null ? (
+        <form
+          className="recover-form"
+          onSubmit={(e) => {
+            e.preventDefault();
             create.mutate(
               {
                 golden_model_id: modelId,
                 dataset_id: datasetId,
                 sweep_point_id: `${sweepJobId}:${index.toString()}`,
-                methods: DEFAULT_METHODS,
+                methods: methodsToLaunch(choice),
               } as Parameters<typeof create.mutate>[0],
               {
                 onSuccess: (job) => {
@@ -58,8 +77,20 @@ export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index
             );
           }}
         >
-          Recover this
-        </button>
+          <MethodChooser choice={choice} onChange={setChoice} />
+          {problem && <p className="error">{problem}</p>}
+          <button type="submit" disabled={create.isPending || problem !== null}>
+            Launch recovery
+          </button>{" "}
+          <button
+            type="button"
+            onClick={() => {
+              setOpen(false);
+            }}
+          >
+            Cancel
+          </button>
+        </form>
       ) : (
         <Launched jobId={launched} />
       )}

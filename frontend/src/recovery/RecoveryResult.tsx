@@ -1,9 +1,11 @@
-// A recovery job's result: the lineage line, the before/after table per method step, and the links to the
-// recovered model (its page and its ONNX file).
+// A recovery job's result: the lineage line, the before/after table per method step, the loss curve of the
+// training steps (distill, qat), and the links to the recovered model (its page and its ONNX file).
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { href } from "../lib/route";
 import { useRecoverySummary, recoveredModelHref } from "./queries";
+import { LossCurveChart } from "./LossCurveChart";
 import { lineageLine, stepRows, type RecoverySummary } from "./recovery";
+import { lossCurves } from "./training";
 
 export function StepsTable({ summary }: { summary: RecoverySummary }) {
   return (
@@ -39,6 +41,7 @@ export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showMo
   if (summary.isPending) return <Loading what="the recovery result" />;
   if (summary.isError) return <ErrorMessage error={summary.error} />;
   const s = summary.data;
+  const curves = lossCurves(s);
   return (
     <div className="recovery-result">
       <p className="lineage" aria-label="Lineage">
@@ -54,6 +57,7 @@ export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showMo
         ))}
       </p>
       <StepsTable summary={s} />
+      {curves.length > 0 && <LossCurveChart curves={curves} />}
       <p className="muted">
         {s.n_heldout} held-out and {s.n_calibration} calibration samples. Exported as <code>{s.export.kind}</code>
         {s.export.measured ? `, KL ${s.export.measured.kl_mean?.toPrecision(4) ?? "—"} in onnxruntime` : ""}.{" "}

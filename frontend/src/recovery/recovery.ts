@@ -8,13 +8,6 @@ export type RecoverySummary = components["schemas"]["RecoverySummaryOut"];
 export type RecoveryLineage = components["schemas"]["RecoveryLineageOut"];
 type Fidelity = components["schemas"]["PointFidelityOut"];
 
-/** The methods a "recover this" launch applies, in order: equalization must come first. */
-export const DEFAULT_METHODS = [
-  { name: "equalization" as const },
-  { name: "adaround" as const },
-  { name: "bias_correction" as const },
-];
-
 export interface StepRow {
   method: string;
   kl: string;

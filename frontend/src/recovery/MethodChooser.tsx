@@ -1,0 +1,67 @@
+// The methods of a recovery launch (run in METHOD_ORDER) and, when distillation or QAT is chosen, their
+// training parameters.
+import { useId } from "react";
+import {
+  METHOD_LABELS,
+  METHOD_ORDER,
+  TRAINING_METHODS,
+  type MethodChoice,
+  type MethodName,
+  type TrainingChoice,
+} from "./training";
+
+const FIELDS: { key: keyof TrainingChoice; label: string; step: string; hint: string }[] = [
+  { key: "steps", label: "Steps", step: "1", hint: "one batch each; 300 take seconds for a small CNN on CPU" },
+  { key: "learning_rate", label: "Learning rate", step: "any", hint: "Adam" },
+  { key: "temperature", label: "Temperature", step: "any", hint: "T of the KL (scaled by T²)" },
+  { key: "alpha", label: "Cross-entropy weight", step: "any", hint: "on labels, when the dataset has them" },
+  { key: "patience", label: "Patience", step: "1", hint: "held-out checks without improvement; 0: never stop early" },
+];
+
+export function MethodChooser({ choice, onChange }: { choice: MethodChoice; onChange: (c: MethodChoice) => void }) {
+  const id = useId();
+  const toggle = (m: MethodName, on: boolean) => {
+    const chosen = new Set(choice.chosen);
+    if (on) chosen.add(m);
+    else chosen.delete(m);
+    onChange({ ...choice, chosen });
+  };
+  const training = [...choice.chosen].some((m) => TRAINING_METHODS.has(m));
+  return (
+    <fieldset className="recovery-methods">
+      <legend>Methods (applied in this order)</legend>
+      {METHOD_ORDER.map((m) => (
+        <label key={m}>
+          <input
+            type="checkbox"
+            checked={choice.chosen.has(m)}
+            onChange={(e) => {
+              toggle(m, e.target.checked);
+            }}
+          />{" "}
+          {METHOD_LABELS[m]}
+        </label>
+      ))}
+      {training && (
+        <div className="recovery-training" aria-label="Training parameters">
+          {FIELDS.map((f) => (
+            <label key={f.key} htmlFor={`${id}-${f.key}`}>
+              {f.label}
+              <input
+                id={`${id}-${f.key}`}
+                type="number"
+                inputMode="decimal"
+                step={f.step}
+                value={Number.isNaN(choice.training[f.key]) ? "" : choice.training[f.key]}
+                onChange={(e) => {
+                  onChange({ ...choice, training: { ...choice.training, [f.key]: e.target.valueAsNumber } });
+                }}
+              />
+              <span className="muted small-text">{f.hint}</span>
+            </label>
+          ))}
+        </div>
+      )}
+    </fieldset>
+  );
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import type { RecoverySummary } from "./recovery";
+import {
+  DEFAULT_CHOICE,
+  DEFAULT_TRAINING,
+  lossCurves,
+  methodsToLaunch,
+  trainingProblem,
+  type MethodName,
+} from "./training";
+
+describe("methodsToLaunch", () => {
+  it("sends the chosen methods in the pipeline order, training ones with their parameters", () => {
+    const chosen = new Set<MethodName>(["bias_correction", "qat", "equalization"]);
+    const methods = methodsToLaunch({ chosen, training: { ...DEFAULT_TRAINING, steps: 50 } });
+    expect(methods.map((m) => m.name)).toEqual(["equalization", "qat", "bias_correction"]);
+    expect(methods[0]).toEqual({ name: "equalization" });
+    expect(methods[1]).toEqual({ name: "qat", steps: 50, learning_rate: 1e-3, temperature: 2, alpha: 0, patience: 5 });
+  });
+
+  it("defaults to the training-free chain", () => {
+    expect(methodsToLaunch(DEFAULT_CHOICE).map((m) => m.name)).toEqual(["equalization", "adaround", "bias_correction"]);
+  });
+});
+
+describe("trainingProblem", () => {
+  it("refuses what the API would refuse", () => {
+    expect(trainingProblem(DEFAULT_TRAINING)).toBeNull();
+    expect(trainingProblem({ ...DEFAULT_TRAINING, steps: 0 })).toMatch(/steps/);
+    expect(trainingProblem({ ...DEFAULT_TRAINING, steps: 2.5 })).toMatch(/steps/);
+    expect(trainingProblem({ ...DEFAULT_TRAINING, learning_rate: Number.NaN })).toMatch(/learning rate/);
+    expect(trainingProblem({ ...DEFAULT_TRAINING, temperature: 0.05 })).toMatch(/temperature/);
+    expect(trainingProblem({ ...DEFAULT_TRAINING, alpha: 1.5 })).toMatch(/alpha/);
+    expect(trainingProblem({ ...DEFAULT_TRAINING, patience: -1 })).toMatch(/patience/);
+  });
+});
+
+describe("lossCurves", () => {
+  it("gives one curve per training step, the held-out KL only where measured", () => {
+    const summary = {
+      steps: [
+        { method: "before", details: {} },
+        { method: "adaround", details: { layers: [] } },
+        {
+          method: "qat",
+          details: {
+            curve: [
+              { step: 1, loss: 0.5, heldout_kl: null },
+              { step: 2, loss: 0.3, heldout_kl: 0.02 },
+              { step: 3, loss: 0.2, heldout_kl: null },
+              { step: 4, loss: 0.25, heldout_kl: 0.03 },
+            ],
+            best_step: 2,
+            stopped_early: true,
+          },
+        },
+      ],
+    } as unknown as RecoverySummary;
+    const curves = lossCurves(summary);
+    expect(curves).toHaveLength(1);
+    expect(curves[0]).toEqual({
+      method: "qat",
+      steps: [1, 2, 3, 4],
+      loss: [0.5, 0.3, 0.2, 0.25],
+      klSteps: [2, 4],
+      kl: [0.02, 0.03],
+      bestStep: 2,
+      stoppedEarly: true,
+    });
+  });
+});

@@ -1,0 +1,96 @@
+// The method choice of a recovery launch and the loss curves of its training steps (distill, qat). Pure
+// functions over the API's typed documents (tested in training.test.ts).
+import type { RecoverySummary } from "./recovery";
+
+export type MethodName = "equalization" | "adaround" | "distill" | "qat" | "bias_correction";
+
+/** The order chosen methods run in: equalization must come first (it rescales weights); AdaRound picks the
+ * rounding QAT then trains from; bias correction last, measured on the final weights. */
+export const METHOD_ORDER: readonly MethodName[] = ["equalization", "adaround", "distill", "qat", "bias_correction"];
+
+export const METHOD_LABELS: Record<MethodName, string> = {
+  equalization: "Cross-layer equalization",
+  adaround: "AdaRound",
+  distill: "Distillation fine-tuning",
+  qat: "Quantization-aware training",
+  bias_correction: "Bias correction",
+};
+
+export const TRAINING_METHODS: ReadonlySet<MethodName> = new Set(["distill", "qat"]);
+
+/** The training parameters the launch form offers (the API's defaults; the rest keep theirs). */
+export interface TrainingChoice {
+  steps: number;
+  learning_rate: number;
+  temperature: number;
+  alpha: number;
+  patience: number;
+}
+
+export const DEFAULT_TRAINING: TrainingChoice = {
+  steps: 300,
+  learning_rate: 1e-3,
+  temperature: 2,
+  alpha: 0,
+  patience: 5,
+};
+
+export interface MethodChoice {
+  chosen: ReadonlySet<MethodName>;
+  training: TrainingChoice;
+}
+
+export const DEFAULT_CHOICE: MethodChoice = {
+  chosen: new Set<MethodName>(["equalization", "adaround", "bias_correction"]),
+  training: DEFAULT_TRAINING,
+};
+
+export type LaunchMethod = { name: MethodName } & Partial<TrainingChoice>;
+
+/** The request's method list: the chosen methods in METHOD_ORDER, the training ones with their parameters. */
+export function methodsToLaunch(choice: MethodChoice): LaunchMethod[] {
+  return METHOD_ORDER.filter((m) => choice.chosen.has(m)).map((name) =>
+    TRAINING_METHODS.has(name) ? { name, ...choice.training } : { name },
+  );
+}
+
+/** Why the training parameters cannot be sent (the API's ranges), or null. */
+export function trainingProblem(t: TrainingChoice): string | null {
+  if (!Number.isInteger(t.steps) || t.steps < 1 || t.steps > 1_000_000) return "steps: a whole number from 1";
+  if (!(t.learning_rate > 0 && t.learning_rate <= 1)) return "learning rate: above 0, at most 1";
+  if (!(t.temperature >= 0.1 && t.temperature <= 100)) return "temperature: from 0.1 to 100";
+  if (!(t.alpha >= 0 && t.alpha <= 1)) return "alpha: from 0 to 1";
+  if (!Number.isInteger(t.patience) || t.patience < 0) return "patience: a whole number, 0 for none";
+  return null;
+}
+
+export interface LossCurve {
+  method: string;
+  steps: number[];
+  loss: (number | null)[];
+  /** The held-out KL where it was measured (every eval_every steps). */
+  klSteps: number[];
+  kl: number[];
+  bestStep: number | null;
+  stoppedEarly: boolean;
+}
+
+/** One curve per training step of the result (none when no distill/qat ran). */
+export function lossCurves(summary: RecoverySummary): LossCurve[] {
+  return summary.steps.flatMap((step) => {
+    const curve = step.details.curve;
+    if (!curve || curve.length === 0) return [];
+    const measured = curve.filter((p) => p.heldout_kl !== null);
+    return [
+      {
+        method: step.method,
+        steps: curve.map((p) => p.step),
+        loss: curve.map((p) => p.loss),
+        klSteps: measured.map((p) => p.step),
+        kl: measured.map((p) => p.heldout_kl ?? 0),
+        bestStep: step.details.best_step ?? null,
+        stoppedEarly: step.details.stopped_early ?? false,
+      },
+    ];
+  });
+}
