@@ -2,27 +2,12 @@ import type { PlotData, Shape } from "plotly.js";
 import { describe, expect, it } from "vitest";
 import type { ChannelImportance, MixedPrecisionPlan, SensitivityReport } from "../api/types";
 import { toCsv } from "./csv";
-import {
-  cellScore,
-  channelCsv,
-  channelFigure,
-  describeConfig,
-  formatCellSqnr,
-  formatScore,
-  heatmapFigure,
-  hoverGrid,
-  logColorAxis,
-  matrixCsv,
-  metricOf,
-  planRows,
-  plansCsv,
-  rankLayers,
-  rankedLayers,
-  rankingOf,
-  rowHeight,
-  sqnrColorAxis,
-  wholeModelRows,
-} from "./sensitivity";
+import { cellScore, describeConfig, formatCellSqnr, metricOf } from "./sensitivity";
+import { channelCsv, channelFigure } from "./sensitivityChannels";
+import { logColorAxis, sqnrColorAxis } from "./sensitivityColor";
+import { heatmapFigure, hoverGrid, matrixCsv, rowHeight } from "./sensitivityHeatmap";
+import { planRows, plansCsv, wholeModelRows } from "./sensitivityPlans";
+import { formatScore, rankLayers, rankedLayers, rankingOf } from "./sensitivityRanking";
 import { divergence } from "./resultFixtures";
 
 function layer(name: string, type: string, depth: number, total: number) {

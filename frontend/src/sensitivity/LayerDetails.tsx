@@ -8,17 +8,9 @@ import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatCount, formatNumber, formatPercent } from "../lib/format";
-import {
-  CHANNEL_LIMIT,
-  cellAt,
-  channelCsv,
-  channelFigure,
-  describeConfig,
-  formatCellSqnr,
-  formatKl,
-  layersByName,
-  rankingOf,
-} from "../lib/sensitivity";
+import { cellAt, describeConfig, formatCellSqnr, formatKl, layersByName } from "../lib/sensitivity";
+import { CHANNEL_LIMIT, channelCsv, channelFigure } from "../lib/sensitivityChannels";
+import { rankingOf } from "../lib/sensitivityRanking";
 
 export const METHOD_LABELS: Record<ImportanceMethod, string> = {
   l1: "L1 norm of the weights",

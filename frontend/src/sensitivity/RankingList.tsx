@@ -5,7 +5,8 @@ import type { SensitivityReport } from "../api/types";
 import { slug, toCsv } from "../lib/csv";
 import { downloadText } from "../lib/download";
 import { shortName } from "../lib/layerProfile";
-import { formatScore, metricOf, rankedLayers, rankingCsv } from "../lib/sensitivity";
+import { metricOf } from "../lib/sensitivity";
+import { formatScore, rankedLayers, rankingCsv } from "../lib/sensitivityRanking";
 
 const FIRST = 15;
 

@@ -6,7 +6,8 @@ import { useCallback, useMemo } from "react";
 import type { SensitivityReport } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
-import { heatmapFigure, matrixCsv, metricOf } from "../lib/sensitivity";
+import { metricOf } from "../lib/sensitivity";
+import { heatmapFigure, matrixCsv } from "../lib/sensitivityHeatmap";
 
 /** Heights above this scroll inside the panel. */
 const MAX_VISIBLE = 720;

@@ -10,15 +10,8 @@ import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { slug, toCsv } from "../lib/csv";
 import { downloadText } from "../lib/download";
 import { formatBytes, formatNumber, formatPercent } from "../lib/format";
-import {
-  formatKl,
-  planRows,
-  plansCsv,
-  plansFigure,
-  wholeModelCsv,
-  wholeModelRows,
-  type PlanRow,
-} from "../lib/sensitivity";
+import { formatKl } from "../lib/sensitivity";
+import { planRows, plansCsv, plansFigure, wholeModelCsv, wholeModelRows, type PlanRow } from "../lib/sensitivityPlans";
 
 function CsvButton({ name, csv }: { name: string; csv: () => CsvData }) {
   return (
