@@ -24,6 +24,7 @@ from backend.contracts import (
 )
 from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDivergence
 from backend.image_datasets import describe_image_zip
+from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, ModelLoadError
 from worker.engine.types import ModelFormat
 from worker.model_files import model_file
@@ -115,6 +116,7 @@ class FidelityHandler:
     def run(self, ctx: JobContext) -> ResultWriter:
         from worker.engine.fidelity import FidelityParams, compare_models
         from worker.engine.loaders import load_model
+        from worker.engine.sample_topk import SampleTopK
 
         params = FidelityJobParams.model_validate(ctx.params)
         models: list[tuple[Path, ModelFormat]] = []
@@ -157,9 +159,11 @@ class FidelityHandler:
             flip_confidence=params.flip_confidence,
             pooling=params.pooling,
         )
+        topk = SampleTopK()  # each sample's top-k classes of both models, recorded as the comparison runs
         report = compare_models(
-            runners[0], runners[1], arrays, labels, fidelity_params, on_progress=on_progress
-        )
+            topk.wrap(runners[0], "golden"), topk.wrap(runners[1], "compressed"), arrays, labels,
+            fidelity_params, on_progress=on_progress,
+        )  # fmt: skip
         runtime_outputs = report.outputs if onnx_pair and n_profiled > 0 else None
         if n_rerun:
 
@@ -180,6 +184,7 @@ class FidelityHandler:
             for key, document in (
                 (RESULT_FIDELITY_CLASSES, report.classes_dict()),
                 (RESULT_FIDELITY_SEQUENCE, report.sequence_dict()),
+                (RESULT_FIDELITY_SAMPLE_TOPK, topk.document(report)),
             )
             if document is not None
         }

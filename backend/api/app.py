@@ -31,9 +31,11 @@ from backend.api.routes import (
     projects,
     recovery,
     report_export,
+    sample_inspector,
     sensitivity,
     sweep,
     teams,
+    trends,
 )
 from backend.api.security_headers import SecurityHeadersMiddleware
 from backend.api.upload_limit import UploadLimitMiddleware
@@ -78,6 +80,8 @@ SIGNED_IN_ROUTERS = (
     recovery.router,
     report_export.router,
     budgets.router,
+    sample_inspector.router,
+    trends.router,
 )
 
 

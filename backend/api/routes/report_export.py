@@ -66,6 +66,9 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/recovery": "not exported: recovery jobs have no report page to export",
     "/recovery/model": "not exported: a model download",
     "/export.html": "this route",
+    "/samples/{index}": "not in the file: the inspector reads one sample's top-k and input on demand (the "
+    "page says it needs the live dashboard)",
+    "/samples/{index}/input.png": "not in the file: the input is read from the stored dataset on demand",
 }
 """How the exported file answers each GET under /api/v1/jobs/{job_id}: a route added there must say it here
 (tests/backend/test_report_export.py), so that a page reading a new document does not break in the file."""

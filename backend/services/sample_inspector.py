@@ -1,0 +1,162 @@
+"""One sample of a fidelity job, for the sample inspector: both models' top-k classes and probabilities
+(stored by the worker, worker/engine/sample_topk.py) and a summary of the sample's input (read from the stored
+dataset with backend/dataset_preview.py: only that sample's rows; never a model runtime).
+
+The top-k document holds one row per sample; a sample's rows are read with JSON path expressions
+(PostgreSQL ``#>``, SQLite ``json_extract``), so a request reads a few numbers, not the whole document.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from backend.dataset_formats import LABELS
+from backend.dataset_preview import IMAGE_ARRAY, image_layout, preview_image_zip, read_npz_rows
+from backend.db.models import JobResult
+from backend.errors import Conflict, NotFound
+
+RESULT_FIDELITY_SAMPLE_TOPK = "fidelity.sample_topk"
+"""The job result (written by worker/handlers.py FidelityHandler) holding every sample's top-k."""
+
+ROLES = ("golden", "compressed")
+
+
+@dataclass(frozen=True)
+class TopKIndex:
+    """What the stored top-k document covers."""
+
+    k: int
+    n_samples: int
+    output_names: list[str]
+
+
+def topk_index(session: Session, job_id: uuid.UUID) -> TopKIndex | None:
+    """The document's k, sample count and outputs; None when the job has no top-k document (it ran before
+    the inspector existed, or it has no classification output)."""
+    payload = JobResult.payload
+    row = session.execute(
+        select(payload[("k",)], payload[("n_samples",)], payload[("output_names",)]).where(
+            JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_SAMPLE_TOPK
+        )
+    ).one_or_none()
+    if row is None:
+        return None
+    k, n, names = row
+    return TopKIndex(int(k), int(n), [str(name) for name in names or []])
+
+
+def sample_topk(session: Session, job_id: uuid.UUID, output: str, index: int) -> dict[str, Any]:
+    """One output's entry for one sample: compressed_output, num_classes, outputs_are_probabilities, and per
+    role (golden, compressed) ``{"classes": [...], "probabilities": [...]}`` or None (output not finite)."""
+    payload = JobResult.payload
+    fields = ["compressed_output", "num_classes", "outputs_are_probabilities"]
+    per_role = [(role, part) for role in ROLES for part in ("classes", "probabilities")]
+    columns = [payload[("outputs", output, name)] for name in fields] + [
+        payload[("outputs", output, role, part, index)] for role, part in per_role
+    ]
+    row = session.execute(
+        select(*columns).where(JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_SAMPLE_TOPK)
+    ).one()
+    entry: dict[str, Any] = dict(zip(fields, row[: len(fields)], strict=True))
+    values = dict(zip(per_role, row[len(fields) :], strict=True))
+    for role in ROLES:
+        classes, probabilities = values[(role, "classes")], values[(role, "probabilities")]
+        entry[role] = (
+            None if classes is None else {"classes": list(classes), "probabilities": list(probabilities)}
+        )
+    return entry
+
+
+# --- the input --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputArray:
+    """One array of one sample: shape, statistics of its finite values, and whether it draws as a picture."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    nonfinite: int
+    image: bool
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def array_summary(name: str, sample: np.ndarray) -> InputArray:
+    """Shape and min / max / mean / std (population, float64) of the finite values."""
+    shape = [int(s) for s in sample.shape]
+    image = image_layout(sample.shape, sample.dtype) is not None
+    if sample.dtype.kind not in "biuf" or sample.size == 0:
+        return InputArray(name, shape, sample.dtype.name, None, None, None, None, 0, image)
+    values = np.asarray(sample, dtype=np.float64).ravel()
+    finite = values[np.isfinite(values)]
+    nonfinite = int(values.size - finite.size)
+    if finite.size == 0:
+        return InputArray(name, shape, sample.dtype.name, None, None, None, None, nonfinite, image)
+    return InputArray(
+        name,
+        shape,
+        sample.dtype.name,
+        float(finite.min()),
+        float(finite.max()),
+        _finite(float(finite.mean())),
+        _finite(float(finite.std())),
+        nonfinite,
+        image,
+    )
+
+
+@dataclass(frozen=True)
+class InputSummary:
+    arrays: list[InputArray]
+    label: int | None
+    name: str | None  # the image's member in a zip of images
+
+
+def input_summary(path: Path, kind: str, index: int, max_pixels: int | None) -> InputSummary:
+    """The sample's arrays (an .npz: every array but labels; a zip of images: its picture) and label.
+    NotFound for an index past the end (backend/dataset_preview.py says how many samples there are)."""
+    if kind == "npz":
+        _, rows = read_npz_rows(path, [index])
+        labels = rows.get(LABELS)
+        label = None
+        if labels is not None and labels[0].ndim == 0 and labels[0].dtype.kind in "iu":
+            label = int(labels[0])
+        arrays = [array_summary(name, values[0]) for name, values in rows.items() if name != LABELS]
+        return InputSummary(arrays, label, None)
+    if kind == "image_zip":
+        page = preview_image_zip(path, index, 1, max_pixels)
+        if not page.items:
+            raise NotFound(f"no sample {index}: the dataset has {page.total} samples")
+        sample = page.items[0]
+        if sample.error is not None:
+            raise Conflict(sample.error)
+        stats = sample.arrays[IMAGE_ARRAY]
+        picture = InputArray(
+            IMAGE_ARRAY,
+            list(stats.shape),
+            stats.dtype,
+            stats.min,
+            stats.max,
+            stats.mean,
+            None,  # the preview takes an 8-bit image's statistics from its histogram, which has no std
+            stats.nonfinite,
+            True,
+        )
+        return InputSummary([picture], sample.label, sample.name)
+    raise Conflict(f"datasets of kind {kind!r} cannot be summarised")
