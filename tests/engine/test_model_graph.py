@@ -12,7 +12,8 @@ import pytest
 
 from tests.support.deep_onnx import deep_chain_onnx
 from worker.engine.demo_models import DigitsCNN, export_onnx, quantize_onnx_int8
-from worker.engine.inspection import inspect_model
+from worker.engine.inspection import files as inspection_files
+from worker.engine.inspection import inspect_model, inspect_with_graph
 from worker.engine.inspection.graph import display_graph, model_graph
 
 PLUMBING = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Constant"}
@@ -88,6 +89,26 @@ def test_onnx_zip_graph_equals_the_plain_onnx_graph(cnn_files: dict[str, Path]) 
     assert zipped.nodes and [n.id for n in zipped.nodes] == [n.id for n in plain.nodes]
     assert [(n.params, n.macs) for n in zipped.nodes] == [(n.params, n.macs) for n in plain.nodes]
     assert zipped.edges == plain.edges
+
+
+def test_inspect_with_graph_extracts_an_onnx_zip_once(
+    cnn_files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The inspect job needs the inspection and the graph: one extraction serves both, and they equal the
+    inspection and graph of the plain ONNX file."""
+    extract = inspection_files.extract_onnx_zip
+    calls: list[Path] = []
+
+    def counting(path: Path, folder: Path) -> Path:
+        calls.append(path)
+        return extract(path, folder)
+
+    monkeypatch.setattr(inspection_files, "extract_onnx_zip", counting)
+    inspection, graph = inspect_with_graph(cnn_files["onnx_zip"], "onnx_zip")
+    assert calls == [cnn_files["onnx_zip"]]
+    plain = inspect_model(cnn_files["onnx"], "onnx")
+    assert inspection.layers and inspection.to_dict() == plain.to_dict()
+    assert graph.nodes and graph.edges == model_graph(cnn_files["onnx"], "onnx").edges
 
 
 def test_torch_formats_get_a_note_not_a_graph(tmp_path: Path) -> None:

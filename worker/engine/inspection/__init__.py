@@ -14,11 +14,12 @@ Conventions (the same for every format, so that a golden model and its compresse
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from worker.engine.errors import ModelLoadError
+from worker.engine.inspection.files import readable_model
+from worker.engine.inspection.graph import ModelGraph, display_graph
 from worker.engine.inspection.model import LayerInfo, ModelInspection
 from worker.engine.inspection.onnx_macs import _onnx_macs as _onnx_macs
 from worker.engine.inspection.onnx_side import _onnx_params as _onnx_params
@@ -26,10 +27,9 @@ from worker.engine.inspection.onnx_side import inspect_onnx
 from worker.engine.inspection.shapes import resolve_input_shapes
 from worker.engine.inspection.torch_side import _count_flops as _count_flops
 from worker.engine.inspection.torch_side import inspect_torch_export, inspect_torchscript
-from worker.engine.loaders import extract_onnx_zip
 from worker.engine.types import ModelFormat
 
-__all__ = ["LayerInfo", "ModelInspection", "inspect_model", "resolve_input_shapes"]
+__all__ = ["LayerInfo", "ModelInspection", "inspect_model", "inspect_with_graph", "resolve_input_shapes"]
 
 
 def inspect_model(
@@ -37,12 +37,12 @@ def inspect_model(
 ) -> ModelInspection:
     """Inspect a model file; raises ModelLoadError when it cannot be read and EngineError when
     `input_shapes` names an input the model does not have or contradicts a fixed dimension."""
+    if fmt == "onnx_zip":
+        with readable_model(path, fmt) as (onnx_path, _):
+            return inspect_onnx(onnx_path, input_shapes)
     path = Path(path)
     if fmt == "onnx":
         return inspect_onnx(path, input_shapes)
-    if fmt == "onnx_zip":
-        with tempfile.TemporaryDirectory(prefix="kneeboard-inspect-") as tmp:
-            return inspect_onnx(extract_onnx_zip(path, Path(tmp)), input_shapes)
     if fmt == "torch_export":
         return inspect_torch_export(path, input_shapes)
     if fmt == "torchscript":
@@ -50,3 +50,13 @@ def inspect_model(
     raise ModelLoadError(
         f"Unknown model format {fmt!r}; expected onnx, onnx_zip, torch_export or torchscript."
     )
+
+
+def inspect_with_graph(
+    path: Path, fmt: ModelFormat, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> tuple[ModelInspection, ModelGraph]:
+    """`inspect_model` and `graph.display_graph` of one model file, reading it once: an onnx_zip is
+    extracted once for both (the inspect job needs both)."""
+    with readable_model(path, fmt) as (readable, readable_fmt):
+        inspection = inspect_model(readable, readable_fmt, input_shapes)
+        return inspection, display_graph(readable, readable_fmt, input_shapes)

@@ -13,18 +13,17 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from worker.engine.errors import EngineError, JobCancelled
+from worker.engine.inspection.files import readable_model
 from worker.engine.inspection.identity import canonical_onnx_ids, node_label, onnx_aliases, onnx_module_path
 from worker.engine.inspection.onnx_macs import _onnx_macs
 from worker.engine.inspection.onnx_side import _onnx_params, _onnx_spec, _read_onnx
 from worker.engine.inspection.shapes import resolve_input_shapes
-from worker.engine.loaders import extract_onnx_zip
 from worker.engine.types import ModelFormat
 
 if TYPE_CHECKING:
@@ -82,12 +81,9 @@ def model_graph(
     path: Path, fmt: ModelFormat, input_shapes: Mapping[str, Sequence[int]] | None = None
 ) -> ModelGraph:
     """The display graph of a model file; torch formats get an empty graph with a note."""
-    path = Path(path)
-    if fmt == "onnx":
-        return onnx_graph(_read_onnx(path), input_shapes)
-    if fmt == "onnx_zip":
-        with tempfile.TemporaryDirectory(prefix="kneeboard-graph-") as tmp:
-            return onnx_graph(_read_onnx(extract_onnx_zip(path, Path(tmp))), input_shapes)
+    if fmt in ("onnx", "onnx_zip"):
+        with readable_model(path, fmt) as (onnx_path, _):
+            return onnx_graph(_read_onnx(onnx_path), input_shapes)
     return ModelGraph(format=fmt, nodes=[], edges=[], notes=[NO_GRAPH_NOTE.format(fmt=fmt)])
 
 
