@@ -1,6 +1,6 @@
 // Rename, notes, tags and delete for a model, dataset or job, as buttons that open a dialog. The API decides
 // who may (members: what they made; team admins: anything), and its refusal is shown in the dialog.
-import { useState, type SubmitEvent } from "react";
+import { useState, type ReactNode, type SubmitEvent } from "react";
 import { ErrorMessage } from "../components/QueryView";
 import { Modal } from "./Modal";
 import { useDelete, useUpdate, type Managed } from "./manageQueries";
@@ -19,6 +19,14 @@ const WHAT_DELETE_DOES: Record<Managed, string> = {
   job: "Its results go with it; a queued or running job is cancelled first.",
 };
 
+/** What the buttons and dialogs act on; `label` names it in the dialogs ("model “resnet int8”"). */
+interface ManagedProps {
+  what: Managed;
+  projectId: string;
+  item: Annotated;
+  label: string;
+}
+
 /** The tags of a row as small chips (nothing when it has none). */
 export function TagList({ tags }: { tags: readonly string[] | undefined }) {
   if (!tags || tags.length === 0) return null;
@@ -36,19 +44,7 @@ export function NotesText({ notes }: { notes: string | undefined }) {
   return notes ? <p className="notes-text muted small-text">{notes}</p> : null;
 }
 
-function EditDialog({
-  what,
-  projectId,
-  item,
-  label,
-  onClose,
-}: {
-  what: Managed;
-  projectId: string;
-  item: Annotated;
-  label: string;
-  onClose: () => void;
-}) {
+function EditDialog({ what, projectId, item, label, onClose }: ManagedProps & { onClose: () => void }) {
   const update = useUpdate(what, projectId, item.id);
   const [name, setName] = useState(item.name ?? "");
   const [notes, setNotes] = useState(item.notes ?? "");
@@ -123,20 +119,8 @@ function EditDialog({
   );
 }
 
-function DeleteDialog({
-  what,
-  projectId,
-  id,
-  label,
-  onClose,
-}: {
-  what: Managed;
-  projectId: string;
-  id: string;
-  label: string;
-  onClose: () => void;
-}) {
-  const remove = useDelete(what, projectId, id);
+function DeleteDialog({ what, projectId, item, label, onClose }: ManagedProps & { onClose: () => void }) {
+  const remove = useDelete(what, projectId, item.id);
   return (
     <Modal title={`Delete ${label}?`} onClose={onClose}>
       <p>{WHAT_DELETE_DOES[what]} This cannot be undone.</p>
@@ -160,64 +144,15 @@ function DeleteDialog({
   );
 }
 
-/** "Edit" and "Delete" buttons for one row; `label` names it in the dialogs ("model “resnet int8”"). */
-export function ManageButtons({
-  what,
-  projectId,
-  item,
-  label,
+/** A small button that opens a dialog, and the dialog while it is open (`dialog` gets its close function). */
+function DialogButton({
+  text,
+  ariaLabel,
+  dialog,
 }: {
-  what: Managed;
-  projectId: string;
-  item: Annotated;
-  label: string;
-}) {
-  const [open, setOpen] = useState<"edit" | "delete" | null>(null);
-  const close = () => {
-    setOpen(null);
-  };
-  return (
-    <>
-      <button
-        type="button"
-        className="small"
-        aria-label={`Edit ${label}`}
-        onClick={() => {
-          setOpen("edit");
-        }}
-      >
-        Edit
-      </button>
-      <button
-        type="button"
-        className="small"
-        aria-label={`Delete ${label}`}
-        onClick={() => {
-          setOpen("delete");
-        }}
-      >
-        Delete
-      </button>
-      {open === "edit" && <EditDialog what={what} projectId={projectId} item={item} label={label} onClose={close} />}
-      {open === "delete" && (
-        <DeleteDialog what={what} projectId={projectId} id={item.id} label={label} onClose={close} />
-      )}
-    </>
-  );
-}
-
-/** Only the "Edit" button (name, notes, tags), e.g. on a model's own page, where deleting would leave the page
- * on nothing. */
-export function EditButton({
-  what,
-  projectId,
-  item,
-  label,
-}: {
-  what: Managed;
-  projectId: string;
-  item: Annotated;
-  label: string;
+  text: string;
+  ariaLabel: string;
+  dialog: (close: () => void) => ReactNode;
 }) {
   const [open, setOpen] = useState(false);
   return (
@@ -225,24 +160,43 @@ export function EditButton({
       <button
         type="button"
         className="small"
-        aria-label={`Edit ${label}`}
+        aria-label={ariaLabel}
         onClick={() => {
           setOpen(true);
         }}
       >
-        Edit
+        {text}
       </button>
-      {open && (
-        <EditDialog
-          what={what}
-          projectId={projectId}
-          item={item}
-          label={label}
-          onClose={() => {
-            setOpen(false);
-          }}
-        />
-      )}
+      {open &&
+        dialog(() => {
+          setOpen(false);
+        })}
+    </>
+  );
+}
+
+/** Only the "Edit" button (name, notes, tags), e.g. on a model's own page, where deleting would leave the page
+ * on nothing. */
+export function EditButton(props: ManagedProps) {
+  return (
+    <DialogButton
+      text="Edit"
+      ariaLabel={`Edit ${props.label}`}
+      dialog={(close) => <EditDialog {...props} onClose={close} />}
+    />
+  );
+}
+
+/** "Edit" and "Delete" buttons for one row. */
+export function ManageButtons(props: ManagedProps) {
+  return (
+    <>
+      <EditButton {...props} />
+      <DialogButton
+        text="Delete"
+        ariaLabel={`Delete ${props.label}`}
+        dialog={(close) => <DeleteDialog {...props} onClose={close} />}
+      />
     </>
   );
 }
