@@ -5,7 +5,8 @@ import type { ModelGraph } from "./types";
 
 /** One golden layer and what it is paired with (a profile row, or a pending correction). */
 export interface LayerPairing {
-  /** The golden layer's names, best first (canonical id, tensor name, aliases). */
+  /** The golden layer's names, best first: its canonical id (so a fused Conv+ReLU row links the Conv node,
+   * the layer, not the ReLU whose output tensor the profile compares), then tensor name and aliases. */
   goldenIds: string[];
   compressed: string | null;
   method: string | null;

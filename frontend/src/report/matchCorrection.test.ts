@@ -70,7 +70,7 @@ describe("the profile's pairing", () => {
       ["logits", "fc_out", "name_map"],
       ["pool", null, null],
     ]);
-    expect(rows[1]?.goldenIds).toEqual(["relu_1", "conv2", "node_conv2d_1"]);
+    expect(rows[1]?.goldenIds).toEqual(["conv2", "relu_1", "node_conv2d_1"]);
     expect(rows[1]?.label).toBe("conv2");
     expect(choices).toEqual(["relu_q", "t7", "fc_out", "t9"]);
     expect(unusedCompressed(rows, choices)).toEqual(["t9"]);

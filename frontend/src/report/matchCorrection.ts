@@ -12,7 +12,8 @@ export interface MatchRow {
   golden: string;
   /** What the dashboard calls it: its canonical id, else its name. */
   label: string;
-  /** Every name of the golden layer: name, canonical id, aliases (a name map may use any of them). */
+  /** Every name of the golden layer: canonical id (the layer, as the graph view finds it), name, aliases (a
+   * name map may use any of them). */
   goldenIds: string[];
   opType: string;
   compressed: string | null;
@@ -29,7 +30,7 @@ export function profileRows(profile: LayerProfile): MatchRow[] {
   const rows: MatchRow[] = (profile.layers ?? []).map((l) => ({
     golden: l.name,
     label: l.canonical_id ?? l.name,
-    goldenIds: [...new Set([l.name, ...(l.canonical_id ? [l.canonical_id] : []), ...(l.aliases ?? [])])],
+    goldenIds: [...new Set([...(l.canonical_id ? [l.canonical_id] : []), l.name, ...(l.aliases ?? [])])],
     opType: l.op_type,
     compressed: l.compressed_name,
     method: l.match_method ?? null,

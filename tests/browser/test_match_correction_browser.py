@@ -1,0 +1,131 @@
+"""Correcting a fidelity job's layer matching in the browser (issue 15), driven by drive_match_correction.mjs on
+the demo project: the report lists the demo job's pairs (all by name) and its unmatched golden layers; pairing
+the unmatched conv2 pre-activation with a compressed layer another golden layer still uses is refused; once
+that layer is unmatched the re-run is allowed, both graphs side by side show the pending matching, and the
+re-run is launched. Everything is then read back through the API: the launched job carries the source's
+parameters plus the corrected `layer_name_map`, and its profile pairs the layers as the map says. The model
+page's side-by-side mode for the demo job links the two graphs' nodes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.client import KneeboardClient
+from tests.browser.test_dashboard import (  # noqa: F401  (pytest fixtures)
+    ADMIN_PASSWORD,
+    ARTIFACTS,
+    REPO_ROOT,
+    _wait_for_demo,
+    stack,
+    tools,
+)
+from tests.support.services import Process
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DRIVER = Path(__file__).with_name("drive_match_correction.mjs")
+
+
+def test_correct_a_match_and_rerun_with_the_name_map(
+    tools: tuple[str, str],  # noqa: F811
+    stack: tuple[str, Process, str],  # noqa: F811
+) -> None:
+    node, chromium = tools
+    base, proc, token = stack
+    _wait_for_demo(base, proc, token)
+    client = KneeboardClient(base, token=token)
+    pid = next(p for p in client.projects() if p["name"] == "demo")["id"]
+    source = client.http.get("/jobs", params={"project_id": pid, "kind": "fidelity"}).json()["items"][-1]
+    profile = client.http.get(f"/jobs/{source['id']}/fidelity/layers").json()
+    pairs = {row["name"]: row["compressed_name"] for row in profile["layers"]}
+    # The demo pair: relu_1 (conv2's output) is matched by name; conv2's pre-activation tensor is not (the
+    # int8 model does not re-quantize it). Same shape, so the corrected pair can be profiled.
+    unmatch, pair_golden = "relu_1", "conv2d_1"
+    target = pairs[unmatch]
+    assert pair_golden in profile["unmatched_golden"], profile["unmatched_golden"]
+    graph = client.http.get(f"/models/{source['params']['golden_model_id']}/graph").json()
+    pick = next(n["id"] for n in graph["nodes"] if "logits" in n["aliases"])
+    # The layer whose output relu_1 is (its canonical id, conv2): after the correction it is linked through
+    # its pre-activation tensor.
+    pending_pick = next(row["canonical_id"] for row in profile["layers"] if row["name"] == unmatch)
+    assert pending_pick in {n["id"] for n in graph["nodes"]}
+
+    config = {
+        "base": base,
+        "chromium": chromium,
+        "artifacts": str(ARTIFACTS / "match_correction"),
+        "username": "admin",
+        "password": ADMIN_PASSWORD,
+        "job": source["id"],
+        "golden": source["params"]["golden_model_id"],
+        "pairGolden": pair_golden,
+        "target": target,
+        "unmatch": unmatch,
+        "pick": pick,
+        "pendingPick": pending_pick,
+    }
+    result = subprocess.run(
+        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
+    )
+    lines = result.stdout.strip().splitlines()
+    assert lines, f"the driver printed nothing:\n{result.stderr[-4000:]}"
+    seen: dict[str, Any] = json.loads(lines[-1])
+    assert result.returncode == 0 and "error" not in seen, (
+        f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
+    )
+    assert not seen["consoleErrors"], seen["consoleErrors"]
+
+    # The page lists every profile row with its compressed layer and method, then the unmatched golden layers.
+    listed = {golden: (compressed, method) for golden, compressed, method in seen["rows"]}
+    for row in profile["layers"]:
+        assert listed[row["name"]][0] == row["compressed_name"]
+        assert listed[row["name"]][1].startswith(row["match_method"])
+    for name in profile["unmatched_golden"]:
+        assert listed[name] == ("not matched", "not matched")
+    assert seen["launchDisabledAtFirst"]
+    # Two golden layers on one compressed layer: refused, with the reason.
+    assert target in seen["conflict"] and unmatch in seen["conflict"] and pair_golden in seen["conflict"]
+    assert seen["launchDisabledOnConflict"] and not seen["launchDisabledWhenValid"]
+    after = {golden: (compressed, method) for golden, compressed, method in seen["rowsAfter"]}
+    assert after[pair_golden] == (target, "your correction") and after[unmatch][0] == "not matched"
+    expected_map = {pair_golden: target, unmatch: ""}
+    assert seen["nameMap"] == expected_map
+
+    # Side by side with the pending matching: the corrected layer links to the compressed layer it now pairs
+    # with, marked as a correction not run yet.
+    selection = seen["pendingSelection"]
+    assert pending_pick in selection and "↔" in selection and "edited" in selection, selection
+    assert seen["pendingPanes"]["golden"]["selected"] == [pending_pick]
+    assert len(seen["pendingPanes"]["compressed"]["linked"]) == 1
+
+    # The launched job: the source's parameters plus the corrected map; its profile pairs as the map says.
+    launched = client.http.get(f"/jobs/{seen['launchedJob']}").json()
+    assert launched["kind"] == "fidelity"
+    assert launched["params"]["layer_name_map"] == expected_map
+    assert {k: v for k, v in launched["params"].items() if k != "layer_name_map"} == {
+        k: v for k, v in source["params"].items() if k != "layer_name_map"
+    }
+    assert client.wait_job(launched["id"], timeout=240)["status"] == "succeeded"
+    corrected = client.http.get(f"/jobs/{launched['id']}/fidelity/layers").json()
+    rows = {row["name"]: row for row in corrected["layers"]}
+    assert rows[pair_golden]["compressed_name"] == target
+    assert rows[pair_golden]["match_method"] == "name_map"
+    assert unmatch not in rows and unmatch in corrected["unmatched_golden"]
+    for name, compressed in pairs.items():
+        if name != unmatch:
+            assert rows[name]["compressed_name"] == compressed
+
+    # The model page's side-by-side mode (the stored matching): the output layer links to one compressed node,
+    # and clicking that node selects it and links back.
+    assert pick in seen["modelSelection"] and "↔" in seen["modelSelection"]
+    assert "(name)" in seen["modelSelection"]
+    linked = seen["modelPanes"]["compressed"]["linked"]
+    assert len(linked) == 1
+    assert seen["backPanes"]["compressed"]["selected"] == linked
+    assert seen["backPanes"]["golden"]["linked"] == [pick]
+    print(f"side by side: {seen['modelLinks']}")
