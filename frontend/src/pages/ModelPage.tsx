@@ -9,6 +9,7 @@ import { formatBytes, formatCount, formatPercent, formatShape, formatTime } from
 import { arrayAt, numberAt, stringAt, stringsAt } from "../lib/json";
 import { href } from "../lib/route";
 import { EditButton } from "../project/ManageActions";
+import { Trends } from "../project/Trends";
 import { ModelLineage } from "../recovery/ModelLineage";
 
 interface Tensor {
@@ -170,6 +171,7 @@ function ModelDetails({ model }: { model: Model }) {
           <LayerTable inspection={inspection} />
         </>
       )}
+      <Trends projectId={model.project_id} goldenModelId={model.id} />
     </>
   );
 }

@@ -7,6 +7,7 @@ import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber } from "../lib/format";
 import { PAGE_SIZES, type SampleQuery, type SampleSort, type Tristate } from "../lib/route";
 import { sampleAlt } from "../project/DatasetPreview";
+import { SampleInspector } from "./SampleInspector";
 
 const COLUMNS: { label: string; sort?: SampleSort; numeric?: boolean }[] = [
   { label: "Sample", sort: "sample_index", numeric: true },
@@ -252,6 +253,15 @@ export function SamplesTable({
             />
           </>
         ))}
+      {query.sample !== null && (
+        <SampleInspector
+          jobId={jobId}
+          index={query.sample}
+          onClose={() => {
+            onChange({ sample: null });
+          }}
+        />
+      )}
     </section>
   );
 }

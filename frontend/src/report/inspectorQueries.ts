@@ -1,0 +1,25 @@
+// Server state of the sample inspector (backend/api/routes/sample_inspector.py). Kept beside the panel rather
+// than in api/queries.ts, which issue 18 splits by area.
+import { useQuery } from "@tanstack/react-query";
+import { api, unwrap } from "../api/http";
+import type { components } from "../client/schema";
+
+export type SampleInspection = components["schemas"]["SampleInspectionOut"];
+export type OutputTopK = components["schemas"]["OutputTopKOut"];
+
+/** One sample of a fidelity job: metrics, both models' top-k, its input. A 404 ApiError for a job run before
+ * the top-k were stored (the message says so) or an index past the end. */
+export function useSampleInspection(jobId: string, index: number | null) {
+  return useQuery({
+    queryKey: ["sample-inspection", jobId, index],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/jobs/{job_id}/samples/{index}", {
+          params: { path: { job_id: jobId, index: index ?? 0 } },
+        }),
+      ),
+    enabled: index !== null,
+    staleTime: Infinity, // a finished job's results never change
+    retry: false,
+  });
+}
