@@ -5,7 +5,9 @@ for the Pareto step, and the frontier answered 0.7 requests/s under 50 clients).
 
 - **Objective table** (`SweepObjectiveTable`, one row per sweep): the points' indexes, labels, objective names
   and an N × M float64 array (NaN where a value is missing), built from `sweep_points` the first time a
-  frontier needs the sweep and stored, so that any API process reads one row instead of N JSON documents.
+  at the sweep's merge, in the transaction that writes its points (`pack_points`), so that any API process reads
+  one row instead of N JSON documents. A sweep stored before that (no row), or whose row is stale, is packed
+  from `sweep_points` the first time a frontier needs it and stored then.
 - **Fingerprint**: (count, max id) of the sweep's `sweep_points` rows, one index-only aggregate. Points are
   written once, in the transaction that marks the sweep succeeded; a re-run deletes and re-inserts them (new
   ids), so a changed fingerprint means changed points: a stale table is rebuilt, a cached frontier missed.
@@ -104,13 +106,26 @@ def _unpack(row: SweepObjectiveTable) -> SweepObjectives:
     )
 
 
+def pack_points(session: Session, job_id: uuid.UUID, points: Sequence[SweepPoint]) -> None:
+    """Store the objective table of a sweep's points as they are written (the sweep's merge): flushes them for
+    their ids (the fingerprint) and upserts the table in the same transaction, without committing it."""
+    session.flush()
+    ordered = sorted(points, key=lambda p: p.index)
+    _upsert(session, _table(job_id, [(p.id, p.index, p.label, p.objectives) for p in ordered]))
+
+
 def _build(session: Session, job_id: uuid.UUID) -> SweepObjectives:
-    """From the points' JSON, once per sweep (and again only if its points change)."""
+    """From the stored points' JSON: a sweep packed before `pack_points` existed, or whose points changed."""
     rows = session.execute(
         select(SweepPoint.id, SweepPoint.index, SweepPoint.label, SweepPoint.objectives)
         .where(SweepPoint.job_id == job_id)
         .order_by(SweepPoint.index)
     ).all()
+    return _table(job_id, [tuple(row) for row in rows])
+
+
+def _table(job_id: uuid.UUID, rows: Sequence[tuple[Any, ...]]) -> SweepObjectives:
+    """(row id, index, label, objectives) of each point, in index order → the packed table."""
     names = tuple(dict.fromkeys(name for *_, objectives in rows for name in objectives))
     values = np.full((len(rows), len(names)), np.nan)
     for i, (*_, objectives) in enumerate(rows):
@@ -132,6 +147,14 @@ def _build(session: Session, job_id: uuid.UUID) -> SweepObjectives:
 def _store(session: Session, table: SweepObjectives) -> None:
     """Upsert the table and commit. Several API processes may build the same sweep at once: the last
     writer wins, and every writer wrote the same thing."""
+    try:
+        _upsert(session, table)
+        session.commit()
+    except IntegrityError:  # the sweep was deleted meanwhile: nothing to keep, and its frontier is a 404 next
+        session.rollback()
+
+
+def _upsert(session: Session, table: SweepObjectives) -> None:
     doc = {
         "job_id": table.job_id,
         "names": list(table.names),
@@ -144,11 +167,7 @@ def _store(session: Session, table: SweepObjectives) -> None:
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     statement = insert(SweepObjectiveTable).values(doc)
     update = {key: statement.excluded[key] for key in doc if key != "job_id"}
-    try:
-        session.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=update))
-        session.commit()
-    except IntegrityError:  # the sweep was deleted meanwhile: nothing to keep, and its frontier is a 404 next
-        session.rollback()
+    session.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=update))
 
 
 def frontier_key(

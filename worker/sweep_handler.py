@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
 from backend.db.models import Dataset, JobResult, Model, ModelStatus, SweepPoint
 from backend.storage import copy_file_to_staging
+from backend.sweep_objectives import pack_points
 from worker.engine.errors import EngineError, ModelLoadError
 from worker.fanout import ChunkResults
 from worker.handlers import detached_row, load_dataset
@@ -221,7 +222,9 @@ class SweepHandler:
             )
 
         def write(session: Session) -> None:
-            session.add_all(SweepPoint(**row) for row in rows)
+            points = [SweepPoint(**row) for row in rows]
+            session.add_all(points)
+            pack_points(session, ctx.job_id, points)  # the frontier's packed table, built once here
             session.add(JobResult(job_id=ctx.job_id, key="sweep.summary", payload={"n_points": len(rows)}))
 
         return write

@@ -146,3 +146,32 @@ def test_a_deleted_sweep_takes_its_table_along(
         "/api/v1/sweep-frontier", params={"job_ids": [str(job_id)], "objective": OBJECTIVES}
     )
     assert response.status_code == 404
+
+
+def test_a_sweep_packed_at_merge_is_never_read_point_by_point(
+    client: TestClient, project: dict[str, Any], settings: Settings, statements: list[str]
+) -> None:
+    """The sweep's merge writes its points and packs them in one transaction (worker/sweep_handler.py), so
+    even the first frontier reads the packed row, not the points' JSON; sweeps stored before (the tests
+    above) are still packed on their first read."""
+    values = np.random.default_rng(9).random((120, 2))
+    job_id = _sweep(settings, project["id"], np.zeros((0, 2)))
+    with session_factory(settings.resolved_database_url)() as session:
+        points = [
+            SweepPoint(
+                job_id=job_id,
+                index=i,
+                label=f"cfg-{i}",
+                config={},
+                objectives={"kl_mean": k, "size_bytes": s},
+                point={},
+            )
+            for i, (k, s) in enumerate(values.tolist())
+        ]
+        session.add_all(reversed(points))  # written in any order: packed by index
+        sweep_objectives.pack_points(session, job_id, points)
+        session.commit()
+    statements.clear()
+    assert _frontier(client, job_id) == _brute_force(values)
+    assert sum("sweep_points.objectives" in s for s in statements) == 0
+    assert sum("sweep_objective_tables" in s for s in statements) == 1
