@@ -22,6 +22,7 @@ from backend.compression_contracts import (
     WeightQuantIn,
 )
 from backend.recovery_contracts import RecoveryJobParams
+from backend.robustness_contracts import RobustnessOptions
 
 
 class JobKind(StrEnum):
@@ -112,6 +113,11 @@ class FidelityJobParams(BaseModel):
         default_factory=dict,
         description="Golden layer name → compressed layer name, for layers whose names differ (e.g. an "
         "ONNX model against a torch.export one); takes precedence over matching by name.",
+    )
+    robustness: RobustnessOptions | None = Field(
+        default=None,
+        description="Also compare both models on seeded, corrupted copies of the dataset (noise, brightness, "
+        "contrast, blur, occlusion at 3 severities): GET /jobs/{id}/robustness; null skips it.",
     )
 
 
@@ -261,6 +267,7 @@ RESULT_FIDELITY_SUMMARY = "fidelity.summary"
 RESULT_FIDELITY_LAYERS = "fidelity.layers"
 RESULT_FIDELITY_CLASSES = "fidelity.classes"
 RESULT_FIDELITY_SEQUENCE = "fidelity.sequence"
+RESULT_FIDELITY_ROBUSTNESS = "fidelity.robustness"
 RESULT_SENSITIVITY = "sensitivity.result"
 RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
 RESULT_SENSITIVITY_PLANS = "sensitivity.plans"

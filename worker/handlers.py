@@ -117,6 +117,7 @@ class FidelityHandler:
         from worker.engine.fidelity import FidelityParams, compare_models
         from worker.engine.loaders import load_model
         from worker.engine.sample_topk import SampleTopK
+        from worker.robustness_step import robustness_results
 
         params = FidelityJobParams.model_validate(ctx.params)
         models: list[tuple[Path, ModelFormat]] = []
@@ -176,6 +177,7 @@ class FidelityHandler:
             runtime_outputs = compare_models(
                 runners[0], runners[1], subset, None, fidelity_params, on_progress=on_rerun_progress
             ).outputs
+        robustness = robustness_results(ctx, params, runners, arrays, labels, report, share)
         del runners  # the profile loads its own instrumented copies
         summary = json_safe(report.summary_dict())
         # Per-class damage and sequence fidelity are documents of their own, beside the typed summary.
@@ -188,6 +190,7 @@ class FidelityHandler:
             )
             if document is not None
         }
+        diagnostics.update(robustness)  # {} unless the job asks for robustness slices
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
         layers = (
             _layer_profile(

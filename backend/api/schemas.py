@@ -233,10 +233,11 @@ class FidelityReportOut(BaseModel):
     summary: FidelitySummaryOut = Field(
         description="Per output name: the metrics; plus warnings and sample counts."
     )
-    diagnostics: list[Literal["classes", "sequence"]] = Field(
+    diagnostics: list[Literal["classes", "sequence", "robustness"]] = Field(
         default_factory=list,
         description="Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a "
-        "classification output) and 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)); the "
+        "classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)) and "
+        "'robustness' (GET …/robustness, a job run with robustness slices); the "
         "others answer 404, so a page asks only for these.",
     )
 

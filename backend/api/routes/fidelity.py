@@ -24,6 +24,7 @@ from backend.api.schemas import (
 from backend.contracts import (
     RESULT_FIDELITY_CLASSES,
     RESULT_FIDELITY_LAYERS,
+    RESULT_FIDELITY_ROBUSTNESS,
     RESULT_FIDELITY_SEQUENCE,
     RESULT_FIDELITY_SUMMARY,
     JobKind,
@@ -46,9 +47,10 @@ SORTABLE = {
 
 
 # The optional "why it diverges" documents, by stored result key (served by routes/diagnostics.py).
-DIAGNOSTIC_RESULTS: dict[str, Literal["classes", "sequence"]] = {
+DIAGNOSTIC_RESULTS: dict[str, Literal["classes", "sequence", "robustness"]] = {
     RESULT_FIDELITY_CLASSES: "classes",
     RESULT_FIDELITY_SEQUENCE: "sequence",
+    RESULT_FIDELITY_ROBUSTNESS: "robustness",
 }
 
 

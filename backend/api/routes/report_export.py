@@ -27,10 +27,20 @@ from backend.accounts import Caller
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
-from backend.api.routes import datasets, diagnostics, fidelity, jobs, models, projects, sensitivity, sweep
+from backend.api.routes import (
+    datasets,
+    diagnostics,
+    fidelity,
+    jobs,
+    models,
+    projects,
+    robustness,
+    sensitivity,
+    sweep,
+)
 from backend.api.routes.lookup import get_or_404, job_result
-from backend.contracts import RESULT_SENSITIVITY_IMPORTANCE, JobKind
-from backend.db.models import Job, JobStatus, SampleDivergence
+from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, RESULT_SENSITIVITY_IMPORTANCE, JobKind
+from backend.db.models import Job, JobResult, JobStatus, SampleDivergence
 from backend.errors import Conflict, InvalidRequest, KneeboardError, NotFound
 
 router = APIRouter(tags=["jobs"])
@@ -53,6 +63,7 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/fidelity/layers": EMBEDDED,
     "/fidelity/classes": EMBEDDED,
     "/fidelity/sequence": EMBEDDED,
+    "/robustness": EMBEDDED,
     "/fidelity/samples": "sorted, filtered and paged in the file over the embedded rows",
     "/fidelity/classes/samples": "filtered in the file from the embedded rows",
     "/fidelity/samples.csv": "not in the file: a download (the page's links into the API are hidden there)",
@@ -127,6 +138,13 @@ def _gather_fidelity(g: _Gathered, job: Job, session: SessionDep, caller: Caller
     g.add(f"{base}/layers", lambda: fidelity.get_fidelity_layer_profile(job.id, session, caller))
     g.add(f"{base}/classes", lambda: diagnostics.get_fidelity_classes(job.id, session, caller))
     g.add(f"{base}/sequence", lambda: diagnostics.get_fidelity_sequence(job.id, session, caller))
+    if session.scalar(  # only a job run with the option has one; the page asks only then (diagnostics)
+        select(JobResult.key).where(JobResult.job_id == job.id, JobResult.key == RESULT_FIDELITY_ROBUSTNESS)
+    ):
+        g.add(
+            f"/api/v1/jobs/{job.id}/robustness",
+            lambda: robustness.get_fidelity_robustness(job.id, session, caller),
+        )
     outputs = session.scalars(
         select(SampleDivergence.output_name).where(SampleDivergence.job_id == job.id).distinct()
     ).all()

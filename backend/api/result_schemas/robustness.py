@@ -1,0 +1,80 @@
+"""Typed response of GET /jobs/{job_id}/robustness: the fidelity job's robustness slices (issue 13, seed
+003), as the worker stores them (worker/engine/robustness/run.py). Null numbers follow the non-finite rule
+of common.py: undefined (no finite sample; no labels for accuracies; a clean divergence of 0 for the
+brittleness ratio)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Literal
+
+from pydantic import Field
+
+from backend.api.result_schemas.common import ResultModel
+
+
+class RobustnessMetricsOut(ResultModel):
+    n_samples: int = 0
+    n_finite: int = Field(default=0, description="Samples whose outputs are finite in both models.")
+    kl_mean_nats: float | None = Field(
+        default=None,
+        description="Mean KL(golden ‖ compressed) in nats; null for a non-classification output.",
+    )
+    mse_mean: float | None = Field(default=None, description="Mean squared error between the two outputs.")
+    top1_agreement: float | None = Field(default=None, description="Share of samples both models agree on.")
+    golden_accuracy: float | None = Field(default=None, description="Null without labels.")
+    compressed_accuracy: float | None = Field(default=None, description="Null without labels.")
+
+
+class WorstSampleOut(ResultModel):
+    sample_index: int = Field(description="Index of the (uncorrupted) sample in the dataset.")
+    divergence: float = Field(description="Its KL (nats), or MSE when the document's divergence is mse.")
+    golden_class: int | None = None
+    compressed_class: int | None = None
+    label: int | None = None
+
+
+class RobustnessPointOut(RobustnessMetricsOut):
+    severity: int = Field(description="1 mild, 2 moderate, 3 severe.")
+    severity_name: str = ""
+    value: float = Field(description="The slice's strength at this severity (see the slice's parameter).")
+    brittleness_ratio: float | None = Field(
+        default=None,
+        description="Divergence on this slice / divergence on clean data; null when the clean one is 0.",
+    )
+    worst_samples: list[WorstSampleOut] = Field(
+        default_factory=list, description="The 10 samples of highest divergence here, worst first."
+    )
+    warnings: list[str] = Field(default_factory=list)
+
+
+class RobustnessSliceOut(ResultModel):
+    name: str
+    parameter: str = Field(default="", description="What each severity's value measures.")
+    points: list[RobustnessPointOut] = Field(default_factory=list, description="By increasing severity.")
+
+
+class SkippedSliceOut(ResultModel):
+    name: str
+    reason: str
+
+
+class RobustnessOut(ResultModel):
+    job_id: uuid.UUID
+    error: str | None = Field(
+        default=None,
+        description="Why the slices could not be run (the clean report is complete); the rest is then empty.",
+    )
+    primary_output: str = ""
+    n_samples: int = 0
+    divergence: Literal["kl", "mse"] = Field(
+        default="kl", description="What the brittleness ratio and worst samples rank by."
+    )
+    seed: int = 0
+    clean: RobustnessMetricsOut = Field(
+        default_factory=RobustnessMetricsOut, description="The same metrics on the uncorrupted samples."
+    )
+    slices: list[RobustnessSliceOut] = Field(default_factory=list)
+    skipped: list[SkippedSliceOut] = Field(
+        default_factory=list, description="Asked-for slices that do not apply to this dataset, and why."
+    )

@@ -1,0 +1,46 @@
+"""The fidelity job's optional robustness slices (seed 003): which corruptions, at which severities.
+The names are the engine's (worker/engine/robustness/transforms.py SLICES); tests/worker keep them equal."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Severity = Literal[1, 2, 3]
+RobustnessSlice = Literal["gaussian_noise", "brightness", "contrast", "gaussian_blur", "occlusion"]
+ROBUSTNESS_SLICES: tuple[RobustnessSlice, ...] = (
+    "gaussian_noise",
+    "brightness",
+    "contrast",
+    "gaussian_blur",
+    "occlusion",
+)
+
+
+def _all_severities() -> list[Severity]:
+    return [1, 2, 3]
+
+
+class RobustnessOptions(BaseModel):
+    """Also run both models on seeded, corrupted copies of the dataset and compare them there."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    slices: list[RobustnessSlice] = Field(
+        default_factory=lambda: list(ROBUSTNESS_SLICES),
+        min_length=1,
+        max_length=len(ROBUSTNESS_SLICES),
+        description="Corruptions to apply; all but gaussian_noise need image inputs (others are skipped "
+        "with a reason). Each slice costs one more forward pass of both models per severity.",
+    )
+    severities: list[Severity] = Field(
+        default_factory=_all_severities,
+        min_length=1,
+        max_length=3,
+        description="1 mild, 2 moderate, 3 severe (the strength of each is listed in the result).",
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Seed of the random corruptions.")
+    max_samples: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="Only the first this many samples (null: all)."
+    )

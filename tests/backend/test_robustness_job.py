@@ -1,0 +1,161 @@
+"""A fidelity job with robustness slices, run in-process by the real handlers on the demo's digits CNN
+(float ONNX against its int8 QDQ copy) over the real app and Postgres: the robustness document is stored
+beside the clean report, listed in its diagnostics and served whole and typed by GET /jobs/{id}/robustness;
+a robustness step that fails leaves the job succeeded with its clean report and a document that says why;
+a job run without the option answers 404 there."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from backend.accounts import Role
+from backend.api.app import create_app
+from backend.api.result_schemas.robustness import RobustnessOut
+from backend.contracts import RESULT_FIDELITY_ROBUSTNESS
+from backend.db.models import JobResult, Model
+from backend.db.session import session_factory
+from backend.settings import Settings
+from tests.backend.test_typed_results import extras, missing
+from tests.conftest import truncate_all
+from tests.support.accounts import add_account
+from tests.support.services import REDIS_URL
+from worker.engine.demo_models import DemoBundle, write_demo_bundle
+from worker.handlers import FidelityHandler, InspectHandler
+from worker.runtime import execute_job
+
+SAMPLES = 96
+
+
+@pytest.fixture(scope="module")
+def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    tmp = tmp_path_factory.mktemp("robustness_job")
+    return Settings(
+        data_dir=tmp / "data",
+        database_url=pg_url,
+        broker_url=REDIS_URL,
+        artifact_uri=(tmp / "artifacts").as_uri(),
+        queue_name=f"kneeboard-robustness-{uuid.uuid4().hex[:8]}",
+        seed_demo=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
+    return write_demo_bundle(tmp_path_factory.mktemp("robustness_demo"))
+
+
+class Api:
+    def __init__(self, http: TestClient, settings: Settings, bundle: DemoBundle) -> None:
+        self.http, self.settings = http, settings
+        with session_factory(settings.resolved_database_url)() as s:
+            self.headers = add_account(s, None, None, Role.admin).headers
+        self.project = self.post("/projects", json={"name": "robustness"})["id"]
+        self.golden = self.upload("models", bundle.golden_onnx)
+        self.int8 = self.upload("models", bundle.int8_onnx)
+        self.dataset = self.upload("datasets", bundle.test_npz)
+        for model_id in (self.golden, self.int8):
+            with session_factory(settings.resolved_database_url)() as s:
+                job_id = s.get_one(Model, uuid.UUID(model_id)).inspect_job_id
+            assert execute_job(str(job_id), InspectHandler(), settings) == "succeeded"
+
+    def post(self, path: str, **kwargs: Any) -> Any:
+        answer = self.http.post(f"/api/v1{path}", headers=self.headers, **kwargs)
+        assert answer.status_code in (200, 201, 202), answer.text
+        return answer.json()
+
+    def get(self, path: str) -> Any:
+        return self.http.get(f"/api/v1{path}", headers=self.headers)
+
+    def upload(self, kind: str, path: Path) -> str:
+        with path.open("rb") as f:
+            return str(self.post(f"/projects/{self.project}/{kind}", files={"file": (path.name, f)})["id"])
+
+    def fidelity(self, **params: Any) -> str:
+        base = {"golden_model_id": self.golden, "compressed_model_id": self.int8, "dataset_id": self.dataset}
+        job = self.post(
+            "/jobs", json={"project_id": self.project, "kind": "fidelity", "params": base | params}
+        )
+        assert execute_job(str(job["id"]), FidelityHandler(), self.settings) == "succeeded"
+        return str(job["id"])
+
+
+@pytest.fixture
+def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[Api]:
+    truncate_all(pg_url)
+    with TestClient(create_app(settings, run_reaper=False)) as http:
+        yield Api(http, settings, bundle)
+    truncate_all(pg_url)
+
+
+def stored(settings: Settings, job_id: str) -> dict[str, Any] | None:
+    with session_factory(settings.resolved_database_url)() as s:
+        return s.execute(
+            select(JobResult.payload).where(
+                JobResult.job_id == uuid.UUID(job_id), JobResult.key == RESULT_FIDELITY_ROBUSTNESS
+            )
+        ).scalar_one_or_none()
+
+
+def test_the_document_is_stored_listed_and_served_typed(api: Api, bundle: DemoBundle) -> None:
+    options = {"slices": ["gaussian_noise", "occlusion"], "severities": [1, 3], "max_samples": SAMPLES}
+    job_id = api.fidelity(layer_profile=False, robustness=options)
+    report = api.get(f"/jobs/{job_id}/fidelity").json()
+    assert "robustness" in report["diagnostics"]
+    answer = api.get(f"/jobs/{job_id}/robustness")
+    assert answer.status_code == 200, answer.text
+    served = answer.json()
+    document = stored(api.settings, job_id)
+    assert document is not None and document["error"] is None
+    assert not list(missing(document, served)), "the schema dropped or changed a stored field"
+    assert not list(extras(RobustnessOut.model_validate(served))), "a stored field has no schema"
+    assert served["n_samples"] == SAMPLES and served["primary_output"] == "logits"
+    assert [s["name"] for s in served["slices"]] == ["gaussian_noise", "occlusion"]
+    assert all([p["severity"] for p in s["points"]] == [1, 3] for s in served["slices"])
+    labels = np.load(bundle.test_npz)["labels"][:SAMPLES]
+    worst = served["slices"][0]["points"][-1]["worst_samples"]
+    assert all(w["label"] == labels[w["sample_index"]] for w in worst)
+
+
+def test_a_failing_step_leaves_the_clean_report(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr("worker.engine.robustness.evaluate_robustness", fail)
+    job_id = api.fidelity(layer_profile=False, robustness={"max_samples": SAMPLES})
+    report = api.get(f"/jobs/{job_id}/fidelity")
+    assert report.status_code == 200 and report.json()["summary"]["n_samples"] == 360
+    served = api.get(f"/jobs/{job_id}/robustness").json()
+    assert (
+        "internal error ZeroDivisionError" in served["error"]
+        and "clean report is complete" in served["error"]
+    )
+    assert served["slices"] == []
+    samples = api.get(f"/jobs/{job_id}/fidelity/samples?limit=5").json()
+    assert samples["total"] == 360
+
+
+def test_a_job_without_the_option_has_no_document(api: Api) -> None:
+    job_id = api.fidelity(layer_profile=False)
+    assert "robustness" not in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
+    answer = api.get(f"/jobs/{job_id}/robustness")
+    assert answer.status_code == 404 and "has no robustness" in answer.json()["detail"]
+
+
+def test_unknown_slices_and_severities_are_refused(api: Api) -> None:
+    base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
+    bad: dict[str, Any]
+    for bad in ({"slices": ["jpeg"]}, {"severities": [4]}, {"slices": []}, {"seed": -1}):
+        answer = api.http.post(
+            "/api/v1/jobs",
+            headers=api.headers,
+            json={"project_id": api.project, "kind": "fidelity", "params": base | {"robustness": bad}},
+        )
+        assert answer.status_code == 422, (bad, answer.text)

@@ -1,0 +1,16 @@
+"""Robustness slices (seed 003): golden and compressed models on seeded, corrupted copies of the dataset
+(noise, brightness, contrast, blur, occlusion) at three severities, and the brittleness ratio."""
+
+from worker.engine.robustness.run import RobustnessParams, evaluate_robustness, point_metrics
+from worker.engine.robustness.transforms import SEVERITIES, SLICES, ArrayStats, array_stats, corrupt
+
+__all__ = [
+    "SEVERITIES",
+    "SLICES",
+    "ArrayStats",
+    "RobustnessParams",
+    "array_stats",
+    "corrupt",
+    "evaluate_robustness",
+    "point_metrics",
+]

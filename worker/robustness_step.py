@@ -1,0 +1,97 @@
+"""The fidelity job's robustness step (issue 13, seed 003): when the job asks for it, both loaded models
+run on seeded, corrupted copies of the dataset (worker/engine/robustness) and the result is one more
+stored document beside the per-class and sequence ones (RESULT_FIDELITY_ROBUSTNESS).
+
+Like the layer profile, the step is extra: whatever stops it (a bug, an allocation that fails, a runtime
+that refuses a corrupted input) leaves a document whose ``error`` says why, and the clean report stands.
+Only a cancellation and the soft time limit go through.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, cast
+
+import numpy as np
+from celery.exceptions import SoftTimeLimitExceeded
+
+from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, FidelityJobParams
+from worker.engine.errors import EngineError, JobCancelled
+from worker.engine.fidelity import FidelityReport
+from worker.engine.types import Runner
+from worker.runtime import JobContext, json_safe, out_of_memory
+
+logger = logging.getLogger(__name__)
+
+
+def robustness_results(
+    ctx: JobContext,
+    params: FidelityJobParams,
+    runners: list[Runner],
+    arrays: Mapping[str, np.ndarray],
+    labels: np.ndarray | None,
+    report: FidelityReport,
+    at: float,
+) -> dict[str, Any]:
+    """{RESULT_FIDELITY_ROBUSTNESS: document} when the job asks for robustness slices, else {}.
+
+    runners: the golden and compressed runners the clean comparison used; report: its result (the
+    baseline of the brittleness ratio); at: the job's progress fraction when the step starts (held there:
+    the step's messages say how far it is)."""
+    if params.robustness is None:
+        return {}
+    from worker.engine.fidelity import FidelityParams
+    from worker.engine.robustness import RobustnessParams, evaluate_robustness
+
+    options = params.robustness
+    fraction = min(at, 0.999)  # 1.0 would bypass the progress writes' rate limit
+
+    def on_progress(done: int, total: int, label: str) -> None:
+        ctx.progress(fraction, f"robustness: {done} of {total} slices x severities ({label})")
+
+    try:
+        document = evaluate_robustness(
+            runners[0],
+            runners[1],
+            arrays,
+            labels,
+            cast(FidelityParams, report.params),
+            report.per_sample,
+            report.outputs[report.primary_output]["kind"],
+            RobustnessParams(
+                slices=tuple(options.slices),
+                severities=tuple(options.severities),
+                seed=options.seed,
+                max_samples=options.max_samples,
+            ),
+            on_progress=on_progress,
+        )
+        document["primary_output"] = report.primary_output
+    except (JobCancelled, SoftTimeLimitExceeded):
+        raise
+    except Exception as exc:  # the slices are extra: whatever stops them must not take the report along
+        cause: BaseException | None = exc
+        while cause is not None:  # the engine wraps runtime failures; a time limit inside one still stops
+            if isinstance(cause, SoftTimeLimitExceeded | JobCancelled):
+                raise cause from exc
+            cause = cause.__cause__
+        document = {"error": robustness_error(exc, out_of_memory(exc))}
+    return {RESULT_FIDELITY_ROBUSTNESS: json_safe(document)}
+
+
+def robustness_error(exc: Exception, memory: bool) -> str:
+    """Why the robustness document is missing, and what to change."""
+    if memory:
+        return (
+            f"the robustness slices ran out of memory ({type(exc).__name__}: {exc}). The clean report is "
+            "complete. Lower the job's batch_size or robustness.max_samples, or raise the worker's memory "
+            "limit (KNEEBOARD_WORKER_MEMORY_LIMIT_MB)."
+        )
+    if isinstance(exc, EngineError):
+        return f"the robustness slices could not be run: {exc}. The clean report is complete."
+    logger.exception("the robustness slices failed")
+    return (
+        f"the robustness slices could not be run (internal error {type(exc).__name__}: {exc}; please "
+        "report it). The clean report is complete; run the job without robustness to skip them."
+    )
