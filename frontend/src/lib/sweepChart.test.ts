@@ -4,21 +4,19 @@ import { buildAxis } from "./sweepAxes";
 import { frontierLine, labelSide, paretoFigure, runtimeSeries, sweepSeries } from "./sweepChart";
 import { FRONTIER, JOB, ROWS, point } from "./sweepFixtures";
 
+/** An axis over the fixture rows' values of one objective (linear or log as the objective prefers). */
+const axisOf = (name: string, direction: "min" | "max", side: "x" | "y") =>
+  buildAxis(
+    name,
+    direction,
+    null,
+    ROWS.map((r) => r.objectives[name]),
+    side,
+  );
+
 describe("the Pareto figure", () => {
-  const x = buildAxis(
-    "size_bytes",
-    "min",
-    null,
-    ROWS.map((r) => r.objectives.size_bytes),
-    "x",
-  );
-  const y = buildAxis(
-    "kl_mean",
-    "min",
-    null,
-    ROWS.map((r) => r.objectives.kl_mean),
-    "y",
-  );
+  const x = axisOf("size_bytes", "min", "x");
+  const y = axisOf("kl_mean", "min", "y");
 
   it("joins the frontier points in x order, zeros at the floor", () => {
     const line = frontierLine(FRONTIER, x, y);
@@ -88,13 +86,7 @@ describe("the Pareto figure", () => {
       ["B", 1],
     ]);
     expect(series[0]?.color).not.toBe(series[1]?.color);
-    const lat = buildAxis(
-      "latency_p50_ms_b1",
-      "min",
-      null,
-      ROWS.map((r) => r.objectives.latency_p50_ms_b1),
-      "x",
-    );
+    const lat = axisOf("latency_p50_ms_b1", "min", "x");
     const fig = paretoFigure({ series, x: lat, y, frontier: null, bounds: [], selected: null, slowBatch: 1 });
     expect(fig.undrawn.map((r) => r.label)).toEqual(["lowrank"]);
     expect(fig.drawn).toBe(4);
@@ -102,20 +94,8 @@ describe("the Pareto figure", () => {
 });
 
 describe("the knee's label", () => {
-  const x = buildAxis(
-    "size_bytes",
-    "min",
-    null,
-    ROWS.map((r) => r.objectives.size_bytes),
-    "x",
-  );
-  const y = buildAxis(
-    "top1_agreement",
-    "max",
-    null,
-    ROWS.map((r) => r.objectives.top1_agreement),
-    "y",
-  );
+  const x = axisOf("size_bytes", "min", "x");
+  const y = axisOf("top1_agreement", "max", "y");
 
   it("points to the better corner, unless the knee sits at that edge of the chart", () => {
     const [fp32, w8, w4a8] = ROWS as [SweepRow, SweepRow, SweepRow];
