@@ -138,6 +138,13 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     assert '"kl_mean_nats"' in result.stdout and '"sample_index"' in result.stdout
     assert "not a valid ONNX model" in result.stdout
     assert '"op_type":"Relu"' in result.stdout  # the per-layer profile
+    # The graph, budget and manage examples: a QDQ graph with quantized nodes, the budget, the tag, the relaunch.
+    graph = next(line for line in result.stdout.splitlines() if line.startswith('{"nodes"'))
+    assert '"quantized":["' in graph
+    assert '{"budget":"int8 release","scope":"tag","scope_value":"int8","rules":2}' in result.stdout
+    assert (
+        '"tags":["int8"]' in result.stdout and '{"relaunched":"succeeded","kind":"fidelity"}' in result.stdout
+    )
     # The sensitivity scan: its ranking names the three layers, and a measured mixed-precision plan.
     ranking = next(line for line in result.stdout.splitlines() if line.startswith('{"ranking"'))
     assert all(layer in ranking for layer in ("conv1", "conv2", "fc"))
