@@ -17,6 +17,7 @@ import { DivergenceHistogram } from "../report/DivergenceHistogram";
 import { LayerProfileSection } from "../report/LayerProfileChart";
 import { MetricCards } from "../report/MetricCards";
 import { ReliabilityChart } from "../report/ReliabilityChart";
+import { Robustness } from "../report/Robustness";
 import { SamplesTable } from "../report/SamplesTable";
 import { SequenceFidelity } from "../report/SequenceFidelity";
 import { Verdict } from "../report/Verdict";
@@ -147,6 +148,14 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
         />
       )}
       {(report.diagnostics ?? []).includes("sequence") && <SequenceFidelity jobId={job.id} />}
+      {(report.diagnostics ?? []).includes("robustness") && (
+        <Robustness
+          jobId={job.id}
+          onSample={(sample) => {
+            setQuery({ sample });
+          }}
+        />
+      )}
       <SamplesTable
         jobId={job.id}
         output={summary.perSampleOutput}

@@ -35,6 +35,7 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
     Object.fromEntries(params.map((p) => [p.name, p.default === null ? "" : String(p.default)])),
   );
   const [problem, setProblem] = useState<string | null>(null);
+  const [robustness, setRobustness] = useState(false);
 
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -42,6 +43,7 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
       golden_model_id: golden,
       compressed_model_id: compressed,
       dataset_id: dataset,
+      ...(robustness ? { robustness: {} } : {}), // every slice at every severity (the API's defaults)
     };
     for (const param of params) {
       const parsed = parseParam(param, values[param.name] ?? "");
@@ -73,6 +75,16 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
           />
         ))}
       </div>
+      <label title="Noise, brightness, contrast, blur and occlusion at 3 severities: 15 more passes of both models">
+        <input
+          type="checkbox"
+          checked={robustness}
+          onChange={(e) => {
+            setRobustness(e.target.checked);
+          }}
+        />{" "}
+        Robustness slices (both models on corrupted copies of the dataset)
+      </label>
       <div className="actions">
         <button type="submit" disabled={create.isPending}>
           Launch

@@ -1,0 +1,220 @@
+// Robustness slices (seed 003): both models on seeded, corrupted copies of the dataset. Curves of the
+// divergence and of both accuracies against severity per slice (golden dashed, compressed solid, side by
+// side), the brittleness ratio per slice and severity, and each slice's worst samples (click one to
+// highlight it in the samples table).
+import type { Data, Layout } from "plotly.js";
+import { useMemo, useState } from "react";
+import { ApiError } from "../api/http";
+import { ChartPanel } from "../components/ChartPanel";
+import { Plot } from "../components/Plot";
+import { ErrorMessage, Loading } from "../components/QueryView";
+import { formatNumber, formatPercent } from "../lib/format";
+import {
+  divergenceLabel,
+  mostBrittle,
+  ROBUSTNESS_CSV_HEADER,
+  robustnessCsvRows,
+  severityCurves,
+  type FidelityRobustness,
+} from "./robustness";
+import { useFidelityRobustness } from "./robustnessQueries";
+
+const COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"];
+const SEVERITY_AXIS = { tickvals: [0, 1, 2, 3], ticktext: ["clean", "mild", "moderate", "severe"] };
+
+function Charts({ doc }: { doc: FidelityRobustness }) {
+  const divergence = useMemo<Data[]>(
+    () =>
+      severityCurves(doc, doc.divergence === "kl" ? "kl_mean_nats" : "mse_mean").map((c, i) => ({
+        type: "scatter",
+        mode: "lines+markers",
+        name: c.slice,
+        x: c.x,
+        y: c.y,
+        line: { color: COLORS[i % COLORS.length] },
+      })),
+    [doc],
+  );
+  const accuracy = useMemo<Data[]>(() => {
+    const golden = severityCurves(doc, "golden_accuracy");
+    const compressed = severityCurves(doc, "compressed_accuracy");
+    return golden.flatMap((g, i) => [
+      {
+        type: "scatter" as const,
+        mode: "lines+markers" as const,
+        name: `${g.slice} golden`,
+        legendgroup: g.slice,
+        x: g.x,
+        y: g.y,
+        line: { color: COLORS[i % COLORS.length], dash: "dash" as const },
+      },
+      {
+        type: "scatter" as const,
+        mode: "lines+markers" as const,
+        name: `${g.slice} compressed`,
+        legendgroup: g.slice,
+        x: compressed[i]?.x ?? [],
+        y: compressed[i]?.y ?? [],
+        line: { color: COLORS[i % COLORS.length] },
+      },
+    ]);
+  }, [doc]);
+  const hasAccuracy = doc.clean.golden_accuracy !== null;
+  const layout = (title: string): Partial<Layout> => ({
+    xaxis: { title: { text: "severity" }, ...SEVERITY_AXIS },
+    yaxis: { title: { text: title } },
+    margin: { l: 60, r: 20, t: 10, b: 50 },
+  });
+  const csv = () => ({ header: ROBUSTNESS_CSV_HEADER, rows: robustnessCsvRows(doc) });
+  return (
+    <div className="two-col">
+      <ChartPanel
+        title={`Divergence vs severity`}
+        caption={`${divergenceLabel(doc)} between the two models.`}
+        csv={csv}
+      >
+        <Plot data={divergence} layout={layout(divergenceLabel(doc))} filename="robustness-divergence" />
+      </ChartPanel>
+      {hasAccuracy ? (
+        <ChartPanel title="Accuracy vs severity" caption="Golden dashed, compressed solid." csv={csv}>
+          <Plot data={accuracy} layout={layout("top-1 accuracy")} filename="robustness-accuracy" />
+        </ChartPanel>
+      ) : (
+        <p className="muted">No accuracy curves: the dataset has no labels.</p>
+      )}
+    </div>
+  );
+}
+
+function RatioTable({ doc }: { doc: FidelityRobustness }) {
+  return (
+    <table className="compact" aria-label="Brittleness ratio per slice">
+      <thead>
+        <tr>
+          <th>Slice</th>
+          <th>Severity (strength)</th>
+          <th>{divergenceLabel(doc)}</th>
+          <th>Brittleness ratio</th>
+          <th>Top-1 agreement</th>
+          <th>Golden accuracy</th>
+          <th>Compressed accuracy</th>
+        </tr>
+      </thead>
+      <tbody>
+        {doc.slices.flatMap((s) =>
+          s.points.map((p) => (
+            <tr key={`${s.name}-${p.severity.toString()}`}>
+              <th scope="row" title={s.parameter}>
+                {s.name}
+              </th>
+              <td>
+                {p.severity_name} ({formatNumber(p.value, 3)})
+              </td>
+              <td>{formatNumber(doc.divergence === "kl" ? p.kl_mean_nats : p.mse_mean)}</td>
+              <td>{p.brittleness_ratio === null ? "—" : `${formatNumber(p.brittleness_ratio, 3)}×`}</td>
+              <td>{formatPercent(p.top1_agreement, 1)}</td>
+              <td>{formatPercent(p.golden_accuracy, 1)}</td>
+              <td>{formatPercent(p.compressed_accuracy, 1)}</td>
+            </tr>
+          )),
+        )}
+      </tbody>
+    </table>
+  );
+}
+
+function WorstSamples({ doc, onSample }: { doc: FidelityRobustness; onSample: (index: number) => void }) {
+  const [key, setKey] = useState(() => {
+    const s = doc.slices[0];
+    const last = s?.points[s.points.length - 1];
+    return s && last ? `${s.name}:${last.severity.toString()}` : "";
+  });
+  const [name, severity] = key.split(":");
+  const point = doc.slices.find((s) => s.name === name)?.points.find((p) => p.severity.toString() === severity);
+  return (
+    <div className="panel">
+      <h3>Worst samples</h3>
+      <label>
+        Slice{" "}
+        <select
+          value={key}
+          onChange={(e) => {
+            setKey(e.target.value);
+          }}
+        >
+          {doc.slices.flatMap((s) =>
+            s.points.map((p) => (
+              <option key={`${s.name}:${p.severity.toString()}`} value={`${s.name}:${p.severity.toString()}`}>
+                {s.name} — {p.severity_name}
+              </option>
+            )),
+          )}
+        </select>
+      </label>
+      <table className="compact" aria-label="Worst samples of the slice">
+        <thead>
+          <tr>
+            <th>Sample</th>
+            <th>{doc.divergence === "kl" ? "KL (nats)" : "MSE"}</th>
+            <th>Golden</th>
+            <th>Compressed</th>
+            <th>Label</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(point?.worst_samples ?? []).map((w) => (
+            <tr key={w.sample_index}>
+              <td>
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() => {
+                    onSample(w.sample_index);
+                  }}
+                >
+                  #{w.sample_index}
+                </button>
+              </td>
+              <td>{formatNumber(w.divergence)}</td>
+              <td>{w.golden_class ?? "—"}</td>
+              <td>{w.compressed_class ?? "—"}</td>
+              <td>{w.label ?? "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The robustness section of the report; nothing when the job ran without robustness slices. */
+export function Robustness({ jobId, onSample }: { jobId: string; onSample: (index: number) => void }) {
+  const robustness = useFidelityRobustness(jobId);
+  if (robustness.isError && robustness.error instanceof ApiError && robustness.error.status === 404) return null;
+  const doc = robustness.data;
+  const brittle = doc ? mostBrittle(doc) : null;
+  return (
+    <section aria-labelledby="robustness-heading">
+      <h2 id="robustness-heading">Robustness slices</h2>
+      {robustness.isPending ? (
+        <Loading what="the robustness slices" />
+      ) : robustness.isError ? (
+        <ErrorMessage error={robustness.error} />
+      ) : doc?.error ? (
+        <p className="muted">{doc.error}</p>
+      ) : doc ? (
+        <>
+          <p className="muted">
+            {doc.n_samples} samples of output <code>{doc.primary_output}</code>, corrupted with seed {doc.seed}.
+            Brittleness ratio: the divergence on the slice over the divergence on clean data
+            {brittle ? `; highest: ${brittle.slice} at ${formatNumber(brittle.ratio, 3)}×` : ""}.
+            {doc.skipped.length > 0 && ` Skipped: ${doc.skipped.map((s) => `${s.name} (${s.reason})`).join("; ")}.`}
+          </p>
+          <Charts doc={doc} />
+          <RatioTable doc={doc} />
+          <WorstSamples doc={doc} onSample={onSample} />
+        </>
+      ) : null}
+    </section>
+  );
+}
