@@ -6,29 +6,14 @@
 //                            "password": PASSWORD, "ids": {"project", "alert"}}'
 //
 // Prints one JSON line of observations; exits non-zero on the first failed step.
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, CHROMIUM_ARGS, signIn, watchConsole } from "./browser_support.mjs";
+import { runSignedIn, startDriver } from "./browser_support.mjs";
 
-const config = JSON.parse(process.argv[2] ?? "{}");
-const ids = config.ids;
 const observations = { steps: [], consoleErrors: [] };
-mkdirSync(config.artifacts, { recursive: true });
+const { config, step } = startDriver("budgets", observations);
+const ids = config.ids;
 
-function step(name) {
-  observations.steps.push(name);
-  console.error(`[budgets] ${name}`);
-}
-
-const browser = await chromium.launch({ executablePath: config.chromium, args: CHROMIUM_ARGS });
-try {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(30_000);
-  watchConsole(page, observations.consoleErrors);
-
-  step("sign in");
-  await signIn(page, config);
+await runSignedIn(config, observations, step, async (page) => {
   step("project page: the badge counts the open alert");
   await page.goto(`${config.base}/#/projects/${ids.project}`);
   const badge = page.getByRole("button", { name: /open budget alert/ });
@@ -63,11 +48,4 @@ try {
   await made.waitFor();
   observations.budgetCells = await made.locator("td").allInnerTexts();
   await page.screenshot({ path: join(config.artifacts, "budgets.png"), fullPage: true });
-} catch (error) {
-  observations.error = String(error?.stack ?? error);
-  console.log(JSON.stringify(observations));
-  await browser.close();
-  process.exit(1);
-}
-await browser.close();
-console.log(JSON.stringify(observations));
+});

@@ -7,18 +7,11 @@
 //                          "cnn": MODEL_ID, "scan": JOB_ID, "fidelity": JOB_ID, "sqnrPick": NODE, "deep": MODEL_ID, "pick": NODE, "alias": ALIAS}'
 //
 // Prints one JSON line of observations (with "error" when a step failed).
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, CHROMIUM_ARGS, signIn, watchConsole } from "./browser_support.mjs";
+import { runSignedIn, startDriver } from "./browser_support.mjs";
 
-const config = JSON.parse(process.argv[2] ?? "{}");
 const seen = { steps: [], consoleErrors: [] };
-mkdirSync(config.artifacts, { recursive: true });
-
-function step(name) {
-  seen.steps.push(name);
-  console.error(`[graph] ${name}`);
-}
+const { config, step } = startDriver("graph", seen);
 
 /** Fill of every drawn box, by node id. */
 const fills = (page) =>
@@ -60,14 +53,7 @@ async function panAndZoom(page) {
   await page.mouse.up();
 }
 
-const browser = await chromium.launch({ executablePath: config.chromium, args: CHROMIUM_ARGS });
-try {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(30_000);
-  watchConsole(page, seen.consoleErrors);
-  step("sign in");
-  await signIn(page, config);
+await runSignedIn(config, seen, step, async (page) => {
 
   step("the demo CNN's graph");
   await page.goto(`${config.base}/#/models/${config.cnn}`);
@@ -125,9 +111,4 @@ try {
   seen.deepExpanded = await page.locator("[data-testid=graph-canvas] [data-node]").count();
   seen.expandedFrames = await frameTimes(page, () => panAndZoom(page));
   await page.screenshot({ path: join(config.artifacts, "deep-graph.png") });
-} catch (error) {
-  seen.error = String(error?.stack ?? error);
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify(seen));
+}, { viewport: { width: 1440, height: 1000 } });

@@ -7,19 +7,12 @@
 //                           "password": PASSWORD, "ids": {"project", "job", "model", "doomedModel"}}'
 //
 // Prints one JSON line of observations; exits non-zero on the first failed step.
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, CHROMIUM_ARGS, signIn, watchConsole } from "./browser_support.mjs";
+import { runSignedIn, startDriver } from "./browser_support.mjs";
 
-const config = JSON.parse(process.argv[2] ?? "{}");
-const ids = config.ids;
 const observations = { steps: [], consoleErrors: [], layout: {} };
-mkdirSync(config.artifacts, { recursive: true });
-
-function step(name) {
-  observations.steps.push(name);
-  console.error(`[manage] ${name}`);
-}
+const { config, step } = startDriver("manage", observations);
+const ids = config.ids;
 
 /** The document's width and the outermost elements sticking out of the viewport (outside scroll boxes). */
 function overflow() {
@@ -48,15 +41,7 @@ function overflow() {
   };
 }
 
-const browser = await chromium.launch({ executablePath: config.chromium, args: CHROMIUM_ARGS });
-try {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(30_000);
-  watchConsole(page, observations.consoleErrors);
-
-  step("sign in");
-  await signIn(page, config);
+await runSignedIn(config, observations, step, async (page) => {
 
   step("projects list: counts and last activity");
   const row = page.locator(`tr[data-project-id="${ids.project}"]`);
@@ -213,11 +198,4 @@ try {
   await page.waitForLoadState("networkidle");
   observations.layout.phoneTeam = await page.evaluate(overflow);
   await page.screenshot({ path: join(config.artifacts, "phone-team-audit.png"), fullPage: true });
-} catch (error) {
-  observations.error = String(error?.stack ?? error);
-  console.log(JSON.stringify(observations));
-  await browser.close();
-  process.exit(1);
-}
-await browser.close();
-console.log(JSON.stringify(observations));
+});

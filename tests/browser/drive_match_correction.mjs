@@ -8,18 +8,11 @@
 //     "pick": NODE, "pendingPick": NODE}'
 //
 // Prints one JSON line of observations (with "error" when a step failed).
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, CHROMIUM_ARGS, signIn, watchConsole } from "./browser_support.mjs";
+import { runSignedIn, startDriver } from "./browser_support.mjs";
 
-const config = JSON.parse(process.argv[2] ?? "{}");
 const seen = { steps: [], consoleErrors: [] };
-mkdirSync(config.artifacts, { recursive: true });
-
-function step(name) {
-  seen.steps.push(name);
-  console.error(`[match] ${name}`);
-}
+const { config, step } = startDriver("match", seen);
 
 /** Per pane (under a page or a locator): drawn boxes, boxes marked unmatched, the selected / linked boxes. */
 const panes = (root) =>
@@ -37,14 +30,7 @@ const panes = (root) =>
     ),
   );
 
-const browser = await chromium.launch({ executablePath: config.chromium, args: CHROMIUM_ARGS });
-try {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(30_000);
-  watchConsole(page, seen.consoleErrors);
-  step("sign in");
-  await signIn(page, config);
+await runSignedIn(config, seen, step, async (page) => {
 
   step("the demo report's layer matching");
   await page.goto(`${config.base}/#/jobs/${config.job}`);
@@ -107,9 +93,4 @@ try {
     seen.backPanes = await panes(page);
   }
   await page.screenshot({ path: join(config.artifacts, "side-by-side.png"), fullPage: true });
-} catch (error) {
-  seen.error = String(error?.stack ?? error);
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify(seen));
+}, { viewport: { width: 1440, height: 1000 } });

@@ -9,8 +9,6 @@ drive_budgets.mjs.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -18,14 +16,7 @@ from typing import Any
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.test_dashboard import (  # noqa: F401  (pytest fixtures)
-    ADMIN_PASSWORD,
-    ARTIFACTS,
-    REPO_ROOT,
-    _wait_for_demo,
-    stack,
-    tools,
-)
+from tests.browser.support import driver_config, run_driver, wait_for_demo
 from tests.support.services import Process
 
 pytestmark = pytest.mark.browser
@@ -40,7 +31,7 @@ def _alert_of(http: Any, pid: str, job_id: str, proc: Process, timeout: float = 
         alerts = http.get(f"/projects/{pid}/alerts").json()["items"]
         mine = [a for a in alerts if a["job_id"] == job_id]
         if mine:
-            return mine[0]  # type: ignore[no-any-return]
+            return mine[0]
         status = http.get(f"/jobs/{job_id}").json()["status"]
         assert status in ("queued", "running", "succeeded"), f"{status}\n{proc.log()[-3000:]}"
         time.sleep(1)
@@ -48,12 +39,12 @@ def _alert_of(http: Any, pid: str, job_id: str, proc: Process, timeout: float = 
 
 
 def test_budget_alert_badge_acknowledge_and_editor_in_the_browser(
-    tools: tuple[str, str],  # noqa: F811
-    stack: tuple[str, Process, str],  # noqa: F811
+    tools: tuple[str, str],
+    stack: tuple[str, Process, str],
 ) -> None:
     node, chromium = tools
     base, proc, token = stack
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     http = KneeboardClient(base, token=token).http
     project = next(p for p in http.get("/projects").json() if p["name"] == "demo")
     pid = project["id"]
@@ -78,23 +69,8 @@ def test_budget_alert_badge_acknowledge_and_editor_in_the_browser(
             assert other["job_id"] == demo_job["id"]
             assert http.post(f"/projects/{pid}/alerts/{other['id']}/ack").status_code == 200
 
-    config = {
-        "base": base,
-        "chromium": chromium,
-        "artifacts": str(ARTIFACTS / "budgets"),
-        "username": "admin",
-        "password": ADMIN_PASSWORD,
-        "ids": {"project": pid, "alert": alert["id"]},
-    }
-    result = subprocess.run(
-        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=240, cwd=REPO_ROOT
-    )
-    lines = result.stdout.strip().splitlines()
-    assert lines, f"the driver printed nothing:\n{result.stderr[-4000:]}"
-    seen: dict[str, Any] = json.loads(lines[-1])
-    assert result.returncode == 0 and "error" not in seen, (
-        f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
-    )
+    config = driver_config(base, chromium, "budgets", ids={"project": pid, "alert": alert["id"]})
+    seen = run_driver(node, DRIVER, config, proc, timeout=240)
     assert seen["badge"] == "1 open alert" and seen["badgeAfterAck"] == 0
     assert seen["alertCells"][1] == "strict" and "kl_mean_nats" in seen["alertCells"][3]
     assert "above the maximum" in seen["alertCells"][3]

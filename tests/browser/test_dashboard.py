@@ -12,58 +12,20 @@ with playwright-core from frontend/node_modules; screenshots land in test-artifa
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
-from backend.client import KneeboardClient
-from tests.support.accounts import cli_token
-from tests.support.services import REPO_ROOT, Process, free_port
+from tests.browser.support import ADMIN_PASSWORD, ARTIFACTS, wait_for_demo
+from tests.support.services import REPO_ROOT, Process
 
 pytestmark = pytest.mark.browser
 
-FRONTEND = REPO_ROOT / "frontend"
 DRIVER = Path(__file__).with_name("drive_dashboard.mjs")
-ARTIFACTS = REPO_ROOT / "test-artifacts" / "browser"
-ADMIN_PASSWORD = "browser-test-admin-password"
-
-
-def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("KNEEBOARD_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason} (KNEEBOARD_REQUIRE_BROWSER=1)")
-    pytest.skip(reason)
-
-
-def _chromium() -> str:
-    candidates = [
-        os.environ.get("KNEEBOARD_CHROMIUM"),
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-    ]
-    found = next((c for c in candidates if c and Path(c).is_file()), None)
-    if found is None:
-        _unavailable("no Chromium: install Debian's chromium or set KNEEBOARD_CHROMIUM")
-    return found
-
-
-@pytest.fixture(scope="module")
-def tools() -> tuple[str, str]:
-    """node and chromium, once the built dashboard and playwright-core are there."""
-    if not (FRONTEND / "dist" / "index.html").is_file():
-        _unavailable("frontend/dist/index.html is missing: run `npm ci && npm run build` in frontend/")
-    node = shutil.which("node")
-    if node is None:
-        _unavailable("no node on PATH")
-    if not (FRONTEND / "node_modules" / "playwright-core" / "package.json").is_file():
-        _unavailable("playwright-core is not installed: run `npm ci` in frontend/")
-    return str(node), _chromium()
 
 
 @pytest.fixture(scope="module")
@@ -91,42 +53,6 @@ def demo_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[]
             proc.wait()
 
 
-@pytest.fixture(scope="module")
-def stack(
-    tools: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, Process, str]]:
-    """`kneeboard up` (SQLite, filesystem broker, a worker, the demo seeder) on a free port, and an API token of
-    its first admin."""
-    tmp = tmp_path_factory.mktemp("browser-stack")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
-    env |= {"KNEEBOARD_DATA_DIR": str(tmp / "data"), "KNEEBOARD_PORT": str(port), "PYTHONUNBUFFERED": "1"}
-    env["KNEEBOARD_FIRST_ADMIN_PASSWORD"] = ADMIN_PASSWORD  # the first start creates "admin" with it
-    proc = Process([sys.executable, "-m", "backend.cli", "up"], env, tmp / "up.log")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        KneeboardClient(base).wait_healthy(timeout=120)
-        yield base, proc, cli_token(tmp / "data", "browser test")
-    finally:
-        proc.stop()
-
-
-def _wait_for_demo(base: str, proc: Process, token: str, timeout: float = 180) -> None:
-    """Until the demo's fidelity job has succeeded (its models and dataset are then ready)."""
-    client = KneeboardClient(base, token=token)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        demo = [p for p in client.projects() if p["name"] == "demo"]
-        if demo:
-            params = {"project_id": demo[0]["id"], "kind": "fidelity"}
-            jobs = client.http.get("/jobs", params=params).json()["items"]
-            if jobs and jobs[0]["status"] in ("succeeded", "failed", "cancelled"):
-                assert jobs[0]["status"] == "succeeded", f"{jobs[0]}\n{proc.log()[-3000:]}"
-                return
-        time.sleep(1)
-    raise TimeoutError(f"the demo project was not seeded in {timeout} s:\n{proc.log()[-3000:]}")
-
-
 def _distinct_copy(model: Path) -> Path:
     """The same network under another sha256 (a doc string added), so that uploading it makes a new model."""
     import onnx
@@ -145,7 +71,7 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     base, proc, token = stack
     demo_int8 = demo_model()  # the same bytes as the demo project's int8 model: the upload form says so
     model = _distinct_copy(demo_int8)
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     config = {
         "base": base,
         "duplicate": str(demo_int8),

@@ -7,23 +7,13 @@ like test_dashboard.py."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.test_dashboard import (  # noqa: F401  (pytest fixtures)
-    ADMIN_PASSWORD,
-    ARTIFACTS,
-    REPO_ROOT,
-    _wait_for_demo,
-    stack,
-    tools,
-)
+from tests.browser.support import driver_config, run_driver, wait_for_demo
 from tests.support.deep_onnx import deep_chain_onnx
 from tests.support.services import Process
 
@@ -47,13 +37,13 @@ def _number(text: str) -> float:
 
 
 def test_graph_view_colours_picks_searches_and_scales(
-    tools: tuple[str, str],  # noqa: F811
-    stack: tuple[str, Process, str],  # noqa: F811
+    tools: tuple[str, str],
+    stack: tuple[str, Process, str],
     tmp_path: Path,
 ) -> None:
     node, chromium = tools
     base, proc, token = stack
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     client = KneeboardClient(base, token=token)
     pid = next(p for p in client.projects() if p["name"] == "demo")["id"]
     golden = next(m for m in client.http.get(f"/projects/{pid}/models").json() if "golden" in m["name"])
@@ -91,12 +81,7 @@ def test_graph_view_colours_picks_searches_and_scales(
         if found and row["accumulated"]["sqnr_db"] is not None:
             sqnr[found[0]] = row["accumulated"]["sqnr_db"]
     assert len(sqnr) >= 3, profile["layers"]
-    config = {
-        "base": base,
-        "chromium": chromium,
-        "artifacts": str(ARTIFACTS / "graph"),
-        "username": "admin",
-        "password": ADMIN_PASSWORD,
+    config = driver_config(base, chromium, "graph") | {
         "cnn": golden["id"],
         "scan": scan["id"],
         "fidelity": fidelity["id"],
@@ -105,15 +90,7 @@ def test_graph_view_colours_picks_searches_and_scales(
         "pick": "conv2",
         "alias": fc["aliases"][0],
     }
-    result = subprocess.run(
-        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
-    )
-    lines = result.stdout.strip().splitlines()
-    assert lines, f"the driver printed nothing:\n{result.stderr[-4000:]}"
-    seen: dict[str, Any] = json.loads(lines[-1])
-    assert result.returncode == 0 and "error" not in seen, (
-        f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
-    )
+    seen = run_driver(node, DRIVER, config, proc, timeout=300)
     assert not seen["consoleErrors"], seen["consoleErrors"]
 
     # The CNN is small: every node is drawn; by parameters the largest owner (fc) is hottest.

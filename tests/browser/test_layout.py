@@ -18,15 +18,8 @@ from typing import Any
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.test_dashboard import (  # noqa: F401  (pytest fixtures)
-    ADMIN_PASSWORD,
-    ARTIFACTS,
-    REPO_ROOT,
-    _wait_for_demo,
-    stack,
-    tools,
-)
-from tests.support.services import Process
+from tests.browser.support import ADMIN_PASSWORD, ARTIFACTS, wait_for_demo
+from tests.support.services import REPO_ROOT, Process
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -78,12 +71,12 @@ def _jobs(client: KneeboardClient) -> dict[str, str]:
 
 
 def test_every_page_fits_phones_and_desktops_and_stays_on_the_server(
-    tools: tuple[str, str],  # noqa: F811
-    stack: tuple[str, Process, str],  # noqa: F811
+    tools: tuple[str, str],
+    stack: tuple[str, Process, str],
 ) -> None:
     node, chromium = tools
     base, proc, token = stack
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     ids = _jobs(KneeboardClient(base, token=token))
     config = {
         "base": base,

@@ -12,23 +12,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.test_dashboard import (  # noqa: F401  (pytest fixtures)
-    ADMIN_PASSWORD,
-    ARTIFACTS,
-    REPO_ROOT,
-    _wait_for_demo,
-    stack,
-    tools,
-)
+from tests.browser.support import driver_config, run_driver, wait_for_demo
 from tests.support import files
 from tests.support.services import Process
 
@@ -38,12 +28,12 @@ DRIVER = Path(__file__).with_name("drive_manage.mjs")
 
 
 def test_rename_tag_filter_relaunch_and_delete_in_the_browser(
-    tools: tuple[str, str],  # noqa: F811
-    stack: tuple[str, Process, str],  # noqa: F811
+    tools: tuple[str, str],
+    stack: tuple[str, Process, str],
 ) -> None:
     node, chromium = tools
     base, proc, token = stack
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     client = KneeboardClient(base, token=token)
     http = client.http
     project = next(p for p in client.projects() if p["name"] == "demo")
@@ -62,12 +52,7 @@ def test_rename_tag_filter_relaunch_and_delete_in_the_browser(
     assert doomed.status_code == 201, doomed.text
     before = http.get(f"/projects/{pid}").json()  # counts as the list should show them (doomed included)
 
-    config = {
-        "base": base,
-        "chromium": chromium,
-        "artifacts": str(ARTIFACTS / "manage"),
-        "username": "admin",
-        "password": ADMIN_PASSWORD,
+    config = driver_config(base, chromium, "manage") | {
         "ids": {
             "project": pid,
             "job": job["id"],
@@ -77,15 +62,7 @@ def test_rename_tag_filter_relaunch_and_delete_in_the_browser(
         },
         "today": datetime.now(UTC).date().isoformat(),
     }
-    result = subprocess.run(
-        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=240, cwd=REPO_ROOT
-    )
-    lines = result.stdout.strip().splitlines()
-    assert lines, f"the driver printed nothing:\n{result.stderr[-4000:]}"
-    seen: dict[str, Any] = json.loads(lines[-1])
-    assert result.returncode == 0 and "error" not in seen, (
-        f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
-    )
+    seen = run_driver(node, DRIVER, config, proc, timeout=240)
 
     # The projects list: the demo's counts as the API counted them before the browser changed anything.
     headers = seen["projectHeaders"]

@@ -8,22 +8,12 @@ page's side-by-side mode for the demo job links the two graphs' nodes."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.test_dashboard import (  # noqa: F401  (pytest fixtures)
-    ADMIN_PASSWORD,
-    ARTIFACTS,
-    REPO_ROOT,
-    _wait_for_demo,
-    stack,
-    tools,
-)
+from tests.browser.support import driver_config, run_driver, wait_for_demo
 from tests.support.services import Process
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -32,12 +22,12 @@ DRIVER = Path(__file__).with_name("drive_match_correction.mjs")
 
 
 def test_correct_a_match_and_rerun_with_the_name_map(
-    tools: tuple[str, str],  # noqa: F811
-    stack: tuple[str, Process, str],  # noqa: F811
+    tools: tuple[str, str],
+    stack: tuple[str, Process, str],
 ) -> None:
     node, chromium = tools
     base, proc, token = stack
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     client = KneeboardClient(base, token=token)
     pid = next(p for p in client.projects() if p["name"] == "demo")["id"]
     source = client.http.get("/jobs", params={"project_id": pid, "kind": "fidelity"}).json()["items"][-1]
@@ -55,12 +45,7 @@ def test_correct_a_match_and_rerun_with_the_name_map(
     pending_pick = next(row["canonical_id"] for row in profile["layers"] if row["name"] == unmatch)
     assert pending_pick in {n["id"] for n in graph["nodes"]}
 
-    config = {
-        "base": base,
-        "chromium": chromium,
-        "artifacts": str(ARTIFACTS / "match_correction"),
-        "username": "admin",
-        "password": ADMIN_PASSWORD,
+    config = driver_config(base, chromium, "match_correction") | {
         "job": source["id"],
         "golden": source["params"]["golden_model_id"],
         "pairGolden": pair_golden,
@@ -69,15 +54,7 @@ def test_correct_a_match_and_rerun_with_the_name_map(
         "pick": pick,
         "pendingPick": pending_pick,
     }
-    result = subprocess.run(
-        [node, str(DRIVER), json.dumps(config)], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
-    )
-    lines = result.stdout.strip().splitlines()
-    assert lines, f"the driver printed nothing:\n{result.stderr[-4000:]}"
-    seen: dict[str, Any] = json.loads(lines[-1])
-    assert result.returncode == 0 and "error" not in seen, (
-        f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
-    )
+    seen = run_driver(node, DRIVER, config, proc, timeout=300)
     assert not seen["consoleErrors"], seen["consoleErrors"]
 
     # The page lists every profile row with its compressed layer and method, then the unmatched golden layers.

@@ -16,11 +16,7 @@ from typing import Any
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.test_dashboard import ADMIN_PASSWORD, ARTIFACTS, _wait_for_demo
-from tests.browser.test_dashboard import (
-    stack as stack,  # module-scoped fixtures: a stack of this module's own
-)
-from tests.browser.test_dashboard import tools as tools
+from tests.browser.support import ADMIN_PASSWORD, ARTIFACTS, wait_for_demo
 from tests.support.services import REPO_ROOT, Process
 
 pytestmark = pytest.mark.browser
@@ -64,7 +60,7 @@ def test_a_downloaded_fidelity_report_draws_its_charts_offline(
 ) -> None:
     node, chromium = tools
     base, proc, token = stack
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     client = KneeboardClient(base, token=token)
     demo = next(p for p in client.projects() if p["name"] == "demo")
     jobs = client.http.get("/jobs", params={"project_id": demo["id"], "kind": "fidelity"}).json()["items"]
@@ -102,7 +98,7 @@ def test_sensitivity_and_sweep_reports_draw_offline(
     selected layer's channel importance, the Pareto chart and another pair of axes, all from the file."""
     node, chromium = tools
     base, proc, token = stack
-    _wait_for_demo(base, proc, token)
+    wait_for_demo(base, proc, token)
     client = KneeboardClient(base, token=token)
     demo = next(p for p in client.projects() if p["name"] == "demo")
     golden = next(
