@@ -47,9 +47,24 @@ class _Batches:
 
 
 def _top(log_probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k largest classes per row (ties: the smaller class first, as argmax) and their probabilities."""
-    order = np.argsort(-log_probs, axis=1, kind="stable")[:, :k]
-    return order.astype(np.int32), np.exp(np.take_along_axis(log_probs, order, axis=1))
+    """The k largest classes per row, most probable first (equal values: the smaller class first, as argmax),
+    and their probabilities. argpartition then a sort of the k: a full argsort of 1,000 classes made the
+    recorder cost +68 % of the comparison's time (N=10,000, C=1,000), this about +20 %."""
+    if k < log_probs.shape[1]:
+        part = np.argpartition(-log_probs, k - 1, axis=1)[:, :k]
+    else:
+        part = np.broadcast_to(np.arange(log_probs.shape[1]), log_probs.shape)
+    values = np.take_along_axis(log_probs, part, axis=1)
+    # A tie across the k-th place (a quantized model's outputs often tie) may have kept a larger class:
+    # those rows take the full stable sort.
+    tied = np.count_nonzero(log_probs >= values.min(axis=1, keepdims=True), axis=1) > k
+    if tied.any():
+        part = part.copy()
+        part[tied] = np.argsort(-log_probs[tied], axis=1, kind="stable")[:, :k]
+        values = np.take_along_axis(log_probs, part, axis=1)
+    within = np.lexsort((part, -values), axis=1)  # by value descending, then class ascending
+    order = np.take_along_axis(part, within, axis=1)
+    return order.astype(np.int32), np.exp(np.take_along_axis(values, within, axis=1))
 
 
 def _nan_rows(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
