@@ -1,5 +1,5 @@
 """The robustness slices' corruptions (worker/engine/robustness/transforms.py) against independent
-implementations: scipy.ndimage's Gaussian filter for the blur, numpy draws from the same per-sample
+implementations: scipy.ndimage's Gaussian filter for the blur, numpy draws from the same seeded block
 generator for the noise and the occlusion patch, the plain formulas for brightness and contrast; and the
 rules that make reruns identical (a sample's corruption depends on its index, not on its batch)."""
 
@@ -11,7 +11,7 @@ from scipy import ndimage
 
 from worker.engine.demo_models import DigitsSplit
 from worker.engine.robustness import SEVERITIES, SLICES, ArrayStats, array_stats, corrupt
-from worker.engine.robustness.transforms import sample_rng
+from worker.engine.robustness.transforms import block_rng, block_rows
 
 SEED = 11
 
@@ -51,12 +51,13 @@ def test_blur_of_channels_last_images_blurs_height_and_width(stats: ArrayStats) 
 
 @pytest.mark.parametrize("severity", SEVERITIES)
 def test_noise_is_the_samples_own_draws(images: np.ndarray, stats: ArrayStats, severity: int) -> None:
-    indices = np.arange(100, 100 + len(images))
+    rows = block_rows(images.shape[1:])
+    indices = np.arange(rows - 5, rows - 5 + len(images))  # straddles two blocks
     ours = corrupt("gaussian_noise", severity, images, indices, stats, SEED)
     scale = SLICES["gaussian_noise"].values[severity - 1] * stats.std
+    blocks = [block_rng(SEED, "gaussian_noise", severity, b).normal(size=(rows, 1, 8, 8)) for b in (0, 1)]
     for row, index in enumerate(indices):
-        rng = sample_rng(SEED, "gaussian_noise", severity, int(index))
-        expected = images[row].astype(np.float64) + scale * rng.normal(size=images.shape[1:])
+        expected = images[row].astype(np.float64) + scale * blocks[index // rows][index % rows]
         np.testing.assert_allclose(ours[row], expected.astype(np.float32), rtol=0, atol=1e-6)
     measured = (ours.astype(np.float64) - images).std()
     assert measured == pytest.approx(scale, rel=0.1)  # 768 draws: the std is within 10 %
@@ -80,9 +81,11 @@ def test_occlusion_fills_one_square_at_the_drawn_place(
 ) -> None:
     ours = corrupt("occlusion", severity, images, np.arange(len(images)), stats, SEED)
     side = max(1, round(SLICES["occlusion"].values[severity - 1] * 8))
+    rng = block_rng(SEED, "occlusion", severity, 0)
+    rows = block_rows((1, 8, 8))
+    tops, lefts = rng.integers(0, 8 - side + 1, size=rows), rng.integers(0, 8 - side + 1, size=rows)
     for row in range(len(images)):
-        rng = sample_rng(SEED, "occlusion", severity, row)
-        top, left = int(rng.integers(0, 8 - side + 1)), int(rng.integers(0, 8 - side + 1))
+        top, left = int(tops[row]), int(lefts[row])
         mask = np.zeros((8, 8), dtype=bool)
         mask[top : top + side, left : left + side] = True
         np.testing.assert_allclose(ours[row, 0][mask], np.float32(stats.mean))

@@ -1,0 +1,73 @@
+"""What robustness slices cost next to the clean fidelity comparison they multiply.
+
+Baseline: compare_models over the dataset (the clean fidelity job's comparison), times the number of
+slice x severity points. Measured: evaluate_robustness over the same points, which also corrupts every
+chunk. Ratio close to 1 means no overhead beyond the extra forward passes; the corruptions alone are
+also timed per slice (numpy only, no model) to say where any overhead comes from.
+
+Digits CNN fp32 vs its int8 QDQ copy, ONNX Runtime on 1 thread, 5 slices x 3 severities.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import best_of, report
+
+
+def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> None:
+    from worker.engine.demo_models import write_demo_bundle
+    from worker.engine.fidelity import FidelityParams, compare_models
+    from worker.engine.loaders import load_model
+    from worker.engine.robustness import (
+        SEVERITIES,
+        SLICES,
+        RobustnessParams,
+        array_stats,
+        corrupt,
+        evaluate_robustness,
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = write_demo_bundle(Path(tmp))
+        golden = load_model(bundle.golden_onnx, "onnx", intra_op_threads=1)
+        compressed = load_model(bundle.int8_onnx, "onnx", intra_op_threads=1)
+        data = np.load(bundle.test_npz)
+        reps = -(-n_samples // len(data["input"]))
+        x = np.tile(data["input"], (reps, 1, 1, 1))[:n_samples]
+        labels = np.tile(data["labels"], reps)[:n_samples]
+        params = FidelityParams(batch_size=batch_size)
+        points = len(SLICES) * len(SEVERITIES)
+        clean = compare_models(golden, compressed, {"input": x}, labels, params)
+
+        def clean_times_points() -> None:
+            for _ in range(points):
+                compare_models(golden, compressed, {"input": x}, labels, params)
+
+        def robustness() -> None:
+            evaluate_robustness(
+                golden, compressed, {"input": x}, labels, params, clean.per_sample, "classification",
+                RobustnessParams(),
+            )  # fmt: skip
+
+        stats = array_stats(x)
+        idx = np.arange(n_samples)
+        base = best_of(clean_times_points, repeats)
+        print(
+            f"robustness: digits CNN fp32 vs int8, {n_samples} samples, batch {batch_size}, ORT 1 thread, "
+            f"{points} slice x severity points"
+        )
+        report(f"clean compare_models x {points}", base, "baseline", base)
+        report("evaluate_robustness (all slices)", best_of(robustness, repeats), "baseline", base)
+        for name in SLICES:
+            seconds = best_of(
+                lambda name=name: [corrupt(name, s, x, idx, stats) for s in SEVERITIES], repeats
+            )
+            report(f"  corruption only: {name} x 3", seconds, "baseline", base)
+
+
+if __name__ == "__main__":
+    main()
