@@ -63,10 +63,12 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
         report(f"clean compare_models x {points}", base, "baseline", base)
         report("evaluate_robustness (all slices)", best_of(robustness, repeats), "baseline", base)
         for name in SLICES:
-            seconds = best_of(
-                lambda name=name: [corrupt(name, s, x, idx, stats) for s in SEVERITIES], repeats
-            )
-            report(f"  corruption only: {name} x 3", seconds, "baseline", base)
+
+            def corrupt_all(name: str = name) -> None:
+                for severity in SEVERITIES:
+                    corrupt(name, severity, x, idx, stats)
+
+            report(f"  corruption only: {name} x 3", best_of(corrupt_all, repeats), "baseline", base)
 
 
 if __name__ == "__main__":
