@@ -11,7 +11,14 @@ from collections.abc import Iterator
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.support import ADMIN_PASSWORD, FRONTEND, chromium_path, unavailable
+from tests.browser.support import (
+    ADMIN_PASSWORD,
+    FRONTEND,
+    DemoStack,
+    chromium_path,
+    unavailable,
+    wait_for_demo,
+)
 from tests.support.accounts import cli_token
 from tests.support.services import Process, free_port
 
@@ -47,3 +54,11 @@ def stack(
         yield base, proc, cli_token(tmp / "data", "browser test")
     finally:
         proc.stop()
+
+
+@pytest.fixture
+def demo(tools: tuple[str, str], stack: tuple[str, Process, str]) -> DemoStack:
+    """node, Chromium and the module's stack, once the demo project is seeded (its fidelity job succeeded)."""
+    base, proc, token = stack
+    wait_for_demo(base, proc, token)
+    return DemoStack(*tools, base, proc, token)

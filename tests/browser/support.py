@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 import pytest
 
@@ -87,3 +87,13 @@ def run_driver(
         f"{seen.get('error')}\nsteps: {seen['steps']}\n{result.stderr[-3000:]}\nAPI log:\n{proc.log()[-3000:]}"
     )
     return seen
+
+
+class DemoStack(NamedTuple):
+    """The `demo` fixture: node and Chromium, and a started stack whose demo project is seeded."""
+
+    node: str
+    chromium: str
+    base: str
+    proc: Process
+    token: str

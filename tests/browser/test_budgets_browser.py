@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.support import driver_config, run_driver, wait_for_demo
+from tests.browser.support import DemoStack, driver_config, run_driver
 from tests.support.services import Process
 
 pytestmark = pytest.mark.browser
@@ -39,12 +39,9 @@ def _alert_of(http: Any, pid: str, job_id: str, proc: Process, timeout: float = 
 
 
 def test_budget_alert_badge_acknowledge_and_editor_in_the_browser(
-    tools: tuple[str, str],
-    stack: tuple[str, Process, str],
+    demo: DemoStack,
 ) -> None:
-    node, chromium = tools
-    base, proc, token = stack
-    wait_for_demo(base, proc, token)
+    node, chromium, base, proc, token = demo
     http = KneeboardClient(base, token=token).http
     project = next(p for p in http.get("/projects").json() if p["name"] == "demo")
     pid = project["id"]

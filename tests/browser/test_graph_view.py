@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.support import driver_config, run_driver, wait_for_demo
+from tests.browser.support import DemoStack, driver_config, run_driver
 from tests.support.deep_onnx import deep_chain_onnx
-from tests.support.services import Process
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,13 +36,10 @@ def _number(text: str) -> float:
 
 
 def test_graph_view_colours_picks_searches_and_scales(
-    tools: tuple[str, str],
-    stack: tuple[str, Process, str],
+    demo: DemoStack,
     tmp_path: Path,
 ) -> None:
-    node, chromium = tools
-    base, proc, token = stack
-    wait_for_demo(base, proc, token)
+    node, chromium, base, proc, token = demo
     client = KneeboardClient(base, token=token)
     pid = next(p for p in client.projects() if p["name"] == "demo")["id"]
     golden = next(m for m in client.http.get(f"/projects/{pid}/models").json() if "golden" in m["name"])

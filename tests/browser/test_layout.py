@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.support import ADMIN_PASSWORD, ARTIFACTS, wait_for_demo
-from tests.support.services import REPO_ROOT, Process
+from tests.browser.support import ADMIN_PASSWORD, ARTIFACTS, DemoStack
+from tests.support.services import REPO_ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -71,12 +71,9 @@ def _jobs(client: KneeboardClient) -> dict[str, str]:
 
 
 def test_every_page_fits_phones_and_desktops_and_stays_on_the_server(
-    tools: tuple[str, str],
-    stack: tuple[str, Process, str],
+    demo: DemoStack,
 ) -> None:
-    node, chromium = tools
-    base, proc, token = stack
-    wait_for_demo(base, proc, token)
+    node, chromium, base, proc, token = demo
     ids = _jobs(KneeboardClient(base, token=token))
     config = {
         "base": base,

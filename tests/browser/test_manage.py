@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.support import driver_config, run_driver, wait_for_demo
+from tests.browser.support import DemoStack, driver_config, run_driver
 from tests.support import files
-from tests.support.services import Process
 
 pytestmark = pytest.mark.browser
 
@@ -28,12 +27,9 @@ DRIVER = Path(__file__).with_name("drive_manage.mjs")
 
 
 def test_rename_tag_filter_relaunch_and_delete_in_the_browser(
-    tools: tuple[str, str],
-    stack: tuple[str, Process, str],
+    demo: DemoStack,
 ) -> None:
-    node, chromium = tools
-    base, proc, token = stack
-    wait_for_demo(base, proc, token)
+    node, chromium, base, proc, token = demo
     client = KneeboardClient(base, token=token)
     http = client.http
     project = next(p for p in client.projects() if p["name"] == "demo")

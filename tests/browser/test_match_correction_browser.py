@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from backend.client import KneeboardClient
-from tests.browser.support import driver_config, run_driver, wait_for_demo
-from tests.support.services import Process
+from tests.browser.support import DemoStack, driver_config, run_driver
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,12 +21,9 @@ DRIVER = Path(__file__).with_name("drive_match_correction.mjs")
 
 
 def test_correct_a_match_and_rerun_with_the_name_map(
-    tools: tuple[str, str],
-    stack: tuple[str, Process, str],
+    demo: DemoStack,
 ) -> None:
-    node, chromium = tools
-    base, proc, token = stack
-    wait_for_demo(base, proc, token)
+    node, chromium, base, proc, token = demo
     client = KneeboardClient(base, token=token)
     pid = next(p for p in client.projects() if p["name"] == "demo")["id"]
     source = client.http.get("/jobs", params={"project_id": pid, "kind": "fidelity"}).json()["items"][-1]
