@@ -91,11 +91,11 @@ function Probabilities({ output, label, k }: { output: OutputTopK; label: number
       <tbody>
         {rows.map((r) => (
           <tr key={r.cls} data-class={r.cls}>
-            <td>
+            <td className="class-cell">
               {r.cls}
-              {r.cls === label && <span className="badge"> label</span>}
+              {r.cls === label && <span className="badge">label</span>}
               {r.cls === top1("golden") && r.cls !== top1("compressed") && (
-                <span className="badge badge-bad"> flip</span>
+                <span className="badge badge-bad">flip</span>
               )}
             </td>
             <td className="bar-cell">
