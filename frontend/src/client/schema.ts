@@ -538,6 +538,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/robustness": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Fidelity Robustness
+         * @description Per corruption slice (noise, brightness, contrast, blur, occlusion) and severity: both models'
+         *     accuracy, mean KL, top-1 agreement, the brittleness ratio (slice divergence / clean divergence) and
+         *     the worst samples. 404 when the job was run without `robustness`.
+         */
+        get: operations["getFidelityRobustness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/samples/{index}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One sample: its per-sample metrics, both models' top-k classes and probabilities per classification output, and its input (a thumbnail URL when image-like, else shape and statistics)
+         * @description 404 for an index past the job's samples, and for a job without stored top-k probabilities (one run
+         *     before the inspector existed: launch it again). The input is read from the stored dataset in the API's
+         *     bounded render pool; when it cannot be read (the dataset was deleted) input_error says why.
+         */
+        get: operations["getSampleInspection"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/samples/{index}/input.png": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The sample's input as a PNG, longest side at most 256 px (values min-max scaled; tiny images enlarged with nearest-neighbour)
+         * @description 404 for an index past the dataset's end or a deleted dataset; 409 when the sample is not an image.
+         */
+        get: operations["getSampleInputPng"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/sensitivity": {
         parameters: {
             query?: never;
@@ -901,6 +965,23 @@ export interface paths {
         put?: never;
         /** Upload a model (.onnx, zipped ONNX with external data, .pt2, TorchScript .pt); the same file again answers 200 with the existing model (duplicate_of) */
         post: operations["uploadModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project_id}/trends": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A golden model's family over time: every succeeded fidelity job against it, oldest first, with its headline metrics, the compressed model's name and tags and the job's tags */
+        get: operations["getFidelityTrend"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2113,6 +2194,69 @@ export interface components {
             total: number;
         };
         /**
+         * DistillIn
+         * @description Fine-tune the compressed model's float parameters against the golden teacher (KL at temperature T,
+         *     optionally + cross-entropy); compressed weights stay as the configuration makes them.
+         */
+        DistillIn: {
+            /**
+             * Alpha
+             * @description Weight of the cross-entropy on labels (when the data has them).
+             * @default 0
+             */
+            alpha: number;
+            /**
+             * Batch Size
+             * @default 64
+             */
+            batch_size: number;
+            /**
+             * Eval Every
+             * @description Steps between held-out KL checks.
+             * @default 20
+             */
+            eval_every: number;
+            /**
+             * Learning Rate
+             * @default 0.001
+             */
+            learning_rate: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "distill";
+            /**
+             * Patience
+             * @description Checks without improvement before stopping (0: never).
+             * @default 5
+             */
+            patience: number;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * Steps
+             * @description Adam steps (one batch each).
+             * @default 300
+             */
+            steps: number;
+            /**
+             * Temperature
+             * @description T of the distillation KL (× T²).
+             * @default 2
+             */
+            temperature: number;
+            /**
+             * Validation Fraction
+             * @description Share of the calibration split kept out of training.
+             * @default 0.2
+             */
+            validation_fraction: number;
+        };
+        /**
          * DivergenceOut
          * @description How far a compressed model's primary output moved from the golden one (one sensitivity cell, a
          *     whole-model configuration, a measured plan).
@@ -2453,9 +2597,9 @@ export interface components {
             dataset_id: string;
             /**
              * Diagnostics
-             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output) and 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)); the others answer 404, so a page asks only for these.
+             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)) and 'robustness' (GET …/robustness, a job run with robustness slices); the others answer 404, so a page asks only for these.
              */
-            diagnostics?: ("classes" | "sequence")[];
+            diagnostics?: ("classes" | "sequence" | "robustness")[];
             /**
              * Golden Model Id
              * Format: uuid
@@ -2731,6 +2875,45 @@ export interface components {
              * @description Fed through QDQ (DequantizeLinear) plumbing, which is folded into the node, or a QLinear*\/Integer op.
              */
             quantized: boolean;
+        };
+        /** InputArrayOut */
+        InputArrayOut: {
+            /** Dtype */
+            dtype: string;
+            /** Max */
+            max: number | null;
+            /** Mean */
+            mean: number | null;
+            /**
+             * Min
+             * @description Smallest finite value (null: none, or not numeric).
+             */
+            min: number | null;
+            /**
+             * Name
+             * @description The dataset array ('image' for a zip of images).
+             */
+            name: string;
+            /**
+             * Nonfinite
+             * @description How many values are NaN or infinite.
+             */
+            nonfinite: number;
+            /**
+             * Shape
+             * @description Shape of this one sample (the sample axis left out).
+             */
+            shape: number[];
+            /**
+             * Std
+             * @description Population standard deviation; null for a zip's 8-bit images.
+             */
+            std: number | null;
+            /**
+             * Thumbnail
+             * @description URL of a PNG of the sample (getSampleInputPng) when it is image-like: (H, W), (1|3, H, W) or (H, W, 1|3); else null.
+             */
+            thumbnail: string | null;
         };
         /**
          * JobChunkOut
@@ -3293,6 +3476,26 @@ export interface components {
             /** Username */
             username: string;
         };
+        /** LossPointOut */
+        LossPointOut: {
+            /**
+             * Heldout Kl
+             * @description KL(golden ‖ student) at T = 1 on the calibration data kept out of training, where measured at this step (null between measurements).
+             */
+            heldout_kl: number | null;
+            /**
+             * Loss
+             * @description The training loss of this step's batch.
+             */
+            loss: number | null;
+            /**
+             * Step
+             * @description Training steps done (1-based).
+             */
+            step: number;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * LowRankIn
          * @description Truncated SVD of each weight (out × in·k), keeping rank_ratio of its singular values.
@@ -3615,6 +3818,23 @@ export interface components {
             token_sqnr_db: components["schemas"]["TokenSqnrOut"];
         } & {
             [key: string]: unknown;
+        };
+        /** OutputTopKOut */
+        OutputTopKOut: {
+            /** @description Null when the compressed output is not finite. */
+            compressed: components["schemas"]["TopKOut"] | null;
+            /** Compressed Output */
+            compressed_output: string;
+            /** @description Null when the golden output of this sample is not finite. */
+            golden: components["schemas"]["TopKOut"] | null;
+            /** Num Classes */
+            num_classes: number | null;
+            /**
+             * Output
+             * @description The golden model's output.
+             */
+            output: string;
+            outputs_are_probabilities: components["schemas"]["ProbabilityFlags"];
         };
         /** Page[AuditEventOut] */
         Page_AuditEventOut_: {
@@ -3984,6 +4204,69 @@ export interface components {
             team_id: string;
         };
         /**
+         * QatIn
+         * @description Distillation with the quantized weights trained too, fake-quantized with a straight-through
+         *     estimator: the result stays exactly on the configuration's grid.
+         */
+        QatIn: {
+            /**
+             * Alpha
+             * @description Weight of the cross-entropy on labels (when the data has them).
+             * @default 0
+             */
+            alpha: number;
+            /**
+             * Batch Size
+             * @default 64
+             */
+            batch_size: number;
+            /**
+             * Eval Every
+             * @description Steps between held-out KL checks.
+             * @default 20
+             */
+            eval_every: number;
+            /**
+             * Learning Rate
+             * @default 0.001
+             */
+            learning_rate: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "qat";
+            /**
+             * Patience
+             * @description Checks without improvement before stopping (0: never).
+             * @default 5
+             */
+            patience: number;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * Steps
+             * @description Adam steps (one batch each).
+             * @default 300
+             */
+            steps: number;
+            /**
+             * Temperature
+             * @description T of the distillation KL (× T²).
+             * @default 2
+             */
+            temperature: number;
+            /**
+             * Validation Fraction
+             * @description Share of the calibration split kept out of training.
+             * @default 0.2
+             */
+            validation_fraction: number;
+        };
+        /**
          * QuantizationOut
          * @description How the export was quantized: the fields depend on the method.
          */
@@ -4029,16 +4312,34 @@ export interface components {
          * @description What a method did; the fields depend on the method (served as stored).
          */
         RecoveryDetailsOut: {
+            /** Best Heldout Kl */
+            best_heldout_kl?: number | null;
+            /**
+             * Best Step
+             * @description The step whose state was kept (0: the start).
+             */
+            best_step?: number | null;
+            /**
+             * Curve
+             * @description distill/qat: the loss curve.
+             */
+            curve?: components["schemas"]["LossPointOut"][] | null;
             /**
              * Iterations
              * @description equalization: sweeps over the pairs.
              */
             iterations?: number | null;
+            /** Labelled */
+            labelled?: boolean | null;
             /**
              * Layers
              * @description adaround: per layer.
              */
             layers?: components["schemas"]["RoundedLayerOut"][] | null;
+            /** N Train */
+            n_train?: number | null;
+            /** N Validation */
+            n_validation?: number | null;
             /** Notes */
             notes?: string[];
             /**
@@ -4047,6 +4348,11 @@ export interface components {
              */
             pairs?: components["schemas"]["EqualizedPairOut"][] | null;
             params?: components["schemas"]["AdaRoundParamsOut"] | null;
+            /**
+             * Quantized
+             * @description Layers whose weights stay on the configuration's grid.
+             */
+            quantized?: string[] | null;
             /**
              * Scales
              * @description equalization: "first→second" → per-channel scale s.
@@ -4061,6 +4367,18 @@ export interface components {
             shifts?: {
                 [key: string]: number[];
             } | null;
+            /** Start Heldout Kl */
+            start_heldout_kl?: number | null;
+            /** Steps Run */
+            steps_run?: number | null;
+            /** Stopped Early */
+            stopped_early?: boolean | null;
+            /**
+             * Trained
+             * @description Parameters trained.
+             */
+            trained?: string[] | null;
+            training_params?: components["schemas"]["TrainingParamsOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -4095,8 +4413,8 @@ export interface components {
         };
         /**
          * RecoveryJobParams
-         * @description Recover fidelity lost to compression, training-free (equalization, AdaRound, bias correction, in the
-         *     order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
+         * @description Recover fidelity lost to compression (equalization, AdaRound, bias correction, distillation, QAT, in
+         *     the order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
          *     and a before/after report on a held-out split.
          */
         RecoveryJobParams: {
@@ -4138,7 +4456,7 @@ export interface components {
              * Methods
              * @description Applied in this order.
              */
-            methods: (components["schemas"]["EqualizationIn"] | components["schemas"]["BiasCorrectionIn"] | components["schemas"]["AdaRoundIn"])[];
+            methods: (components["schemas"]["EqualizationIn"] | components["schemas"]["BiasCorrectionIn"] | components["schemas"]["AdaRoundIn"] | components["schemas"]["DistillIn"] | components["schemas"]["QatIn"])[];
             /**
              * Name
              * @description Name of the recovered model.
@@ -4205,12 +4523,16 @@ export interface components {
         };
         /** RecoveryMethodOut */
         RecoveryMethodOut: {
+            /** Alpha */
+            alpha?: number | null;
             /** Batch Size */
             batch_size?: number | null;
             /** Beta End */
             beta_end?: number | null;
             /** Beta Start */
             beta_start?: number | null;
+            /** Eval Every */
+            eval_every?: number | null;
             /** Iterations */
             iterations?: number | null;
             /** Learning Rate */
@@ -4219,10 +4541,18 @@ export interface components {
             max_samples?: number | null;
             /** Name */
             name: string;
+            /** Patience */
+            patience?: number | null;
             /** Reg Weight */
             reg_weight?: number | null;
             /** Seed */
             seed?: number | null;
+            /** Steps */
+            steps?: number | null;
+            /** Temperature */
+            temperature?: number | null;
+            /** Validation Fraction */
+            validation_fraction?: number | null;
             /** Warmup */
             warmup?: number | null;
         } & {
@@ -4361,6 +4691,179 @@ export interface components {
              */
             tags?: string[] | null;
         };
+        /** RobustnessMetricsOut */
+        RobustnessMetricsOut: {
+            /**
+             * Compressed Accuracy
+             * @description Null without labels.
+             */
+            compressed_accuracy: number | null;
+            /**
+             * Golden Accuracy
+             * @description Null without labels.
+             */
+            golden_accuracy: number | null;
+            /**
+             * Kl Mean Nats
+             * @description Mean KL(golden ‖ compressed) in nats; null for a non-classification output.
+             */
+            kl_mean_nats: number | null;
+            /**
+             * Mse Mean
+             * @description Mean squared error between the two outputs.
+             */
+            mse_mean: number | null;
+            /**
+             * N Finite
+             * @description Samples whose outputs are finite in both models.
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Top1 Agreement
+             * @description Share of samples both models agree on.
+             */
+            top1_agreement: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RobustnessOut */
+        RobustnessOut: {
+            /** @description The same metrics on the uncorrupted samples. */
+            clean: components["schemas"]["RobustnessMetricsOut"];
+            /**
+             * Divergence
+             * @description What the brittleness ratio and worst samples rank by.
+             * @default kl
+             * @enum {string}
+             */
+            divergence: "kl" | "mse";
+            /**
+             * Error
+             * @description Why the slices could not be run (the clean report is complete); the rest is then empty.
+             */
+            error: string | null;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Primary Output
+             * @default
+             */
+            primary_output: string;
+            /**
+             * Seed
+             * @default 0
+             */
+            seed: number;
+            /**
+             * Skipped
+             * @description Asked-for slices that do not apply to this dataset, and why.
+             */
+            skipped: components["schemas"]["SkippedSliceOut"][];
+            /** Slices */
+            slices: components["schemas"]["RobustnessSliceOut"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /** RobustnessPointOut */
+        RobustnessPointOut: {
+            /**
+             * Brittleness Ratio
+             * @description Divergence on this slice / divergence on clean data; null when the clean one is 0.
+             */
+            brittleness_ratio: number | null;
+            /**
+             * Compressed Accuracy
+             * @description Null without labels.
+             */
+            compressed_accuracy: number | null;
+            /**
+             * Golden Accuracy
+             * @description Null without labels.
+             */
+            golden_accuracy: number | null;
+            /**
+             * Kl Mean Nats
+             * @description Mean KL(golden ‖ compressed) in nats; null for a non-classification output.
+             */
+            kl_mean_nats: number | null;
+            /**
+             * Mse Mean
+             * @description Mean squared error between the two outputs.
+             */
+            mse_mean: number | null;
+            /**
+             * N Finite
+             * @description Samples whose outputs are finite in both models.
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Severity
+             * @description 1 mild, 2 moderate, 3 severe.
+             */
+            severity: number;
+            /**
+             * Severity Name
+             * @default
+             */
+            severity_name: string;
+            /**
+             * Top1 Agreement
+             * @description Share of samples both models agree on.
+             */
+            top1_agreement: number | null;
+            /**
+             * Value
+             * @description The slice's strength at this severity (see the slice's parameter).
+             */
+            value: number;
+            /** Warnings */
+            warnings: string[];
+            /**
+             * Worst Samples
+             * @description The 10 samples of highest divergence here, worst first.
+             */
+            worst_samples: components["schemas"]["WorstSampleOut"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /** RobustnessSliceOut */
+        RobustnessSliceOut: {
+            /** Name */
+            name: string;
+            /**
+             * Parameter
+             * @description What each severity's value measures.
+             * @default
+             */
+            parameter: string;
+            /**
+             * Points
+             * @description By increasing severity.
+             */
+            points: components["schemas"]["RobustnessPointOut"][];
+        } & {
+            [key: string]: unknown;
+        };
         /** RoundedLayerOut */
         RoundedLayerOut: {
             /**
@@ -4477,6 +4980,50 @@ export interface components {
             readonly sqnr_db_infinite: boolean;
             /** Top1 Match */
             top1_match: boolean | null;
+        };
+        /** SampleInspectionOut */
+        SampleInspectionOut: {
+            /** Index */
+            index: number;
+            /**
+             * Input
+             * @description The sample's input arrays; empty when unreadable.
+             */
+            input: components["schemas"]["InputArrayOut"][];
+            /**
+             * Input Error
+             * @description Why the input cannot be shown (e.g. the dataset was deleted); the rest still is.
+             */
+            input_error: string | null;
+            /**
+             * Input Name
+             * @description The image's file in a zip of images.
+             */
+            input_name: string | null;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * K
+             * @description Classes stored per sample and model (fewer when an output has fewer).
+             */
+            k: number;
+            /**
+             * Label
+             * @description The sample's label, when the dataset has labels.
+             */
+            label: number | null;
+            /** @description The sample's row of the per-sample table (primary output); null when it has none. */
+            metrics: components["schemas"]["SampleDivergenceOut"] | null;
+            /** N Samples */
+            n_samples: number;
+            /**
+             * Outputs
+             * @description Per classification output, both models' top-k.
+             */
+            outputs: components["schemas"]["OutputTopKOut"][];
         };
         /**
          * ScheduleIn
@@ -4790,6 +5337,15 @@ export interface components {
             whole_model: {
                 [key: string]: components["schemas"]["DivergenceOut"];
             };
+        };
+        /** SkippedSliceOut */
+        SkippedSliceOut: {
+            /** Name */
+            name: string;
+            /** Reason */
+            reason: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SweepPointDocOut
@@ -5118,6 +5674,108 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** TopKOut */
+        TopKOut: {
+            /**
+             * Classes
+             * @description The k most probable classes, most probable first.
+             */
+            classes: number[];
+            /**
+             * Probabilities
+             * @description Their probabilities: softmax of the logits, or the outputs renormalised when the model outputs probabilities (as the fidelity metrics took them; 7 significant digits).
+             */
+            probabilities: number[];
+        };
+        /** TrainingParamsOut */
+        TrainingParamsOut: {
+            /** Alpha */
+            alpha: number;
+            /** Batch Size */
+            batch_size: number;
+            /** Eval Every */
+            eval_every: number;
+            /** Learning Rate */
+            learning_rate: number;
+            /** Patience */
+            patience: number;
+            /** Seed */
+            seed: number;
+            /** Steps */
+            steps: number;
+            /** Temperature */
+            temperature: number;
+            /** Validation Fraction */
+            validation_fraction: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** TrendModelOut */
+        TrendModelOut: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Name
+             * @description None when the model or dataset was deleted since.
+             */
+            name: string | null;
+            /**
+             * Tags
+             * @description The compressed model's tags (empty when it was deleted).
+             */
+            tags: string[];
+        };
+        /** TrendOut */
+        TrendOut: {
+            /**
+             * Dataset Id
+             * @description The dataset the family was restricted to, if any.
+             */
+            dataset_id: string | null;
+            golden: components["schemas"]["NamedRef"];
+            /**
+             * Points
+             * @description Oldest first (by finish time, then creation).
+             */
+            points: components["schemas"]["TrendPointOut"][];
+            /**
+             * Project Id
+             * Format: uuid
+             */
+            project_id: string;
+            /**
+             * Total
+             * @description Succeeded fidelity jobs of the family; points holds the newest `limit`.
+             */
+            total: number;
+        };
+        /** TrendPointOut */
+        TrendPointOut: {
+            compressed: components["schemas"]["TrendModelOut"];
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            dataset: components["schemas"]["NamedRef"];
+            /** Finished At */
+            finished_at: string | null;
+            headline: components["schemas"]["FidelityHeadline"];
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Job Name */
+            job_name: string;
+            /** Job Tags */
+            job_tags: string[];
+            /** N Samples */
+            n_samples: number;
+        };
         /** UserCreate */
         UserCreate: {
             /**
@@ -5180,6 +5838,27 @@ export interface components {
              * @enum {string}
              */
             type: "weight_quant";
+        };
+        /** WorstSampleOut */
+        WorstSampleOut: {
+            /** Compressed Class */
+            compressed_class: number | null;
+            /**
+             * Divergence
+             * @description Its KL (nats), or MSE when the document's divergence is mse.
+             */
+            divergence: number;
+            /** Golden Class */
+            golden_class: number | null;
+            /** Label */
+            label: number | null;
+            /**
+             * Sample Index
+             * @description Index of the (uncorrupted) sample in the dataset.
+             */
+            sample_index: number;
+        } & {
+            [key: string]: unknown;
         };
     };
     responses: never;
@@ -7040,6 +7719,203 @@ export interface operations {
             };
         };
     };
+    getFidelityRobustness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RobustnessOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSampleInspection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                index: number;
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SampleInspectionOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is busy. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSampleInputPng: {
+        parameters: {
+            query?: {
+                /** @description The .npz array to draw; default: the first image-like one. */
+                array?: string | null;
+            };
+            header?: never;
+            path: {
+                index: number;
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A PNG, longest side at most 128 px (tiny images enlarged with nearest-neighbour, array values min-max scaled per sample). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is busy or storage_unavailable. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     getSensitivityReport: {
         parameters: {
             query?: {
@@ -8570,6 +9446,61 @@ export interface operations {
             };
             /** @description Service Unavailable: error is queue_unavailable or storage_unavailable. */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getFidelityTrend: {
+        parameters: {
+            query: {
+                /** @description Only jobs on this dataset (the same inputs run after run). */
+                dataset_id?: string | null;
+                golden_model_id: string;
+                /** @description The newest this many jobs (still oldest first). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                project_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrendOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
