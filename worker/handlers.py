@@ -80,8 +80,7 @@ class InspectHandler:
     """Loads an uploaded model and records its inputs, outputs, layers, parameters and MACs/FLOPs."""
 
     def run(self, ctx: JobContext) -> ResultWriter:
-        from worker.engine.inspection import inspect_model
-        from worker.engine.inspection.graph import display_graph
+        from worker.engine.inspection import inspect_with_graph
         from worker.engine.loaders import load_model
 
         params = InspectParams.model_validate(ctx.params)
@@ -90,9 +89,9 @@ class InspectHandler:
         ctx.progress(0.1, f"loading the {model.format} model in its runtime")
         load_model(path, fmt)  # the runtime that will run it must accept it
         ctx.progress(0.5, "inspecting layers, parameters and MACs")
-        inspection = inspect_model(path, fmt, model.declared_input_shapes)
+        inspection, graph_model = inspect_with_graph(path, fmt, model.declared_input_shapes)
         report = json_safe(inspection.to_dict())
-        graph = json_safe(display_graph(path, fmt, model.declared_input_shapes).to_dict())
+        graph = json_safe(graph_model.to_dict())
 
         def write(session: Session) -> None:
             row = session.get_one(Model, params.model_id)

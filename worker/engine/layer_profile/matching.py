@@ -129,7 +129,7 @@ def match_layers(
     for g, c in name_map.items():
         if g not in golden_names:
             notes.append(f"name_map: the golden model has no layer or float tensor {g!r}.")
-        elif c not in compressed_names:
+        elif c and c not in compressed_names:  # "" leaves the layer unmatched on purpose
             notes.append(f"name_map: the compressed model has no layer or float tensor {c!r} (for {g!r}).")
     targets = set(compressed.candidates)
     auto_names = set(golden.candidates) | {n for n in golden.order if golden.op_type(n) == INPUT_OP_TYPE}
