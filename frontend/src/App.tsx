@@ -1,6 +1,6 @@
 import { useEffect } from "react";
 import { ApiError } from "./api/http";
-import { useMe } from "./api/queries";
+import { useMe } from "./api/auth";
 import { MeContext } from "./auth/context";
 import { endReason, signedIn, useSessionState } from "./auth/session";
 import { Layout } from "./components/Layout";

@@ -53,7 +53,7 @@ use these; the page says when the job had more."""
 CHANNEL_LIMIT = 512
 """As the sensitivity page asks (frontend/src/lib/sensitivity.ts CHANNEL_LIMIT)."""
 SWEEP_POINTS_MAX = 1000
-"""As the sweep page asks (frontend/src/api/queries.ts SWEEP_POINTS_MAX)."""
+"""As the sweep page asks (frontend/src/api/sweeps.ts SWEEP_POINTS_MAX)."""
 EXPORTABLE = (JobKind.fidelity, JobKind.sensitivity, JobKind.sweep)
 EMBEDDED = "embedded"
 OFFLINE_ROUTES: dict[str, str] = {

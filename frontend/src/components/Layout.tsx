@@ -1,5 +1,5 @@
 import type { ReactNode } from "react";
-import { useSignOut } from "../api/queries";
+import { useSignOut } from "../api/auth";
 import { useMaybeCurrentUser } from "../auth/context";
 import { signedOut } from "../auth/session";
 import { DEFAULT_AUDIT_QUERY, href } from "../lib/route";

@@ -2,7 +2,8 @@
 // collapsible module groups and a panel for the clicked node; or, for a fidelity job of this model, the golden
 // and compressed graphs side by side with the matching between them (SideBySideGraphs).
 import { useMemo, useRef, useState } from "react";
-import { useLayerProfile, useSensitivityReport } from "../api/queries";
+import { useLayerProfile } from "../api/fidelity";
+import { useSensitivityReport } from "../api/sensitivity";
 import type { Job, Model } from "../api/types";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatCount } from "../lib/format";

@@ -3,7 +3,7 @@
 // dashed red outline; fills say how sure the match is. Used by the model page's graph section and the report's
 // match correction (which passes the pending corrections as pairings).
 import { useMemo, useRef, useState, type RefObject } from "react";
-import { useLayerProfile } from "../api/queries";
+import { useLayerProfile } from "../api/fidelity";
 import type { Job } from "../api/types";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatPercent } from "../lib/format";

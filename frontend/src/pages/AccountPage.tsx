@@ -1,5 +1,5 @@
 import { useState, type SubmitEvent } from "react";
-import { useChangePassword, useCreateToken, useRevokeToken, useTokens } from "../api/queries";
+import { useChangePassword, useCreateToken, useRevokeToken, useTokens } from "../api/auth";
 import type { ApiTokenCreated } from "../api/types";
 import { useCurrentUser } from "../auth/context";
 import { ROLE_HELP } from "../auth/roles";

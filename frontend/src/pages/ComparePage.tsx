@@ -2,7 +2,10 @@
 // of each column in bold; below, several sweeps on one Pareto frontier and the sensitivity profiles of the
 // project's scans overlaid.
 import { useState } from "react";
-import { useDatasets, useFidelityRuns, useModels, useProject } from "../api/queries";
+import { useDatasets } from "../api/datasets";
+import { useFidelityRuns } from "../api/fidelity";
+import { useModels } from "../api/models";
+import { useProject } from "../api/projects";
 import type { FidelityRun } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, QueryView } from "../components/QueryView";

@@ -1,5 +1,6 @@
 // One model's inspection: inputs and outputs, totals, and the layer table with parameters and MACs.
-import { useModel, useProject } from "../api/queries";
+import { useModel } from "../api/models";
+import { useProject } from "../api/projects";
 import type { Model } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, QueryView } from "../components/QueryView";
@@ -9,6 +10,7 @@ import { formatBytes, formatCount, formatPercent, formatShape, formatTime } from
 import { arrayAt, numberAt, stringAt, stringsAt } from "../lib/json";
 import { href } from "../lib/route";
 import { EditButton } from "../project/ManageActions";
+import { ModelFileLink } from "../project/ModelFileLink";
 import { Trends } from "../project/Trends";
 import { ModelLineage } from "../recovery/ModelLineage";
 
@@ -119,7 +121,8 @@ function ModelDetails({ model }: { model: Model }) {
         <div>
           <dt>File</dt>
           <dd>
-            {model.filename} ({formatBytes(model.size_bytes)})
+            {model.filename} ({formatBytes(model.size_bytes)}){" "}
+            <ModelFileLink modelId={model.id} filename={model.filename} />
           </dd>
         </div>
         <div>

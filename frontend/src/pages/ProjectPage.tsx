@@ -1,4 +1,4 @@
-import { useProject } from "../api/queries";
+import { useProject } from "../api/projects";
 import { useCurrentUser } from "../auth/context";
 import { canWrite, teamLabel } from "../auth/roles";
 import { AlertsBadge, AlertsSection } from "../budgets/AlertsSection";

@@ -1,5 +1,6 @@
 import { useState, type SubmitEvent } from "react";
-import { useCreateProject, useCreateTeam, useProjects } from "../api/queries";
+import { useCreateProject, useProjects } from "../api/projects";
+import { useCreateTeam } from "../api/teams";
 import { useCurrentUser } from "../auth/context";
 import { teamLabel, writableTeams } from "../auth/roles";
 import { Layout } from "../components/Layout";

@@ -1,6 +1,8 @@
 // A fidelity job's report: verdict, metric cards, charts and the per-sample table.
 import { useMemo, useState } from "react";
-import { useFidelityReport, useJob, useProject } from "../api/queries";
+import { useFidelityReport } from "../api/fidelity";
+import { useJob } from "../api/jobs";
+import { useProject } from "../api/projects";
 import type { FidelityReport, Job } from "../api/types";
 import { Layout } from "../components/Layout";
 import { ErrorMessage, Loading } from "../components/QueryView";

@@ -4,7 +4,10 @@
 // The view, the ranking, the selected layer and the importance method live in the URL (a permalink).
 import { useCallback } from "react";
 import { ApiError } from "../api/http";
-import { isActive, useJob, useProject, useSensitivityReport, type ImportanceMethod } from "../api/queries";
+import { useJob } from "../api/jobs";
+import { isActive } from "../api/polling";
+import { useProject } from "../api/projects";
+import { useSensitivityReport, type ImportanceMethod } from "../api/sensitivity";
 import type { Job, SensitivityReport } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";

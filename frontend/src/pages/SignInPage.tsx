@@ -1,6 +1,6 @@
 import { useState, type SubmitEvent } from "react";
 import { ApiError } from "../api/http";
-import { useSignIn } from "../api/queries";
+import { useSignIn } from "../api/auth";
 import { signedIn, type EndReason } from "../auth/session";
 import { Layout } from "../components/Layout";
 

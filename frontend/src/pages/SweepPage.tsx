@@ -4,7 +4,11 @@
 // every point in a sortable table; the chunks (one per point), live while the sweep runs. The objectives,
 // bounds, selected point and sort are in the URL (a permalink).
 import { useCallback, useMemo } from "react";
-import { isActive, useDatasets, useJob, useProject, useSweepFrontier, useSweepPoints } from "../api/queries";
+import { useDatasets } from "../api/datasets";
+import { useJob } from "../api/jobs";
+import { isActive } from "../api/polling";
+import { useProject } from "../api/projects";
+import { useSweepFrontier, useSweepPoints } from "../api/sweeps";
 import type { Job } from "../api/types";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";

@@ -1,6 +1,7 @@
 import { UsernameField } from "../auth/UsernameField";
 import { useState, type SubmitEvent } from "react";
-import { useAddMember, useChangeRole, useMembers, useProjects, useRemoveMember, useTeam } from "../api/queries";
+import { useProjects } from "../api/projects";
+import { useAddMember, useChangeRole, useMembers, useRemoveMember, useTeam } from "../api/teams";
 import type { Member, Role } from "../api/types";
 import { useCurrentUser } from "../auth/context";
 import { ROLE_HELP, ROLES } from "../auth/roles";

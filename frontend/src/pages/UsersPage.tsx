@@ -1,6 +1,6 @@
 import { UsernameField } from "../auth/UsernameField";
 import { useState, type SubmitEvent } from "react";
-import { useCreateUser, useUsers } from "../api/queries";
+import { useCreateUser, useUsers } from "../api/users";
 import { useCurrentUser } from "../auth/context";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";

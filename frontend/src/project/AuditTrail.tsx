@@ -3,7 +3,8 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState, type SubmitEvent } from "react";
 import { api, unwrap } from "../api/http";
-import { authKeys, useProjects } from "../api/queries";
+import { authKeys } from "../api/keys";
+import { useProjects } from "../api/projects";
 import { AUDIT_ACTIONS, AUDIT_PAGE, auditTarget } from "../auth/audit";
 import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";

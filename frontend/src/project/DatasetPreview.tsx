@@ -1,6 +1,6 @@
 // A look at a dataset's first samples: thumbnails of image samples, and per array its shape, dtype and values.
 import { useState } from "react";
-import { thumbnailHref, useDatasetSamples } from "../api/queries";
+import { thumbnailHref, useDatasetSamples } from "../api/datasets";
 import type { components } from "../client/schema";
 import { Empty, QueryView } from "../components/QueryView";
 import { formatNumber, formatShape } from "../lib/format";

@@ -1,6 +1,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { keys, useDatasets } from "../api/queries";
+import { useDatasets } from "../api/datasets";
+import { keys } from "../api/keys";
 import type { Dataset } from "../api/types";
 import { uploadDataset } from "../api/upload";
 import { Empty, QueryView } from "../components/QueryView";

@@ -1,5 +1,6 @@
 import { useState } from "react";
-import { JOBS_PAGE, POLL_MS, isActive, useCancelJob } from "../api/queries";
+import { JOBS_PAGE, useCancelJob } from "../api/jobs";
+import { POLL_MS, isActive } from "../api/polling";
 import type { Job } from "../api/types";
 import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";

@@ -2,7 +2,9 @@
 // tolerate which compression) or a sweep (whole-model configurations on a Pareto frontier). Models and datasets come from the project; numeric parameters (defaults,
 // bounds, help) and the compression configs' defaults from the kind's schema in GET /job-kinds.
 import { useState, type SubmitEvent } from "react";
-import { useCreateJob, useDatasets, useJobKinds, useModels } from "../api/queries";
+import { useDatasets } from "../api/datasets";
+import { useCreateJob, useJobKinds } from "../api/jobs";
+import { useModels } from "../api/models";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { isObject, type JsonObject } from "../lib/json";
 import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";

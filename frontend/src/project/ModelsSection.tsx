@@ -1,6 +1,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { keys, useModels } from "../api/queries";
+import { keys } from "../api/keys";
+import { useModels } from "../api/models";
 import type { Model } from "../api/types";
 import { uploadModel } from "../api/upload";
 import { QueryView, Empty } from "../components/QueryView";

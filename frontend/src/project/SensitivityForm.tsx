@@ -2,7 +2,9 @@
 // or the raw JSON for experts, kept in step), the all-but view, mixed-precision average bit-widths, channel
 // importance methods and the scan's size. Defaults and bounds come from SensitivityJobParams' schema.
 import { useId, useMemo, useState, type SubmitEvent } from "react";
-import { useCreateJob, useDatasets, useModels } from "../api/queries";
+import { useDatasets } from "../api/datasets";
+import { useCreateJob } from "../api/jobs";
+import { useModels } from "../api/models";
 import { ErrorMessage } from "../components/QueryView";
 import { isObject, type JsonObject } from "../lib/json";
 import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";

@@ -3,7 +3,10 @@
 // sensitivity scan of the same model, latency timing (batch sizes, repeats) and the export of each point.
 // Defaults and bounds come from SweepJobParams' schema in GET /job-kinds.
 import { useId, useMemo, useState, type SubmitEvent } from "react";
-import { useCreateJob, useDatasets, useModels, useSensitivityJobs } from "../api/queries";
+import { useDatasets } from "../api/datasets";
+import { useCreateJob } from "../api/jobs";
+import { useModels } from "../api/models";
+import { useSensitivityJobs } from "../api/sensitivity";
 import { ErrorMessage } from "../components/QueryView";
 import { formatTime } from "../lib/format";
 import { isObject, type JsonObject } from "../lib/json";

@@ -4,7 +4,7 @@
 // the one before beyond the metric's noise threshold (./trends.ts).
 import type { Data, Layout } from "plotly.js";
 import { useMemo, useState } from "react";
-import { useDatasets } from "../api/queries";
+import { useDatasets } from "../api/datasets";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";

@@ -1,7 +1,9 @@
 // Managing what a project holds: rename, notes and tags (PATCH), delete, relaunch, and the filtered job list.
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap, unwrapEmpty } from "../api/http";
-import { JOBS_PAGE, POLL_MS, isActive, keys } from "../api/queries";
+import { JOBS_PAGE } from "../api/jobs";
+import { keys } from "../api/keys";
+import { POLL_MS, isActive } from "../api/polling";
 import type { components } from "../client/schema";
 
 type Schemas = components["schemas"];

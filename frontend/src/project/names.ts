@@ -1,4 +1,5 @@
-import { useDatasets, useModels } from "../api/queries";
+import { useDatasets } from "../api/datasets";
+import { useModels } from "../api/models";
 
 /** Looks up model and dataset names by id within a project; falls back to a short id. */
 export function useNames(projectId: string): (id: unknown) => string {

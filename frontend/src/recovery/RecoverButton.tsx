@@ -3,7 +3,8 @@
 // dataset, watch its progress (a training step's loss and held-out KL), then its before/after result and
 // loss curve. Shown for sweeps of torch.export (.pt2) models, the golden models recovery runs on.
 import { useState } from "react";
-import { isActive, useJob } from "../api/queries";
+import { useJob } from "../api/jobs";
+import { isActive } from "../api/polling";
 import { ErrorMessage } from "../components/QueryView";
 import { useCreateRecovery, useModelWhenKnown } from "./queries";
 import { MethodChooser } from "./MethodChooser";

@@ -1,7 +1,7 @@
 // The recovery API: launch a job ("recover this") and read its summary.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "../api/http";
-import { keys } from "../api/queries";
+import { keys } from "../api/keys";
 import type { components } from "../client/schema";
 
 type Params = components["schemas"]["RecoveryJobParams"];

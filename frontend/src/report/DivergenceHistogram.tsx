@@ -2,7 +2,7 @@
 // samples, with the flagging threshold and the selected sample drawn as vertical lines.
 import type { Data, Layout, Shape } from "plotly.js";
 import { useMemo, useState } from "react";
-import { useSampleValues } from "../api/queries";
+import { useSampleValues } from "../api/fidelity";
 import type { Sample } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";

@@ -3,7 +3,7 @@
 // that adds the most error, and the matched layers as a sortable table.
 import { Fragment, useMemo } from "react";
 import { ApiError } from "../api/http";
-import { useLayerProfile } from "../api/queries";
+import { useLayerProfile } from "../api/fidelity";
 import type { LayerFidelity, LayerProfile } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";

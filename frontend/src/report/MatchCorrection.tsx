@@ -3,7 +3,8 @@
 // re-runs the job with the corrected `layer_name_map` (a new fidelity job with the same parameters plus the
 // map: the relaunch route takes no parameter changes). The rules live in matchCorrection.ts.
 import { useMemo, useState } from "react";
-import { useCreateJob, useJob, useLayerProfile } from "../api/queries";
+import { useLayerProfile } from "../api/fidelity";
+import { useCreateJob, useJob } from "../api/jobs";
 import type { Job, LayerProfile } from "../api/types";
 import { ErrorMessage } from "../components/QueryView";
 import { formatPercent } from "../lib/format";

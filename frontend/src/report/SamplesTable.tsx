@@ -1,5 +1,6 @@
 // The per-sample table: sorted, filtered and paged by the server; its state lives in the page's URL.
-import { thumbnailHref, useDatasetSamples, useSamples } from "../api/queries";
+import { thumbnailHref, useDatasetSamples } from "../api/datasets";
+import { useSamples } from "../api/fidelity";
 import type { Sample } from "../api/types";
 import { Pager } from "../components/Pager";
 import { SamplesCsvLink } from "../project/SamplesCsvLink";

@@ -1,5 +1,4 @@
 // Server state of the "why it diverges" panels: one hook per route of backend/api/routes/diagnostics.py.
-// (Kept beside the panels rather than in api/queries.ts, which issue 18 splits by area.)
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { api, unwrap } from "../api/http";
 

@@ -1,5 +1,4 @@
-// Server state of the sample inspector (backend/api/routes/sample_inspector.py). Kept beside the panel rather
-// than in api/queries.ts, which issue 18 splits by area.
+// Server state of the sample inspector (backend/api/routes/sample_inspector.py), kept beside its panel.
 import { useQuery } from "@tanstack/react-query";
 import { api, unwrap } from "../api/http";
 import type { components } from "../client/schema";

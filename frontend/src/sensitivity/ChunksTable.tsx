@@ -1,6 +1,7 @@
 // The chunks a fanned-out job was split into: which layers (a sensitivity scan) or which point (a sweep), which
 // worker took each, how often it was tried, and why it failed. Polled while the job runs.
-import { POLL_MS, isActive, useJobChunks } from "../api/queries";
+import { useJobChunks } from "../api/jobs";
+import { POLL_MS, isActive } from "../api/polling";
 import type { Job, JobChunk } from "../api/types";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { StatusBadge } from "../components/Status";

@@ -2,7 +2,7 @@
 // the methods the job computed, fetched for this layer only, at most CHANNEL_LIMIT channels).
 import { useMemo } from "react";
 import { ApiError } from "../api/http";
-import { useChannelImportance, type ImportanceMethod } from "../api/queries";
+import { useChannelImportance, type ImportanceMethod } from "../api/sensitivity";
 import type { ChannelImportance, SensitivityReport } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";

@@ -2,7 +2,7 @@
 // transformer and an LSTM) on a normalised depth axis for one configuration they all have, and the mean
 // score per layer type. The scans and the configuration are in the URL.
 import { useMemo } from "react";
-import { useSensitivityJobs, useSensitivityProfiles } from "../api/queries";
+import { useSensitivityJobs, useSensitivityProfiles } from "../api/sensitivity";
 import type { Job, SensitivityComparison } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";

@@ -2,7 +2,7 @@
 // the bit-width per layer that minimises the predicted KL under a size budget, with the KL measured when the
 // whole plan is applied.
 import { Fragment, useMemo, useState } from "react";
-import { useMixedPrecisionPlans } from "../api/queries";
+import { useMixedPrecisionPlans } from "../api/sensitivity";
 import type { SensitivityReport } from "../api/types";
 import { ChartPanel, type CsvData } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";

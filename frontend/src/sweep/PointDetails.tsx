@@ -1,7 +1,7 @@
 // One point of a sweep: what it is, its fidelity and cost, whether a real runtime executes it (and how far
 // that differs from the simulation), its latency per batch size against fp32, the export's manifest, and the
 // download of the exported model (a zip of model.onnx + manifest.json).
-import { exportHref } from "../api/queries";
+import { exportHref } from "../api/sweeps";
 import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
 import { formatBytes, formatCount, formatNumber, formatPercent } from "../lib/format";

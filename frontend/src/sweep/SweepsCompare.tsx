@@ -2,7 +2,7 @@
 // sweep) with one frontier over all their points, for the same objectives and bounds as a sweep's page. The
 // sweeps, objectives, bounds and the selected point are in the URL.
 import { useCallback, useMemo } from "react";
-import { useManySweepPoints, useSweepFrontier, useSweepJobs } from "../api/queries";
+import { useManySweepPoints, useSweepFrontier, useSweepJobs } from "../api/sweeps";
 import type { Job } from "../api/types";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatTime } from "../lib/format";
