@@ -118,6 +118,7 @@ CASES: dict[str, Case] = {
     "getModel": Case("team"),
     "getModelGraph": Case("team"),
     "deleteModel": Case("team", owner_or_admin=True),
+    "downloadModel": Case("team"),
     "updateModel": Case("team", body=lambda w: {"name": "renamed", "tags": ["a"]}, owner_or_admin=True),
     "uploadDataset": Case("team", files=lambda: {"file": ("d.npz", files.digits_like_npz(2))}),
     "listDatasets": Case("team"),

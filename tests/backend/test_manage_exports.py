@@ -176,3 +176,19 @@ def test_the_audit_trail_filtered_and_exported(
     with TestClient(create_app(settings, run_reaper=False), headers=member.headers) as as_member:
         refused = as_member.get(f"{audit}.csv")
     assert refused.status_code == 403 and "admin" in refused.json()["detail"]
+
+
+def test_a_model_downloads_as_uploaded(client: TestClient, project: dict[str, Any]) -> None:
+    """The model page's Download: the very bytes uploaded (sha256 = the model's artifact_sha256) under the
+    upload name; an unknown model is a 404. Other teams' members get 404 too (tests/backend/test_access.py)."""
+    import hashlib
+
+    data = files.minimal_onnx_bytes()
+    model = client.post(f"/api/v1/projects/{project['id']}/models", files={"file": ("golden v2.onnx", data)})
+    assert model.status_code == 201, model.text
+    response = client.get(f"/api/v1/models/{model.json()['id']}/file")
+    assert response.status_code == 200, response.text
+    assert response.content == data
+    assert hashlib.sha256(response.content).hexdigest() == model.json()["artifact_sha256"]
+    assert "golden%20v2.onnx" in response.headers["content-disposition"]
+    assert client.get(f"/api/v1/models/{uuid.uuid4()}/file").status_code == 404

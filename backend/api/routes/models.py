@@ -4,6 +4,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Request, Response, status
+from fastapi.responses import FileResponse
 from pydantic import Field, TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -176,6 +177,26 @@ def list_models(project_id: uuid.UUID, session: SessionDep, caller: CallerDep) -
 )
 def get_model(model_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> ModelOut:
     return model_out(session, get_or_404(session, Model, model_id, caller))
+
+
+@router.get(
+    "/models/{model_id}/file",
+    operation_id="downloadModel",
+    responses=error_responses(NotFound, InvalidRequest)
+    | {200: {"content": {"application/octet-stream": {}}, "description": "The model file as uploaded."}},
+    response_class=FileResponse,
+)
+def download_model(
+    model_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: CallerDep
+) -> FileResponse:
+    """The model's file exactly as it was uploaded (the same bytes, so its sha256 is the model's
+    `artifact_sha256`), under its upload name: any member of the team may take a copy."""
+    model = get_or_404(session, Model, model_id, caller)
+    return FileResponse(
+        store.local_path(model.artifact_sha256),
+        media_type="application/octet-stream",
+        filename=model.filename,
+    )
 
 
 @router.patch(
