@@ -59,4 +59,4 @@ def inspect_with_graph(
     extracted once for both (the inspect job needs both)."""
     with readable_model(path, fmt) as (readable, readable_fmt):
         inspection = inspect_model(readable, readable_fmt, input_shapes)
-        return inspection, display_graph(readable, readable_fmt, input_shapes)
+        return inspection, display_graph(readable, readable_fmt, input_shapes, inspection)

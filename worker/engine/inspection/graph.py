@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.inspection.files import readable_model
 from worker.engine.inspection.identity import canonical_onnx_ids, node_label, onnx_aliases, onnx_module_path
+from worker.engine.inspection.model import ModelInspection
 from worker.engine.inspection.onnx_macs import _onnx_macs
 from worker.engine.inspection.onnx_side import _onnx_params, _onnx_spec, _read_onnx
 from worker.engine.inspection.shapes import resolve_input_shapes
@@ -35,8 +36,9 @@ _LOW_BIT_TYPES = frozenset({2, 3, 21, 22})  # TensorProto.UINT8, INT8, UINT4, IN
 QDQ_PLUMBING = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
 NodeKind = Literal["op", "input", "output"]
 NO_GRAPH_NOTE = (
-    "The graph view draws ONNX models; this {fmt} model has no stored graph. Export it to ONNX "
-    "(torch.onnx.export(..., dynamo=True) keeps the module paths) and upload that to see its graph."
+    "The graph view draws ONNX and torch.export (.pt2) models; TorchScript keeps no module-level graph "
+    "to draw. Export the model with torch.export (or to ONNX with torch.onnx.export(..., dynamo=True), which "
+    "keeps the module paths) and upload that to see its graph."
 )
 
 
@@ -78,22 +80,35 @@ class ModelGraph:
 
 
 def model_graph(
-    path: Path, fmt: ModelFormat, input_shapes: Mapping[str, Sequence[int]] | None = None
+    path: Path,
+    fmt: ModelFormat,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    inspection: ModelInspection | None = None,
 ) -> ModelGraph:
-    """The display graph of a model file; torch formats get an empty graph with a note."""
+    """The display graph of a model file; TorchScript gets an empty graph with a note. A torch.export
+    program's nodes take their layers' MACs from `inspection` (inspected here when not given)."""
     if fmt in ("onnx", "onnx_zip"):
         with readable_model(path, fmt) as (onnx_path, _):
             return onnx_graph(_read_onnx(onnx_path), input_shapes)
+    if fmt == "torch_export":
+        from worker.engine.inspection.torch_graph import torch_export_graph
+        from worker.engine.inspection.torch_side import inspect_torch_export, load_program
+
+        program = load_program(path)
+        return torch_export_graph(program, inspection or inspect_torch_export(path, input_shapes))
     return ModelGraph(format=fmt, nodes=[], edges=[], notes=[NO_GRAPH_NOTE.format(fmt=fmt)])
 
 
 def display_graph(
-    path: Path, fmt: ModelFormat, input_shapes: Mapping[str, Sequence[int]] | None = None
+    path: Path,
+    fmt: ModelFormat,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    inspection: ModelInspection | None = None,
 ) -> ModelGraph:
     """model_graph for the inspect job: a graph that cannot be built is a note, not a failed inspection (the
     model itself was inspected and runs). Cancellation and time limits are not caught."""
     try:
-        return model_graph(path, fmt, input_shapes)
+        return model_graph(path, fmt, input_shapes, inspection)
     except JobCancelled:
         raise
     except (EngineError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:

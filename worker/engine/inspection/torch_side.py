@@ -162,6 +162,14 @@ def _load_torch(path: Path, fmt: ModelFormat) -> TorchRunner:
     return runner
 
 
+def load_program(path: Path) -> torch.export.ExportedProgram:
+    """The exported program of a .pt2 file, loaded as the runner loads it."""
+    program = _load_torch(path, "torch_export").program
+    if program is None:
+        raise EngineError(f"Internal error: {path.name} loaded without its exported program.")
+    return program
+
+
 def inspect_torch_export(path: Path, input_shapes: Mapping[str, Sequence[int]] | None) -> ModelInspection:
     """Layers from the graph's nn_module_stack metadata and the program's parameters; FLOPs per layer
     from FlopCounterMode on torch.export.unflatten(program), which restores the module hierarchy."""
