@@ -4,8 +4,10 @@ ONNX vs ONNX: tensors match by name; in a QDQ graph the output of the Dequantize
 tensor, ``<name>_DequantizeLinear_Output`` (or ``..._Output_1``), stands for the float tensor ``<name>``, as
 in onnxruntime.quantization.qdq_loss_debug; graph inputs quantized that way appear as layers too (op type
 "Input"). Tensors consumed only by QuantizeLinear (the pre-quantization values) are not layers of their
-own. torch.export vs torch.export: leaf modules match by module path. Across formats layers match only
-through `name_map` (golden name -> compressed name), which takes precedence over automatic matching.
+own. torch.export vs torch.export: leaf modules match by module path. A torch.export golden model and an ONNX
+compressed one exported from it match by module call (cross_format.py); otherwise across formats layers
+match only through `name_map` (golden name -> compressed name), which takes precedence over automatic
+matching.
 
 ONNX vs ONNX layers that names leave unmatched (a third party's export, a re-export, fused ops) are then
 matched by graph structure (worker.engine.layer_matching): each weighted golden layer's output tensor
@@ -91,13 +93,36 @@ def _structural_pairs(golden: Side, compressed: Side, notes: list[str]) -> list[
     return list(result.matches)
 
 
+def _cross_format(golden: Side, compressed: Side) -> dict[str, str]:
+    """torch golden vs ONNX compressed: golden layer name -> the compressed tensor of the same module call
+    (cross_format.py); {} otherwise (ONNX golden vs torch compressed matches through a name map only)."""
+    from worker.engine.layer_profile.cross_format import cross_format_targets
+
+    call_outputs = getattr(golden, "call_outputs", None)
+    model: Any = getattr(compressed, "model", None)
+    if golden.family != "torch" or compressed.family != "onnx" or call_outputs is None or model is None:
+        return {}
+    onnx_outputs = [value.name for value in model.graph.output]
+    program_outputs = getattr(golden, "program_outputs", [])
+    return cross_format_targets(call_outputs, program_outputs, compressed.order, onnx_outputs)
+
+
 def _auto_match(
-    name: str, golden: Side, golden_names: Collection[str], compressed: Side, targets: Collection[str]
+    name: str,
+    golden: Side,
+    golden_names: Collection[str],
+    compressed: Side,
+    targets: Collection[str],
+    across: Mapping[str, str],
 ) -> str | None:
-    """The compressed tensor standing for golden `name`: its dequantized QDQ copy (unless the golden model
-    has that copy too, being quantized itself), else the same name; None across formats."""
+    """The compressed tensor standing for golden `name`: across formats the same module call's output
+    (`across`); its dequantized QDQ copy (unless the golden model has that copy too, being quantized
+    itself), else the same name."""
     if golden.family != compressed.family:
-        return None
+        name = across.get(name, "")
+        if not name:
+            return None
+        golden_names = ()
     if compressed.family == "onnx":
         for suffix in DEQUANT_OUTPUT_SUFFIXES:
             if name + suffix in targets and name + suffix not in golden_names:
@@ -115,10 +140,13 @@ def match_layers(
     """Pair golden and compressed names (name_map first, then by name, then by graph structure), in golden
     order; `details` (optional) receives each pair's identity, method and confidence."""
     same = golden.family == compressed.family
-    if not same and not name_map:
+    across = {} if same else _cross_format(golden, compressed)
+    if not same and not name_map and not across:
         notes.append(
             f"The golden model is {golden.family} and the compressed one {compressed.family}: their layers can "
-            "only be matched through a name mapping (golden name -> compressed name), and none was given."
+            "only be matched through a name mapping (golden name -> compressed name) when the ONNX model "
+            "carries no torch module scopes (torch.onnx.export(..., dynamo=True) writes them), and none was "
+            "given."
         )
     golden_names, compressed_names = set(golden.order), set(compressed.order)
     structural = _structural_pairs(golden, compressed, notes)
@@ -139,9 +167,9 @@ def match_layers(
             if name_map[name] in compressed_names:
                 chosen[name] = (name_map[name], "name_map", 1.0)
         elif name in auto_names:
-            target = _auto_match(name, golden, golden_names, compressed, targets)
+            target = _auto_match(name, golden, golden_names, compressed, targets, across)
             if target is not None:
-                chosen[name] = (target, "name", 1.0)
+                chosen[name] = (target, "name" if same else "module", 1.0)
     used = {target for target, _, _ in chosen.values()}
     layer_ids: dict[str, tuple[str, str]] = {}
     added = 0
@@ -203,5 +231,9 @@ def matching_note(golden: Side, compressed: Side) -> str:
             "optimizations disabled."
         )
     if golden.family == compressed.family:
-        return "torch.export leaf modules matched by module path (k-th extra call of a module: 'path#k')."
-    return "Layers matched through the name mapping only; local values need both models in the same format."
+        return "torch.export leaf modules matched by module path (k-th call of a module: 'path#k', k >= 2)."
+    return (
+        "torch module calls matched to the ONNX tensors named after the call's last op (torch's dynamo "
+        "exporter names tensors so), and through the name mapping; local values need both models in the same "
+        "format."
+    )

@@ -1,6 +1,7 @@
 """Capture of a torch.export program's layers: the program is unflattened (torch.export.unflatten) to get
 its module hierarchy back, and forward hooks on the leaf modules capture each call's inputs and outputs.
-Layers are named by module path; a module called more than once gets ``path#k`` for its k-th extra call,
+Layers are named by module path; a module called more than once gets ``path#2``, ``path#3``... for its later
+calls (the ids inspection, the graph view and the ONNX canonical ids give them),
 and a module with several float outputs ``name[i]`` per output. The local value calls the compressed
 module on the golden module's captured inputs."""
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from worker.engine.errors import EngineError, ModelLoadError
 from worker.engine.layer_profile.accumulate import LayerPair
+from worker.engine.layer_profile.cross_format import torch_call_outputs
 from worker.engine.layer_profile.sides import Feeds, bind_feeds, stops_the_job
 from worker.engine.loaders import TorchRunner, load_model
 
@@ -59,7 +61,7 @@ def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
 class _TorchLayer:
     """Where a torch layer's values come from: a module call and the index of the float output."""
 
-    call: str  # module path, or path#k for the k-th extra call
+    call: str  # module path, or path#k for the module's k-th call (k >= 2)
     path: str
     leaf: int
 
@@ -83,6 +85,7 @@ class TorchSide:
             except Exception as exc:  # unflatten fails on some programs (e.g. with preserved calls)
                 raise ModelLoadError(f"torch.export.unflatten failed on the {role} model: {exc}") from exc
         self._types = _module_types(runner.program)
+        self.program_outputs = [spec.name for spec in runner.outputs]
         self.leaves = {
             name: module
             for name, module in self.module.named_modules()
@@ -90,6 +93,7 @@ class TorchSide:
         }
         for name, module in self.leaves.items():
             module.register_forward_hook(partial(self._hook, name), with_kwargs=True)
+        self.call_outputs = torch_call_outputs(runner.program, self.leaves)
         self.keep_inputs = False
         self.last_inputs: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.layers: dict[str, _TorchLayer] = {}
@@ -108,7 +112,7 @@ class TorchSide:
             return
         count = self._calls.get(path, 0)
         self._calls[path] = count + 1
-        call = path if count == 0 else f"{path}#{count}"
+        call = path if count == 0 else f"{path}#{count + 1}"
         leaves = _float_leaves(output)
         for index, name in enumerate(_leaf_names(call, len(leaves))):
             self.layers.setdefault(name, _TorchLayer(call, path, index))
