@@ -19,6 +19,7 @@ import {
   nameIndex,
   profileNodeId,
   sensitivityMetric,
+  shiftMetric,
   sqnrMetric,
   type NodeMetric,
 } from "./metrics";
@@ -99,6 +100,7 @@ function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
     if (source === "sens" && report.data && configId) return sensitivityMetric(graph.nodes, report.data, configId);
     if (source === "fid" && profile.data && job) {
       const side = jobSide(job, model.id) === "compressed" ? "compressed" : "golden";
+      if (which === "clip" || which === "dead") return shiftMetric(graph.nodes, profile.data, which, side);
       return sqnrMetric(graph.nodes, profile.data, which === "local" ? "local" : "accumulated", side);
     }
     return null;
@@ -184,6 +186,12 @@ function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
                   </option>,
                   <option key={`${j.id}-l`} value={`fid:${j.id}:local`}>
                     {jobLabel(j, side)}: local SQNR
+                  </option>,
+                  <option key={`${j.id}-c`} value={`fid:${j.id}:clip`}>
+                    {jobLabel(j, side)}: clipping rate
+                  </option>,
+                  <option key={`${j.id}-d`} value={`fid:${j.id}:dead`}>
+                    {jobLabel(j, side)}: dead units
                   </option>,
                 ]
               );

@@ -1,9 +1,10 @@
 // Per-layer numbers to colour the graph by: parameters and MACs (the graph's own), a sensitivity job's score
-// per configuration, a fidelity job's accumulated or local SQNR. Layers are found by canonical id or alias.
+// per configuration, a fidelity job's accumulated or local SQNR, clipping or dead-unit rate. Layers are found by
+// canonical id or alias.
 import type { LayerFidelity, LayerProfile, SensitivityReport } from "../api/types";
 import type { GraphNode, VisibleItem } from "./types";
 
-export type MetricKind = "params" | "macs" | "sensitivity" | "sqnr_accumulated" | "sqnr_local";
+export type MetricKind = "params" | "macs" | "sensitivity" | "sqnr_accumulated" | "sqnr_local" | "clip" | "dead";
 
 export interface NodeMetric {
   /** What the legend says, with the unit. */
@@ -71,6 +72,29 @@ export function sqnrMetric(
   }
   const label = which === "accumulated" ? "Accumulated SQNR" : "Local SQNR";
   return { label, unit: "dB", higherIsWorse: false, values };
+}
+
+export type ShiftRate = "clip" | "dead";
+
+/** A fidelity job's activation-shift rate per layer as a percentage: the share of the compressed values
+ * entering the layer's quantizer that saturate (clip), or of the golden positive values the compressed
+ * model zeroes (dead units, ReLU-family layers). Layers without the rate (no quantizer, not ReLU) are absent. */
+export function shiftMetric(
+  nodes: GraphNode[],
+  profile: LayerProfile,
+  rate: ShiftRate,
+  side: "golden" | "compressed",
+): NodeMetric {
+  const index = nameIndex(nodes);
+  const values = new Map<string, number>();
+  for (const layer of profile.layers ?? []) {
+    const value = rate === "clip" ? layer.shift?.clip_rate : layer.shift?.dead_unit_rate;
+    if (value === null || value === undefined) continue;
+    const id = profileNodeId(index, layer, side);
+    if (id !== undefined) values.set(id, 100 * value);
+  }
+  const label = rate === "clip" ? "Clipping rate at the quantizer" : "Dead units (golden > 0, compressed = 0)";
+  return { label, unit: "%", higherIsWorse: true, values };
 }
 
 /** The graph node a profile row is about: by canonical id, name or alias (golden side), else by the
