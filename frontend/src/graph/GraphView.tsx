@@ -23,6 +23,7 @@ import {
   sqnrMetric,
   type NodeMetric,
 } from "./metrics";
+import { NodeAcrossJobs } from "./NodeAcrossJobs";
 import { NodePanel } from "./NodePanel";
 import { FidelitySideBySide } from "./SideBySideGraphs";
 import { jobSide, useColourJobs, useModelGraph } from "./queries";
@@ -302,6 +303,9 @@ function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
               collapsible={selectedNode.group_path.filter((p) => groups.has(p) && expanded.has(p))}
               onCollapse={collapse}
             />
+          )}
+          {selectedNode && selectedNode.kind === "op" && (
+            <NodeAcrossJobs node={selectedNode} nodes={graph.nodes} modelId={model.id} jobs={jobs.data ?? []} />
           )}
         </aside>
       </div>
