@@ -25,6 +25,7 @@ from backend.contracts import (
 from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDivergence
 from backend.image_datasets import describe_image_zip
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
+from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
 from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, ModelLoadError
 from worker.engine.types import ModelFormat
 from worker.model_files import model_file
@@ -186,6 +187,7 @@ class FidelityHandler:
                 (RESULT_FIDELITY_CLASSES, report.classes_dict()),
                 (RESULT_FIDELITY_SEQUENCE, report.sequence_dict()),
                 (RESULT_FIDELITY_SAMPLE_TOPK, topk.document(report)),
+                (RESULT_FIDELITY_SPREAD, spread_document(report.per_sample)),  # the trend's noise
             )
             if document is not None
         }

@@ -15,6 +15,28 @@ class TrendModelOut(NamedRef):
     tags: list[str] = Field(description="The compressed model's tags (empty when it was deleted).")
 
 
+class TrendStandardErrors(BaseModel):
+    """The sampling noise of a run's headline numbers, in their units (None: no spread for that metric)."""
+
+    kl_mean_nats: float | None = Field(
+        default=None,
+        description="s/√n of the per-sample KL over the finite samples (stored per-sample table).",
+    )
+    cosine_mean: float | None = Field(
+        default=None, description="s/√n of the per-sample cosine (finite samples)."
+    )
+    top1_match: float | None = Field(
+        default=None, description="Binomial √(p(1−p)/n) over the finite samples."
+    )
+    topk_agreement: float | None = Field(
+        default=None, description="Binomial √(p(1−p)/n) over the finite samples."
+    )
+    top1_accuracy_drop_pp: float | None = Field(
+        default=None,
+        description="Paired: 100·s/√n of [golden right] − [compressed right] over labelled finite samples.",
+    )
+
+
 class TrendPointOut(BaseModel):
     job_id: uuid.UUID
     job_name: str
@@ -25,6 +47,10 @@ class TrendPointOut(BaseModel):
     dataset: NamedRef
     n_samples: int
     headline: FidelityHeadline
+    standard_errors: TrendStandardErrors = Field(
+        description="Per headline metric; the dashboard flags a run worse than the last only beyond "
+        "2·√(se_prev² + se_last²), and falls back to fixed thresholds where this is None."
+    )
 
 
 class TrendOut(BaseModel):

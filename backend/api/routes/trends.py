@@ -1,7 +1,8 @@
 """Trends: a model family's fidelity across versions and runs (is this release worse than the last?).
 
 The family is every succeeded fidelity job of a project against one golden model, optionally on one dataset;
-each point is one job's headline numbers (routes/fidelity.py `headline`), labelled with the compressed model
+each point is one job's headline numbers (routes/fidelity.py `headline`) with their standard errors
+(backend/services/trend_spread.py), labelled with the compressed model
 and the tags of the model and the job. The SQL is in backend/services/trends.py.
 """
 
@@ -15,12 +16,13 @@ from fastapi import APIRouter, Query
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
-from backend.api.result_schemas.trends import TrendModelOut, TrendOut, TrendPointOut
+from backend.api.result_schemas.trends import TrendModelOut, TrendOut, TrendPointOut, TrendStandardErrors
 from backend.api.routes.fidelity import headline
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404
 from backend.api.schemas import NamedRef
 from backend.db.models import Dataset, Model, Project
 from backend.errors import InvalidRequest, NotFound
+from backend.services.trend_spread import standard_errors
 from backend.services.trends import family_trend
 
 router = APIRouter(tags=["fidelity"])
@@ -52,6 +54,7 @@ def get_fidelity_trend(
     if dataset_id is not None:
         get_in_project_or_404(session, Dataset, dataset_id, project_id, caller)
     trend = family_trend(session, project_id, golden_model_id, dataset_id, limit)
+    errors = standard_errors(session, [(row.job.id, row.summary) for row in trend.rows])
     points = []
     for row in trend.rows:
         job = row.job
@@ -72,6 +75,7 @@ def get_fidelity_trend(
                 dataset=NamedRef(id=data_id, name=trend.dataset_names.get(data_id)),
                 n_samples=int(row.summary.get("n_samples", 0)),
                 headline=headline(row.summary),
+                standard_errors=TrendStandardErrors(**errors[job.id]),
             )
         )
     return TrendOut(

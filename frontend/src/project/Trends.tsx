@@ -1,7 +1,8 @@
 // Trends: the fidelity of a golden model's family (every succeeded fidelity job against it) run after run, so
 // a team sees whether this release is worse than the last. One metric at a time, chosen from a select; each
-// point is labelled with the compressed model and the tags; the latest point is marked when it is worse than
-// the one before beyond the metric's noise threshold (./trends.ts).
+// point is labelled with the compressed model and the tags, with ±2 standard errors as error bars where the API
+// serves them; the latest point is marked when it is worse than the one before beyond the two runs' noise,
+// 2·√(se_prev² + se_last²), or a fixed threshold where a run has no spread for the metric (./trends.ts).
 import type { Data, Layout } from "plotly.js";
 import { useMemo, useState } from "react";
 import { useDatasets } from "../api/datasets";
@@ -11,7 +12,16 @@ import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber, formatTime } from "../lib/format";
 import { DEFAULT_SAMPLE_QUERY, href } from "../lib/route";
 import { type TrendPoint, useFidelityTrend } from "./trendQueries";
-import { TREND_METRICS, type TrendMetric, latestIsWorse, metricValue, pointLabel } from "./trends";
+import {
+  NOISE_MULTIPLE,
+  TREND_METRICS,
+  type TrendMetric,
+  type Verdict,
+  latestVerdict,
+  metricValue,
+  pointLabel,
+  standardError,
+} from "./trends";
 
 const LAYOUT: Partial<Layout> = {
   xaxis: { title: { text: "finished" }, type: "date", automargin: true },
@@ -23,6 +33,10 @@ function chartData(points: TrendPoint[], metric: TrendMetric, worse: boolean): D
   const shown = points.filter((p) => metricValue(p, metric) !== null);
   const x = shown.map((p) => p.finished_at ?? p.created_at);
   const y = shown.map((p) => metricValue(p, metric));
+  const bars = shown.map((p) => {
+    const se = standardError(p, metric);
+    return se === null ? null : NOISE_MULTIPLE * se;
+  });
   const data: Data[] = [
     {
       type: "scatter",
@@ -31,6 +45,9 @@ function chartData(points: TrendPoint[], metric: TrendMetric, worse: boolean): D
       y,
       marker: { size: 9, color: "#4c78a8" },
       line: { color: "#4c78a8" },
+      ...(bars.some((b) => b !== null)
+        ? { error_y: { type: "data" as const, array: bars, visible: true, color: "#9ab" } }
+        : {}),
       hovertext: shown.map((p) => `${pointLabel(p)}<br>${formatTime(p.finished_at)}`),
       hoverinfo: "y+text",
     },
@@ -52,13 +69,37 @@ function chartData(points: TrendPoint[], metric: TrendMetric, worse: boolean): D
   return data;
 }
 
+/** What "worse than the last run" means for the two runs compared, said on the page. */
+function VerdictRule({ verdict, metric }: { verdict: Verdict; metric: TrendMetric }) {
+  const spec = TREND_METRICS[metric];
+  const fixed = spec.relative
+    ? `${(spec.threshold * 100).toFixed(0)} % of the previous value`
+    : formatNumber(spec.threshold);
+  if (verdict.basis === "noise" && verdict.limit !== null)
+    return (
+      <span data-testid="trend-rule">
+        Bars are ±{NOISE_MULTIPLE} standard errors. The latest run is marked when it is worse than the previous one by
+        more than {NOISE_MULTIPLE}·√(se_prev² + se_last²) = {formatNumber(verdict.limit)}, the noise of the two
+        runs&apos; samples.
+      </span>
+    );
+  return (
+    <span data-testid="trend-rule">
+      The latest run is marked when it is worse than the previous one by more than a fixed {fixed}: no per-sample spread
+      is available for {spec.label.toLowerCase()}
+      {verdict.basis === "fixed" ? " on these runs" : ""}, so this threshold is a judgement, not measured noise.
+    </span>
+  );
+}
+
 export function Trends({ projectId, goldenModelId }: { projectId: string; goldenModelId: string }) {
   const [metric, setMetric] = useState<TrendMetric>("top1_match");
   const [datasetId, setDatasetId] = useState<string>("");
   const datasets = useDatasets(projectId);
   const trend = useFidelityTrend(projectId, goldenModelId, datasetId || null);
   const points = useMemo(() => trend.data?.points ?? [], [trend.data]);
-  const worse = latestIsWorse(points, metric);
+  const verdict = latestVerdict(points, metric);
+  const worse = verdict.worse;
   const spec = TREND_METRICS[metric];
   const data = useMemo(() => chartData(points, metric, worse), [points, metric, worse]);
   return (
@@ -113,9 +154,8 @@ export function Trends({ projectId, goldenModelId }: { projectId: string; golden
                 {trend.data.total > points.length
                   ? ` (the newest ${points.length.toString()} of ${trend.data.total.toString()})`
                   : ""}
-                ; {spec.higherIsBetter ? "higher" : "lower"} is better. The latest run is marked when it is worse than
-                the previous one by more than{" "}
-                {spec.relative ? `${(spec.threshold * 100).toFixed(0)} %` : formatNumber(spec.threshold)}.
+                ; {spec.higherIsBetter ? "higher" : "lower"} is better.{" "}
+                <VerdictRule verdict={verdict} metric={metric} />
                 {worse && <strong className="error"> The latest run is worse than the last.</strong>}
               </>
             }

@@ -1,8 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { TrendPoint } from "./trendQueries";
-import { latestIsWorse, pointLabel } from "./trends";
+import { latestIsWorse, latestVerdict, pointLabel } from "./trends";
 
-function point(headline: Partial<TrendPoint["headline"]>, tags: string[] = []): TrendPoint {
+function point(
+  headline: Partial<TrendPoint["headline"]>,
+  tags: string[] = [],
+  standardErrors: Partial<TrendPoint["standard_errors"]> = {},
+): TrendPoint {
   return {
     job_id: "j",
     job_name: "",
@@ -13,8 +17,47 @@ function point(headline: Partial<TrendPoint["headline"]>, tags: string[] = []): 
     dataset: { id: "d", name: "digits" },
     n_samples: 10,
     headline: { output: "logits", ...headline },
+    standard_errors: standardErrors,
   };
 }
+
+/** Binomial standard error √(p(1−p)/n), as the API serves it for shares. */
+function binomialSe(p: number, n: number): number {
+  return Math.sqrt((p * (1 - p)) / n);
+}
+
+describe("latestVerdict with standard errors", () => {
+  it("flags a drop only beyond 2·√(se_prev² + se_last²)", () => {
+    // 360 samples: top-1 agreement 0.97 vs 0.95 has se ≈ 0.0090 / 0.0115, a limit of ≈ 0.0292 > 0.02
+    const run = (p: number, n: number) => point({ top1_match: p }, [], { top1_match: binomialSe(p, n) });
+    const small = latestVerdict([run(0.97, 360), run(0.95, 360)], "top1_match");
+    expect(small.basis).toBe("noise");
+    expect(small.limit).toBeCloseTo(2 * Math.hypot(binomialSe(0.97, 360), binomialSe(0.95, 360)), 12);
+    expect(small.worse).toBe(false);
+    // the same drop on 10,000 samples is far outside the noise (limit ≈ 0.0055)
+    expect(latestVerdict([run(0.97, 10000), run(0.95, 10000)], "top1_match").worse).toBe(true);
+    // the old fixed 0.5 pp would have flagged a 1 pp drop on 360 samples; the noise does not
+    expect(latestVerdict([run(0.97, 360), run(0.96, 360)], "top1_match").worse).toBe(false);
+  });
+  it("uses the served spread for divergences, in their own units", () => {
+    const run = (kl: number, se: number) => point({ kl_mean_nats: kl }, [], { kl_mean_nats: se });
+    // +50 % KL (fixed rule: worse) inside two noisy runs' spread: not worse
+    expect(latestVerdict([run(0.01, 0.004), run(0.015, 0.004)], "kl_mean_nats").worse).toBe(false);
+    // +5 % KL (fixed rule: not worse) on very precise runs: worse
+    expect(latestVerdict([run(0.01, 0.0001), run(0.0105, 0.0001)], "kl_mean_nats").worse).toBe(true);
+    // improving is never worse
+    expect(latestVerdict([run(0.02, 0.0001), run(0.01, 0.0001)], "kl_mean_nats").worse).toBe(false);
+  });
+  it("falls back to the fixed threshold when either run has no spread, and says so", () => {
+    const withSe = point({ top1_match: 0.99 }, [], { top1_match: 0.0001 });
+    const withoutSe = point({ top1_match: 0.97 });
+    const verdict = latestVerdict([withSe, withoutSe], "top1_match");
+    expect(verdict.basis).toBe("fixed");
+    expect(verdict.limit).toBe(0.005);
+    expect(verdict.worse).toBe(true);
+    expect(latestVerdict([point({ js_mean_nats: 0.1 })], "js_mean_nats").basis).toBe("none");
+  });
+});
 
 describe("latestIsWorse", () => {
   it("flags a drop in agreement beyond the threshold, not within it", () => {

@@ -14,7 +14,8 @@ export type TrendMetric =
 export interface MetricSpec {
   label: string;
   higherIsBetter: boolean;
-  /** A change in the bad direction smaller than this is noise: two runs of the same model agree to within it. */
+  /** The fallback where a run has no standard error for the metric (JS, SQNR and the ECE shift have no
+   * per-sample column; jobs from before the per-sample table): a judgement, not a measured spread. */
   threshold: number;
   /** Whether `threshold` is relative to the previous value (divergences span decades) or absolute. */
   relative: boolean;
@@ -41,14 +42,45 @@ export function worsening(previous: number, latest: number, spec: MetricSpec): n
   return spec.higherIsBetter ? previous - latest : latest - previous;
 }
 
-/** True when the latest run with a value is worse than the run before it by more than the metric's threshold. */
-export function latestIsWorse(points: TrendPoint[], metric: TrendMetric): boolean {
-  const values = points.map((p) => metricValue(p, metric)).filter((v): v is number => v !== null);
-  if (values.length < 2) return false;
-  const [previous, latest] = values.slice(-2) as [number, number];
+/** Multiples of the difference's standard error beyond which the latest run counts as worse (~2.3 % of
+ * pairs of runs of the same model would be flagged by chance, one-sided, for normal means). */
+export const NOISE_MULTIPLE = 2;
+
+/** The standard error the API serves for this metric on this run, or null (no spread available). */
+export function standardError(point: TrendPoint, metric: TrendMetric): number | null {
+  const se = (point.standard_errors as Partial<Record<TrendMetric, number | null>>)[metric];
+  return typeof se === "number" && Number.isFinite(se) && se >= 0 ? se : null;
+}
+
+export interface Verdict {
+  worse: boolean;
+  /** "noise": the limit is NOISE_MULTIPLE·√(se_prev² + se_last²); "fixed": the metric's fixed threshold
+   * (a run lacks a standard error); "none": fewer than two runs with a value. */
+  basis: "noise" | "fixed" | "none";
+  /** How much worse (in the metric's units) the latest run may be before it is flagged. */
+  limit: number | null;
+}
+
+/** Whether the latest run with a value is worse than the run before it beyond the noise of the two. */
+export function latestVerdict(points: TrendPoint[], metric: TrendMetric): Verdict {
+  const withValue = points.filter((p) => metricValue(p, metric) !== null);
+  if (withValue.length < 2) return { worse: false, basis: "none", limit: null };
+  const [prev, last] = withValue.slice(-2) as [TrendPoint, TrendPoint];
+  const [previous, latest] = [metricValue(prev, metric) ?? 0, metricValue(last, metric) ?? 0];
   const spec = TREND_METRICS[metric];
-  const limit = spec.relative ? spec.threshold * Math.abs(previous) : spec.threshold;
-  return worsening(previous, latest, spec) > limit;
+  const [sePrev, seLast] = [standardError(prev, metric), standardError(last, metric)];
+  const noise = sePrev !== null && seLast !== null;
+  const limit = noise
+    ? NOISE_MULTIPLE * Math.hypot(sePrev, seLast)
+    : spec.relative
+      ? spec.threshold * Math.abs(previous)
+      : spec.threshold;
+  return { worse: worsening(previous, latest, spec) > limit, basis: noise ? "noise" : "fixed", limit };
+}
+
+/** True when the latest run with a value is worse than the run before it (see latestVerdict). */
+export function latestIsWorse(points: TrendPoint[], metric: TrendMetric): boolean {
+  return latestVerdict(points, metric).worse;
 }
 
 /** A point's label: the compressed model, its tags and the job's tags. */
