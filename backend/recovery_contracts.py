@@ -23,6 +23,16 @@ class EqualizationIn(_Method):
     name: Literal["equalization"] = "equalization"
 
 
+class SmoothQuantIn(_Method):
+    """Migrate activation outliers into the weights: per input channel of each Linear/Conv,
+    s = max|X|^α / max|W|^(1−α); X/s folded into the op producing X (or a scale node), W·s."""
+
+    name: Literal["smoothquant"] = "smoothquant"
+    alpha: float = Field(
+        default=0.5, ge=0, le=1, description="Migration strength (0: activations kept, 1: all into weights)."
+    )
+
+
 class BiasCorrectionIn(_Method):
     """Shift each compressed layer's bias by minus its mean output error on the calibration split."""
 
@@ -85,7 +95,8 @@ class QatIn(_TrainingIn):
 
 
 RecoveryMethodIn = Annotated[
-    EqualizationIn | BiasCorrectionIn | AdaRoundIn | DistillIn | QatIn, Field(discriminator="name")
+    EqualizationIn | SmoothQuantIn | BiasCorrectionIn | AdaRoundIn | DistillIn | QatIn,
+    Field(discriminator="name"),
 ]
 
 
@@ -99,7 +110,7 @@ def parse_point_id(point_id: str) -> tuple[uuid.UUID, int]:
 
 
 class RecoveryJobParams(BaseModel):
-    """Recover fidelity lost to compression (equalization, AdaRound, bias correction, distillation, QAT, in
+    """Recover fidelity lost to compression (equalization, SmoothQuant, AdaRound, bias correction, distillation, QAT, in
     the order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
     and a before/after report on a held-out split."""
 

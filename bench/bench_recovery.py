@@ -22,10 +22,12 @@ CALIBRATION = 512
 def _forward_pass(golden: Any, plan: Any, feeds: dict[str, np.ndarray], batch_size: int) -> float:
     """Seconds of one pass of the compressed model over `feeds` (best of 5)."""
     from worker.engine.compression import compressed
-    from worker.engine.compression.model import batches, first_sample
+    from worker.engine.compression.model import Calibration, batches, first_sample
 
-    golden.prepare(first_sample(feeds))
-    with compressed(golden, plan) as (runner, _):
+    golden.prepare(
+        first_sample(feeds)
+    )  # activation ranges (w8a8) calibrate on the same data, outside the timing
+    with compressed(golden, plan, Calibration(golden, feeds, batch_size)) as (runner, _):
         return best_of(lambda: [runner.run(batch) for batch in batches(feeds, batch_size)])
 
 
@@ -37,12 +39,18 @@ def _line(name: str, seconds: float, baseline: float, before: float, after: floa
     )
 
 
+def _label(method: Any) -> str:
+    params = ",".join(f"{k}={v}" for k, v in method.params.items())
+    return f"{method.name}({params})" if params else str(method.name)
+
+
 def _run(title: str, golden: Any, calib: dict[str, np.ndarray], held: dict[str, np.ndarray],
-         labels: np.ndarray | None, chains: list[list[Any]], batch_size: int, bits: int = 4) -> None:  # fmt: skip
+         labels: np.ndarray | None, chains: list[list[Any]], batch_size: int, bits: int = 4,
+         config: Any = None) -> None:  # fmt: skip
     from worker.engine.compression import WeightQuant
     from worker.engine.recovery import recover
 
-    config = WeightQuant(bits, per_channel=True)
+    config = WeightQuant(bits, per_channel=True) if config is None else config
     plan = {layer.name: config for layer in golden.layers()}
     baseline = _forward_pass(golden, plan, calib, batch_size)
     print(f"{title}: one forward pass of the compressed model over {len(next(iter(calib.values())))} "
@@ -53,7 +61,11 @@ def _run(title: str, golden: Any, calib: dict[str, np.ndarray], held: dict[str, 
         for step in outcome.steps[1:]:
             after = step.fidelity["kl_mean"]
             _line(
-                f"  {'→'.join(m.name for m in methods)}: {step.method}", step.seconds, baseline, before, after
+                f"  {'→'.join(_label(m) for m in methods)}: {step.method}",
+                step.seconds,
+                baseline,
+                before,
+                after,
             )
             before = after
             if step.details.get("curve"):
@@ -74,7 +86,7 @@ def _run(title: str, golden: Any, calib: dict[str, np.ndarray], held: dict[str, 
 
 
 def digits() -> None:
-    from worker.engine.compression import as_compressible
+    from worker.engine.compression import ActivationQuant, Quantize, WeightQuant, as_compressible
     from worker.engine.demo_models import load_digits_split, train_digits_cnn
     from worker.engine.recovery import MethodSpec
 
@@ -85,9 +97,19 @@ def digits() -> None:
         [MethodSpec("bias_correction")],
         [MethodSpec("equalization")],
         [MethodSpec("adaround")],
+        [MethodSpec("smoothquant")],
         [MethodSpec("equalization"), MethodSpec("adaround"), MethodSpec("bias_correction")],
+        [MethodSpec("smoothquant"), MethodSpec("adaround"), MethodSpec("bias_correction")],
     ]
     _run("digits CNN, w4 per channel", golden, calib, held, split.y_test, chains, 64)
+    # per-tensor 8-bit weights and activations: the case SmoothQuant is for (activation ranges per tensor)
+    w8a8 = Quantize(WeightQuant(8, per_channel=False), ActivationQuant(8))
+    per_tensor = [
+        [MethodSpec("equalization")],
+        [MethodSpec("smoothquant")],
+        [MethodSpec("smoothquant", {"alpha": 0.8})],
+    ]
+    _run("digits CNN, w8a8 per tensor", golden, calib, held, split.y_test, per_tensor, 64, config=w8a8)
     training = [
         [MethodSpec("distill")],
         [MethodSpec("qat")],
@@ -107,7 +129,7 @@ def lite0() -> None:
     half = len(images) // 2
     calib, held = {"x": images[:half]}, {"x": images[half:]}
     small = {"iterations": 100, "batch_size": 4, "max_samples": 8}
-    chains = [[MethodSpec("bias_correction")], [MethodSpec("adaround", small)]]
+    chains = [[MethodSpec("bias_correction")], [MethodSpec("smoothquant")], [MethodSpec("adaround", small)]]
     _run("EfficientNet-Lite0, w4 per channel", golden, calib, held, None, chains, 8)
 
 

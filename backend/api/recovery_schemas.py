@@ -8,6 +8,7 @@ import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from backend.api.recovery_smoothquant_schemas import SmoothQuantDetailsFields
 from backend.api.recovery_training_schemas import TrainingDetailsFields, TrainingMethodFields
 from backend.api.result_schemas.common import CompressionConfigOut, ResultModel
 from backend.api.result_schemas.sweep import PointFidelityOut
@@ -40,7 +41,7 @@ class AdaRoundParamsOut(ResultModel):
     seed: int
 
 
-class RecoveryDetailsOut(TrainingDetailsFields):
+class RecoveryDetailsOut(TrainingDetailsFields, SmoothQuantDetailsFields):
     """What a method did; the fields depend on the method (served as stored)."""
 
     pairs: list[EqualizedPairOut] | None = Field(default=None, description="equalization: the pairs found.")

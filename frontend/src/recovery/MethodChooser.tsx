@@ -1,5 +1,5 @@
-// The methods of a recovery launch (run in METHOD_ORDER) and, when distillation or QAT is chosen, their
-// training parameters.
+// The methods of a recovery launch (run in METHOD_ORDER) and, when chosen, SmoothQuant's α and the training
+// parameters of distillation or QAT.
 import { useId } from "react";
 import {
   METHOD_LABELS,
@@ -42,6 +42,24 @@ export function MethodChooser({ choice, onChange }: { choice: MethodChoice; onCh
           {METHOD_LABELS[m]}
         </label>
       ))}
+      {choice.chosen.has("smoothquant") && (
+        <label htmlFor={`${id}-smooth-alpha`}>
+          SmoothQuant α
+          <input
+            id={`${id}-smooth-alpha`}
+            type="number"
+            inputMode="decimal"
+            step="any"
+            min={0}
+            max={1}
+            value={Number.isNaN(choice.smoothAlpha) ? "" : choice.smoothAlpha}
+            onChange={(e) => {
+              onChange({ ...choice, smoothAlpha: e.target.valueAsNumber });
+            }}
+          />
+          <span className="muted small-text">migration strength: s = max|X|^α / max|W|^(1−α) per input channel</span>
+        </label>
+      )}
       {training && (
         <div className="recovery-training" aria-label="Training parameters">
           {FIELDS.map((f) => (

@@ -1,5 +1,5 @@
 // "Recover this" on a sweep point: choose the methods (by default equalization → AdaRound → bias correction;
-// distillation and QAT with their training parameters), launch a recovery job on the sweep's model and
+// SmoothQuant with its α, distillation and QAT with their training parameters), launch a recovery job on the sweep's model and
 // dataset, watch its progress (a training step's loss and held-out KL), then its before/after result and
 // loss curve. Shown for sweeps of torch.export (.pt2) models, the golden models recovery runs on.
 import { useState } from "react";
@@ -9,7 +9,7 @@ import { ErrorMessage } from "../components/QueryView";
 import { useCreateRecovery, useModelWhenKnown } from "./queries";
 import { MethodChooser } from "./MethodChooser";
 import { RecoveryResult } from "./RecoveryResult";
-import { DEFAULT_CHOICE, methodsToLaunch, trainingProblem, TRAINING_METHODS, type MethodChoice } from "./training";
+import { choiceProblem, DEFAULT_CHOICE, methodsToLaunch, type MethodChoice } from "./training";
 
 function Launched({ jobId }: { jobId: string }) {
   const job = useJob(jobId);
@@ -41,12 +41,7 @@ export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index
   const golden = useModelWhenKnown(params?.model_id);
   if (index === 0 || !params?.model_id || !params.dataset_id || golden.data?.format !== "torch_export") return null;
   const { model_id: modelId, dataset_id: datasetId } = params;
-  const problem =
-    choice.chosen.size === 0
-      ? "choose at least one method"
-      : [...choice.chosen].some((m) => TRAINING_METHODS.has(m))
-        ? trainingProblem(choice.training)
-        : null;
+  const problem = choiceProblem(choice);
   return (
     <div className="recover">
       {launched === null && !open ? (

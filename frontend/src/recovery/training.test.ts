@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RecoverySummary } from "./recovery";
 import {
+  choiceProblem,
   DEFAULT_CHOICE,
   DEFAULT_TRAINING,
   lossCurves,
@@ -12,10 +13,16 @@ import {
 describe("methodsToLaunch", () => {
   it("sends the chosen methods in the pipeline order, training ones with their parameters", () => {
     const chosen = new Set<MethodName>(["bias_correction", "qat", "equalization"]);
-    const methods = methodsToLaunch({ chosen, training: { ...DEFAULT_TRAINING, steps: 50 } });
+    const methods = methodsToLaunch({ ...DEFAULT_CHOICE, chosen, training: { ...DEFAULT_TRAINING, steps: 50 } });
     expect(methods.map((m) => m.name)).toEqual(["equalization", "qat", "bias_correction"]);
     expect(methods[0]).toEqual({ name: "equalization" });
     expect(methods[1]).toEqual({ name: "qat", steps: 50, learning_rate: 1e-3, temperature: 2, alpha: 0, patience: 5 });
+  });
+
+  it("sends SmoothQuant after equalization and before AdaRound, with its α", () => {
+    const chosen = new Set<MethodName>(["adaround", "smoothquant", "equalization"]);
+    const methods = methodsToLaunch({ ...DEFAULT_CHOICE, chosen, smoothAlpha: 0.75 });
+    expect(methods).toEqual([{ name: "equalization" }, { name: "smoothquant", alpha: 0.75 }, { name: "adaround" }]);
   });
 
   it("defaults to the training-free chain", () => {
@@ -32,6 +39,21 @@ describe("trainingProblem", () => {
     expect(trainingProblem({ ...DEFAULT_TRAINING, temperature: 0.05 })).toMatch(/temperature/);
     expect(trainingProblem({ ...DEFAULT_TRAINING, alpha: 1.5 })).toMatch(/alpha/);
     expect(trainingProblem({ ...DEFAULT_TRAINING, patience: -1 })).toMatch(/patience/);
+  });
+});
+
+describe("choiceProblem", () => {
+  it("refuses no method, α outside [0, 1] when SmoothQuant is chosen, and bad training parameters", () => {
+    const smooth = new Set<MethodName>(["smoothquant"]);
+    expect(choiceProblem(DEFAULT_CHOICE)).toBeNull();
+    expect(choiceProblem({ ...DEFAULT_CHOICE, chosen: new Set() })).toMatch(/at least one/);
+    expect(choiceProblem({ ...DEFAULT_CHOICE, chosen: smooth, smoothAlpha: 1.2 })).toMatch(/α/);
+    expect(choiceProblem({ ...DEFAULT_CHOICE, chosen: smooth, smoothAlpha: Number.NaN })).toMatch(/α/);
+    expect(choiceProblem({ ...DEFAULT_CHOICE, smoothAlpha: 1.2 })).toBeNull(); // not chosen: not sent
+    const qat = new Set<MethodName>(["qat"]);
+    expect(choiceProblem({ ...DEFAULT_CHOICE, chosen: qat, training: { ...DEFAULT_TRAINING, steps: 0 } })).toMatch(
+      /steps/,
+    );
   });
 });
 

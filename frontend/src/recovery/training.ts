@@ -2,14 +2,22 @@
 // functions over the API's typed documents (tested in training.test.ts).
 import type { RecoverySummary } from "./recovery";
 
-export type MethodName = "equalization" | "adaround" | "distill" | "qat" | "bias_correction";
+export type MethodName = "equalization" | "smoothquant" | "adaround" | "distill" | "qat" | "bias_correction";
 
-/** The order chosen methods run in: equalization must come first (it rescales weights); AdaRound picks the
- * rounding QAT then trains from; bias correction last, measured on the final weights. */
-export const METHOD_ORDER: readonly MethodName[] = ["equalization", "adaround", "distill", "qat", "bias_correction"];
+/** The order chosen methods run in: equalization and SmoothQuant must come first (they rescale weights);
+ * AdaRound picks the rounding QAT then trains from; bias correction last, measured on the final weights. */
+export const METHOD_ORDER: readonly MethodName[] = [
+  "equalization",
+  "smoothquant",
+  "adaround",
+  "distill",
+  "qat",
+  "bias_correction",
+];
 
 export const METHOD_LABELS: Record<MethodName, string> = {
   equalization: "Cross-layer equalization",
+  smoothquant: "SmoothQuant scale migration",
   adaround: "AdaRound",
   distill: "Distillation fine-tuning",
   qat: "Quantization-aware training",
@@ -38,20 +46,36 @@ export const DEFAULT_TRAINING: TrainingChoice = {
 export interface MethodChoice {
   chosen: ReadonlySet<MethodName>;
   training: TrainingChoice;
+  /** SmoothQuant's migration strength α (0: activations kept, 1: their whole range moved into the weights). */
+  smoothAlpha: number;
 }
 
 export const DEFAULT_CHOICE: MethodChoice = {
   chosen: new Set<MethodName>(["equalization", "adaround", "bias_correction"]),
   training: DEFAULT_TRAINING,
+  smoothAlpha: 0.5,
 };
 
 export type LaunchMethod = { name: MethodName } & Partial<TrainingChoice>;
 
-/** The request's method list: the chosen methods in METHOD_ORDER, the training ones with their parameters. */
+/** The request's method list: the chosen methods in METHOD_ORDER, the training ones with their parameters,
+ * SmoothQuant with its α. */
 export function methodsToLaunch(choice: MethodChoice): LaunchMethod[] {
   return METHOD_ORDER.filter((m) => choice.chosen.has(m)).map((name) =>
-    TRAINING_METHODS.has(name) ? { name, ...choice.training } : { name },
+    TRAINING_METHODS.has(name)
+      ? { name, ...choice.training }
+      : name === "smoothquant"
+        ? { name, alpha: choice.smoothAlpha }
+        : { name },
   );
+}
+
+/** Why the choice cannot be launched (no method, or a parameter out of the API's ranges), or null. */
+export function choiceProblem(choice: MethodChoice): string | null {
+  if (choice.chosen.size === 0) return "choose at least one method";
+  if (choice.chosen.has("smoothquant") && !(choice.smoothAlpha >= 0 && choice.smoothAlpha <= 1))
+    return "SmoothQuant α: from 0 to 1";
+  return [...choice.chosen].some((m) => TRAINING_METHODS.has(m)) ? trainingProblem(choice.training) : null;
 }
 
 /** Why the training parameters cannot be sent (the API's ranges), or null. */

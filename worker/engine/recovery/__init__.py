@@ -1,5 +1,5 @@
-"""Accuracy recovery after compression: cross-layer equalization, AdaRound, bias correction and the
-training-based distillation fine-tuning and QAT (distill.py) applied in order to a float copy of a torch
+"""Accuracy recovery after compression: cross-layer equalization, SmoothQuant scale migration, AdaRound,
+bias correction and the training-based distillation fine-tuning and QAT (distill.py) applied in order to a float copy of a torch
 golden model (`runner.recover`), the compressed model measured on a held-out split before and after each
 method, and the result exported as the sweeps export their points (`runner.export_recovered`). Pure
 engine: no HTTP, SQL or Celery."""
@@ -18,6 +18,7 @@ from worker.engine.recovery.distill import (
 )
 from worker.engine.recovery.equalization import EqualizationResult, equalize
 from worker.engine.recovery.runner import METHODS, MethodSpec, RecoveryOutcome, export_recovered, recover
+from worker.engine.recovery.smoothquant import SmoothQuantParams, SmoothQuantResult, smooth
 
 __all__ = [
     "METHODS",
@@ -28,6 +29,8 @@ __all__ = [
     "MethodSpec",
     "RecoveryError",
     "RecoveryOutcome",
+    "SmoothQuantParams",
+    "SmoothQuantResult",
     "TrainingParams",
     "TrainingResult",
     "TrainingStep",
@@ -37,5 +40,6 @@ __all__ = [
     "export_recovered",
     "finetune",
     "recover",
+    "smooth",
     "temperature_kl",
 ]

@@ -35,13 +35,17 @@ from worker.engine.recovery.common import (
 )
 from worker.engine.recovery.distill import TrainingParams, TrainingStep, finetune
 from worker.engine.recovery.equalization import equalize
+from worker.engine.recovery.smoothquant import SmoothQuantParams, smooth
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
 from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
-METHODS = ("equalization", "adaround", "bias_correction", "distill", "qat")
+METHODS = ("equalization", "smoothquant", "adaround", "bias_correction", "distill", "qat")
 TRAINING = ("distill", "qat")
-PARAMS: dict[str, type[AdaRoundParams] | type[TrainingParams]] = {
+RESCALING = ("equalization", "smoothquant")
+"""Methods that rescale weights while keeping the float function: they must run before the others."""
+PARAMS: dict[str, type[AdaRoundParams] | type[TrainingParams] | type[SmoothQuantParams]] = {
     "adaround": AdaRoundParams,
+    "smoothquant": SmoothQuantParams,
     "distill": TrainingParams,
     "qat": TrainingParams,
 }
@@ -81,6 +85,10 @@ class MethodSpec:
 
     def adaround_params(self) -> AdaRoundParams:
         params: AdaRoundParams = self._typed(AdaRoundParams)
+        return params
+
+    def smoothquant_params(self) -> SmoothQuantParams:
+        params: SmoothQuantParams = self._typed(SmoothQuantParams)
         return params
 
     def training_params(self) -> TrainingParams:
@@ -168,11 +176,13 @@ def recover(
     if not methods:
         raise RecoveryError("give at least one recovery method")
     names_in_order = [method.name for method in methods]
-    if "equalization" in names_in_order[1:]:
-        raise RecoveryError(
-            "equalization must come first: it rescales weights, which would move AdaRound's weights off "
-            "their grid and change what bias correction measured"
-        )
+    for index, name in enumerate(names_in_order):
+        earlier = [other for other in names_in_order[:index] if other not in RESCALING]
+        if name in RESCALING and earlier:
+            raise RecoveryError(
+                f"{name} must come first (before {earlier[0]}): it rescales weights, which would move "
+                "AdaRound's weights off their grid and change what bias correction measured"
+            )
     source = _python_module(golden)
     calib = bind_inputs(calibration_feeds, golden.inputs)
     heldout = bind_inputs(heldout_feeds, golden.inputs)
@@ -206,6 +216,10 @@ def recover(
         details: dict[str, Any]
         if method.name == "equalization":
             details = asdict(equalize(recovered))
+            float_model = private_copy(recovered)
+        elif method.name == "smoothquant":
+            params_sq = method.smoothquant_params()
+            details = asdict(smooth(recovered, order, calib, params_sq, batch_size=batch_size))
             float_model = private_copy(recovered)
         elif method.name == "bias_correction":
             details = asdict(
