@@ -99,6 +99,19 @@ async function openOffline(browser, file, kind) {
     seen.cards = await headlineCards(report);
     seen.verdict = await report.locator("#verdict-heading").innerText();
     seen.tableRows = await report.locator("tbody tr").count();
+    step("click the worst sample's row: the inspector opens from the file (picture as a data: URL)");
+    const row = report.locator("tr[data-sample]").first();
+    seen.inspectedSample = Number(await row.getAttribute("data-sample"));
+    await row.click();
+    const inspector = report.getByTestId("sample-inspector");
+    await inspector.locator("table tbody tr").first().waitFor({ timeout: 30_000 });
+    seen.inspectorClasses = await inspector.locator("table tbody tr").evaluateAll((rows) =>
+      rows.map((r) => Number(r.getAttribute("data-class"))),
+    );
+    const img = inspector.locator("img");
+    await img.evaluate((el) => (el.complete ? null : new Promise((ok) => el.addEventListener("load", ok))));
+    seen.inspectorImage = await img.evaluate((el) => ({ src: el.getAttribute("src").slice(0, 22), natural: el.naturalWidth }));
+    await report.screenshot({ path: join(config.artifacts, "offline-inspector.png"), fullPage: true });
   }
   if (kind === "sensitivity") {
     const layer = report.locator("section", { has: report.locator("#layer-heading") }).locator("select").first();

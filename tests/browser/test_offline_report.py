@@ -1,7 +1,8 @@
 """A shareable report (issue 17) in headless Chromium: the demo stack's finished fidelity job downloaded with its
 page's "Download report (HTML)" button, then opened from file:// in a context with the network off and every
 request that is not for the file aborted. The charts must have drawn (an SVG of non-zero size with marks in each),
-the headline numbers must be the API's, and the file must not have asked for anything outside itself.
+the headline numbers must be the API's, the worst sample's inspector must open from the file, and the file must
+not have asked for anything outside itself.
 
 Needs the built dashboard (`npm ci && npm run build` in frontend/, which builds dist/offline.html too), Node and
 Chromium, like test_dashboard.py, whose `tools` and `stack` fixtures it uses. The driver is
@@ -89,6 +90,17 @@ def test_a_downloaded_fidelity_report_draws_its_charts_offline(
     assert _number(cards["KL(P‖Q) mean"]) == pytest.approx(metrics["kl_mean_nats"], rel=1e-3)
     assert _number(cards["Top-1 match"]) / 100 == pytest.approx(metrics["top1_match"], abs=1e-4)
     assert opened["verdict"].startswith("Damage is") and opened["tableRows"] > 0
+
+    # The sample inspector opens from the file: the worst sample by KL (the table's first row), its picture a
+    # data: URL drawn at 256 px, its classes those the API serves for that sample (golden top-k first).
+    worst = client.http.get(
+        f"/jobs/{job_id}/fidelity/samples", params={"sort": "kl", "order": "desc", "limit": 1}
+    )
+    assert opened["inspectedSample"] == worst.json()["items"][0]["sample_index"]
+    live = client.http.get(f"/jobs/{job_id}/samples/{opened['inspectedSample']}").json()
+    golden = live["outputs"][0]["golden"]["classes"]
+    assert opened["inspectorClasses"][: len(golden)] == golden
+    assert opened["inspectorImage"] == {"src": "data:image/png;base64,", "natural": 256}
 
 
 def test_sensitivity_and_sweep_reports_draw_offline(

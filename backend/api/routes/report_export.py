@@ -25,8 +25,9 @@ from sqlalchemy import select
 
 from backend.accounts import Caller
 from backend.api.auth import CallerDep
-from backend.api.deps import SessionDep
+from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
+from backend.api.offline_inspections import INSPECT_MAX, gather_inspections
 from backend.api.routes import (
     datasets,
     diagnostics,
@@ -77,9 +78,10 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/recovery": "not exported: recovery jobs have no report page to export",
     "/recovery/model": "not exported: a model download",
     "/export.html": "this route",
-    "/samples/{index}": "not in the file: the inspector reads one sample's top-k and input on demand (the "
-    "page says it needs the live dashboard)",
-    "/samples/{index}/input.png": "not in the file: the input is read from the stored dataset on demand",
+    "/samples/{index}": "embedded for the worst samples by KL (backend/api/offline_inspections.py: at most "
+    "INSPECT_MAX, their rows added to the embedded per-sample rows); other samples answer 404 in the file",
+    "/samples/{index}/input.png": "embedded inside each embedded inspection, as its thumbnail's data: URL "
+    "(the same PNG bytes), within a byte budget",
 }
 """How the exported file answers each GET under /api/v1/jobs/{job_id}: a route added there must say it here
 (tests/backend/test_report_export.py), so that a page reading a new document does not break in the file."""
@@ -169,6 +171,14 @@ def _gather_fidelity(g: _Gathered, job: Job, session: SessionDep, caller: Caller
             rows.extend(_json(item) for item in page.items)
             if not page.items or len(rows) >= total:
                 break
+        # the worst rows by KL too, so the samples the file can inspect can be clicked in its table
+        worst = fidelity.list_fidelity_samples(
+            job.id, session, caller, output=output, sort="kl", order="desc", flagged=None, flipped=None,
+            limit=INSPECT_MAX, offset=0,
+        )  # fmt: skip
+        held = {row["sample_index"] for row in rows}
+        rows.extend(_json(item) for item in worst.items if item.sample_index not in held)
+        rows.sort(key=lambda row: row["sample_index"])
         samples[output] = {"rows": rows, "total": total}
     return {"samples": samples}
 
@@ -320,7 +330,12 @@ def _template(request: Request) -> str:
     response_class=Response,
 )
 def export_job_report(
-    job_id: uuid.UUID, request: Request, session: SessionDep, caller: CallerDep
+    job_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    store: StoreDep,
+    settings: SettingsDep,
+    caller: CallerDep,
 ) -> Response:
     """The job's report (fidelity, sensitivity or sweep) as one self-contained HTML file: every number, the
     charts and the scripts that draw them inline, nothing fetched from a network; open it in a browser."""
@@ -332,7 +347,16 @@ def export_job_report(
     if job.status != JobStatus.succeeded.value:
         raise Conflict(f"job {job_id} is {job.status}; its report can be exported once it has succeeded")
     template = _template(request)
-    html = fill_template(template, report_document(job, session, caller))
+    document = report_document(job, session, caller)
+    if job.kind == JobKind.fidelity.value:
+        found = gather_inspections(session, store, settings, job.id, caller)
+        document["responses"].update(found.responses)
+        document["inspections"] = {
+            "indices": found.indices,
+            "max": INSPECT_MAX,
+            "pictures_left_out": found.pictures_left_out,
+        }
+    html = fill_template(template, document)
     filename = f"kneeboard-{job.kind}-{job.id}.html"
     return Response(
         content=html,

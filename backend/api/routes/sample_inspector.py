@@ -72,7 +72,7 @@ def _dataset_file(
     return dataset, path, None
 
 
-def _inspection(
+def inspection(
     session: Session, store: ArtifactStore, job_id: uuid.UUID, index: int, caller: Caller
 ) -> tuple[SampleInspectionOut, Dataset | None, FilePath | None]:
     """Everything from the database (the transaction ends here, so no connection is held while the
@@ -129,7 +129,7 @@ def _render_pool(request: Request) -> BoundedPool:
     return pool
 
 
-def _png_url(job_id: uuid.UUID, index: int, array: str | None) -> str:
+def png_url(job_id: uuid.UUID, index: int, array: str | None) -> str:
     url = f"/api/v1/jobs/{job_id}/samples/{index}/input.png"
     return url if array is None else f"{url}?array={array}"
 
@@ -153,7 +153,7 @@ async def get_sample_inspection(
     """404 for an index past the job's samples, and for a job without stored top-k probabilities (one run
     before the inspector existed: launch it again). The input is read from the stored dataset in the API's
     bounded render pool; when it cannot be read (the dataset was deleted) input_error says why."""
-    out, dataset, path = await run_in_threadpool(_inspection, session, store, job_id, index, caller)
+    out, dataset, path = await run_in_threadpool(inspection, session, store, job_id, index, caller)
     if dataset is None or path is None:
         return out
     try:
@@ -164,7 +164,13 @@ async def get_sample_inspection(
         raise
     except KneeboardError as exc:  # an unreadable file or image: the probabilities still stand
         return out.model_copy(update={"input_error": exc.message})
-    single = dataset.kind != "npz"
+    return with_input(out, summary, dataset.kind)
+
+
+def with_input(out: SampleInspectionOut, summary: InputSummary, kind: str) -> SampleInspectionOut:
+    """The inspection with its input arrays (thumbnail URLs for image-like ones) and the dataset's label."""
+    job_id, index = out.job_id, out.index
+    single = kind != "npz"
     arrays = [
         InputArrayOut(
             name=a.name,
@@ -175,7 +181,7 @@ async def get_sample_inspection(
             mean=a.mean,
             std=a.std,
             nonfinite=a.nonfinite,
-            thumbnail=_png_url(job_id, index, None if single else a.name) if a.image else None,
+            thumbnail=png_url(job_id, index, None if single else a.name) if a.image else None,
         )
         for a in summary.arrays
     ]

@@ -115,6 +115,30 @@ describe("the offline report's answers", () => {
     });
   });
 
+  it("answers the inspector for the embedded samples, and says which ones it holds for the others", () => {
+    const inspection = { job_id: JOB, index: 3, input: [{ name: "x", thumbnail: "data:image/png;base64,AAAA" }] };
+    const withInspector: ReportDocument = {
+      ...doc,
+      responses: { ...doc.responses, [`/api/v1/jobs/${JOB}/samples/3`]: inspection },
+      inspections: { indices: [3, 0], max: 50, pictures_left_out: 0 },
+    };
+    expect(answer(withInspector, "GET", `file:///api/v1/jobs/${JOB}/samples/3`)).toEqual({
+      status: 200,
+      body: inspection,
+    });
+    const other = answer(withInspector, "GET", `/api/v1/jobs/${JOB}/samples/2`);
+    expect(other.status).toBe(404);
+    expect((other.body as { detail: string }).detail).toMatch(
+      /#2 is not inspectable.*2 samples with the largest KL \(#3, #0\)/,
+    );
+    const none = answer(
+      { ...doc, inspections: { indices: [], max: 50, pictures_left_out: 0 } },
+      "GET",
+      `/api/v1/jobs/${JOB}/samples/2`,
+    );
+    expect((none.body as { detail: string }).detail).toMatch(/none of its samples/);
+  });
+
   it("reads the embedded document and says when there is none", () => {
     expect(parseDocument(JSON.stringify(doc)).job_id).toBe(JOB);
     expect(() => parseDocument("null")).toThrow(/no Kneeboard report/);

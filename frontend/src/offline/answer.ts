@@ -16,6 +16,9 @@ export interface ReportDocument {
   channels?: Record<string, unknown>;
   /** Sweep: the frontier of each objective list ("size_bytes:min,kl_mean:min"), without bounds. */
   frontiers?: Record<string, unknown>;
+  /** Fidelity: the samples whose inspector the file holds (the worst by KL; their inspections are in
+   * `responses`, pictures as data: URLs), at most `max`, and how many pictures the byte budget left out. */
+  inspections?: { indices: number[]; max: number; pictures_left_out: number };
 }
 
 export interface Answer {
@@ -149,7 +152,24 @@ export function answer(doc: ReportDocument, method: string, url: string): Answer
   if (path in doc.responses) return { status: 200, body: doc.responses[path] };
   const error = doc.errors[path];
   if (error) return { status: error.status, body: { detail: error.detail } };
+  const sample = new RegExp(`^${job}/samples/(\\d+)$`).exec(path);
+  if (sample && doc.inspections) return notInspectable(doc.inspections, Number(sample[1]));
   return notHere(path.slice(API.length - 1));
+}
+
+/** Why the file cannot inspect this sample, and which ones it can. */
+function notInspectable(held: NonNullable<ReportDocument["inspections"]>, index: number): Answer {
+  const some = held.indices.slice(0, 10).map((i) => `#${i.toString()}`);
+  const which =
+    held.indices.length === 0
+      ? "none of its samples (the job stored no per-sample probabilities)"
+      : `the ${held.indices.length.toString()} samples with the largest KL (${some.join(", ")}${held.indices.length > 10 ? ", …" : ""})`;
+  return {
+    status: 404,
+    body: {
+      detail: `Sample #${index.toString()} is not inspectable in this offline report: it holds the inspector for ${which}. Open the job on the Kneeboard dashboard to inspect the others.`,
+    },
+  };
 }
 
 /** How many per-sample rows the file holds of how many the job has (the primary output's). */

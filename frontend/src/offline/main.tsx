@@ -44,8 +44,19 @@ function Banner({ doc }: { doc: ReportDocument }) {
       {coverage && coverage.held < coverage.total && (
         <>
           {" "}
-          The per-sample histogram and table hold the first {coverage.held.toLocaleString("en-US")} of{" "}
-          {coverage.total.toLocaleString("en-US")} samples.
+          The per-sample histogram and table hold {coverage.held.toLocaleString("en-US")} of{" "}
+          {coverage.total.toLocaleString("en-US")} samples (the first by index, and the worst by KL).
+        </>
+      )}
+      {doc.inspections && doc.inspections.indices.length > 0 && (
+        <>
+          {" "}
+          Click a row of the table to inspect it: the {doc.inspections.indices.length.toString()} samples with the
+          largest KL can be inspected here
+          {doc.inspections.pictures_left_out > 0
+            ? ` (${doc.inspections.pictures_left_out.toString()} without their picture, to keep the file small)`
+            : ""}
+          .
         </>
       )}
     </p>
