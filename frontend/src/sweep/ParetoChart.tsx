@@ -1,7 +1,8 @@
 // The Pareto scatter of a sweep's points (or several sweeps'): every point, the frontier for the chosen
 // objectives and bounds as a line, its knee as a star, points slower than fp32 (beyond the timing spread)
 // ringed, the selected point circled. A click on a point selects it and lists any others at the same
-// place. PNG from the button or the modebar, CSV from the panel's button.
+// place. Recovered models (recovery jobs launched from a point) as green diamonds, dotted to their point.
+// PNG from the button or the modebar, CSV from the panel's button.
 import type { UseQueryResult } from "@tanstack/react-query";
 import type { PlotDatum } from "plotly.js";
 import { useCallback, useMemo, useState, type ReactNode } from "react";
@@ -15,6 +16,8 @@ import { paretoFigure, type Series } from "../lib/sweepChart";
 import { pointsCsv } from "../lib/sweepTable";
 import { objectiveInfo } from "../lib/sweepObjectives";
 import type { SweepQuery, SweepView } from "../lib/sweepQuery";
+import { recoveredOnChart, recoveredTraces } from "../recovery/frontier";
+import { useSweepRecoveries } from "../recovery/frontierQueries";
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
 
@@ -85,6 +88,11 @@ export function ParetoChart({
       }),
     [series, x, y, data, view.specs, view.batch, selected, sweepNames],
   );
+  const sweepIds = useMemo(() => [...new Set(rows.map((r) => r.jobId))], [rows]);
+  const recoveries = useSweepRecoveries(sweepIds);
+  const recovered = useMemo(() => recoveredOnChart(recoveries, rows), [recoveries, rows]);
+  const recoveredFigure = useMemo(() => recoveredTraces(recovered, rows, x, y), [recovered, rows, x, y]);
+  const plotData = useMemo(() => [...figure.data, ...recoveredFigure.data], [figure.data, recoveredFigure]);
   // Points with equal coordinates draw on top of each other: a click lists all of them to pick from.
   const [place, setPlace] = useState<string[]>([]);
   const onClick = useCallback(
@@ -114,6 +122,9 @@ export function ParetoChart({
       ? `Orange rings: slower than fp32 at batch ${String(view.batch)} beyond the measured spread (the p50 difference exceeds either point's p90 − p50).`
       : "",
     legendNote ?? "",
+    recovered.length > 0
+      ? `Green diamonds: ${plural(recovered.length, "recovered model")} (recovery jobs launched from a point), dotted to the point ${recovered.length === 1 ? "it recovers" : "they recover"}; fidelity measured on the recovery's held-out split, cost objectives the point's (same configuration)${recoveredFigure.drawn < recovered.length ? "; not drawn on an axis the recovery does not measure (latency)" : ""}.`
+      : "",
     zeroNote(x),
     zeroNote(y),
     "Hover for the configuration and its numbers; click a point for its details.",
@@ -148,7 +159,7 @@ export function ParetoChart({
         data-frontier={figure.line.x.length}
         aria-busy={frontier.isFetching}
       >
-        <Plot data={figure.data} layout={figure.layout} filename={filename} height={460} onClick={onClick} />
+        <Plot data={plotData} layout={figure.layout} filename={filename} height={460} onClick={onClick} />
       </div>
       {together.length > 1 && (
         <div className="same-place" role="group" aria-label="Points at the same position">
