@@ -108,6 +108,14 @@ export function togglePresetIn(
   return copy;
 }
 
+/** The config "type"s the API accepts: the discriminator's mapping of `configs` in a kind's params schema. */
+export function configTypes(schema: JsonObject): Set<string> {
+  const items = isObject(schema.properties) ? schema.properties.configs : null;
+  const mapping = isObject(items) && isObject(items.items) ? items.items.discriminator : null;
+  // Empty when the schema has no discriminator: any "type" is sent, and the API judges it.
+  return new Set(isObject(mapping) && isObject(mapping.mapping) ? Object.keys(mapping.mapping) : []);
+}
+
 export const MAX_CONFIGS = 32;
 
 /**

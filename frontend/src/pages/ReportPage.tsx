@@ -1,17 +1,15 @@
 // A fidelity job's report: verdict, metric cards, charts and the per-sample table.
 import { useMemo, useState } from "react";
 import { useFidelityReport } from "../api/fidelity";
-import { useJob } from "../api/jobs";
-import { useProject } from "../api/projects";
 import type { FidelityReport, Job } from "../api/types";
+import { JobNotDone, JobStatusFacts, OtherKind, useJobOfKind } from "../components/JobPage";
 import { Layout } from "../components/Layout";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
-import { JobTimesFacts } from "../components/JobTimes";
-import { ProgressBar, StatusBadge } from "../components/Status";
-import { formatDuration, formatNumber, formatTime } from "../lib/format";
+import { formatNumber } from "../lib/format";
 import { readCalibration, readSummary } from "../lib/summary";
-import { DEFAULT_SENSITIVITY_QUERY, href, type SampleQuery } from "../lib/route";
+import { jobCrumbs } from "../lib/jobPages";
+import { href, type SampleQuery } from "../lib/route";
 import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
 import { ClassDamage } from "../report/ClassDamage";
@@ -53,19 +51,7 @@ function JobFacts({ job }: { job: Job }) {
         <dt>Batch size</dt>
         <dd>{String(p.batch_size)}</dd>
       </div>
-      <div>
-        <dt>Status</dt>
-        <dd>
-          <StatusBadge status={job.status} />
-        </dd>
-      </div>
-      <div>
-        <dt>Finished</dt>
-        <dd>
-          {formatTime(job.finished_at)} ({formatDuration(job.duration_s)})
-        </dd>
-      </div>
-      <JobTimesFacts job={job} />
+      <JobStatusFacts job={job} />
     </dl>
   );
 }
@@ -169,40 +155,12 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
   );
 }
 
-function JobNotDone({ job }: { job: Job }) {
-  if (job.status === "queued" || job.status === "running") {
-    return (
-      <div className="panel" role="status">
-        <p>This job is {job.status}; the report appears when it succeeds.</p>
-        <ProgressBar value={job.progress} label="Job progress" /> <span className="muted">{job.progress_message}</span>
-      </div>
-    );
-  }
-  return (
-    <div className="panel">
-      <p>This job {job.status === "cancelled" ? "was cancelled" : "failed"}: there is no report.</p>
-      {job.error && (
-        <p className="error" role="alert">
-          {job.error}
-        </p>
-      )}
-    </div>
-  );
-}
-
 export function ReportPage({ jobId, query }: { jobId: string; query: SampleQuery }) {
-  const job = useJob(jobId);
-  const succeeded = job.data?.status === "succeeded" && job.data.kind === "fidelity";
+  const { job, succeeded, projectId, projectName } = useJobOfKind(jobId, "fidelity");
   const report = useFidelityReport(jobId, succeeded);
-  const projectId = job.data?.project_id ?? "";
-  const project = useProject(projectId);
   return (
     <Layout
-      crumbs={[
-        { label: "Projects", href: href({ page: "projects" }) },
-        { label: project.data?.name ?? "Project", href: projectId ? href({ page: "project", projectId }) : undefined },
-        { label: "Fidelity report" },
-      ]}
+      crumbs={jobCrumbs(projectId, projectName, "Fidelity report")}
       title="Fidelity report"
       actions={
         <div className="actions" style={{ marginTop: 0 }}>
@@ -221,16 +179,9 @@ export function ReportPage({ jobId, query }: { jobId: string; query: SampleQuery
         <>
           <JobFacts job={job.data} />
           {job.data.kind !== "fidelity" ? (
-            <p className="error">
-              Job {jobId} is a {job.data.kind} job, not a fidelity job.{" "}
-              {job.data.kind === "sensitivity" && (
-                <a href={href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })}>
-                  Its sensitivity page
-                </a>
-              )}
-            </p>
+            <OtherKind job={job.data} expected="a fidelity job" />
           ) : !succeeded ? (
-            <JobNotDone job={job.data} />
+            <JobNotDone job={job.data} noun="job" results="the report appears when it succeeds" />
           ) : report.isPending ? (
             <Loading what="the report" />
           ) : report.isError ? (

@@ -4,18 +4,14 @@
 // The view, the ranking, the selected layer and the importance method live in the URL (a permalink).
 import { useCallback } from "react";
 import { ApiError } from "../api/http";
-import { useJob } from "../api/jobs";
-import { isActive } from "../api/polling";
-import { useProject } from "../api/projects";
 import { useSensitivityReport, type ImportanceMethod } from "../api/sensitivity";
 import type { Job, SensitivityReport } from "../api/types";
+import { JobNotDone, JobStatusFacts, OtherKind, useJobOfKind } from "../components/JobPage";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
-import { JobTimesFacts } from "../components/JobTimes";
-import { ProgressBar, StatusBadge } from "../components/Status";
-import { formatDuration, formatTime } from "../lib/format";
-import { DEFAULT_COMPARE_QUERY, DEFAULT_SAMPLE_QUERY, href, type SensitivityQuery } from "../lib/route";
+import { jobCrumbs } from "../lib/jobPages";
+import { DEFAULT_COMPARE_QUERY, href, type SensitivityQuery } from "../lib/route";
 import { metricOf } from "../lib/sensitivity";
 import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
@@ -73,21 +69,7 @@ function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undef
           </div>
         </>
       )}
-      <div>
-        <dt>Status</dt>
-        <dd>
-          <StatusBadge status={job.status} />
-        </dd>
-      </div>
-      <div>
-        <dt>{isActive(job) ? "Started" : "Finished"}</dt>
-        <dd>
-          {isActive(job)
-            ? formatTime(job.started_at)
-            : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
-        </dd>
-      </div>
-      <JobTimesFacts job={job} />
+      <JobStatusFacts job={job} />
     </dl>
   );
 }
@@ -229,38 +211,14 @@ function Results({
   );
 }
 
-function JobNotDone({ job }: { job: Job }) {
-  if (isActive(job)) {
-    return (
-      <div className="panel" role="status">
-        <p>This scan is {job.status}; the heatmap appears when it succeeds.</p>
-        <ProgressBar value={job.progress} label="Job progress" /> <span className="muted">{job.progress_message}</span>
-      </div>
-    );
-  }
-  return (
-    <div className="panel">
-      <p>This scan {job.status === "cancelled" ? "was cancelled" : "failed"}: there are no results.</p>
-      {job.error && (
-        <p className="error" role="alert">
-          {job.error}
-        </p>
-      )}
-    </div>
-  );
-}
-
 export function SensitivityPage({ jobId, query }: { jobId: string; query: SensitivityQuery }) {
-  const job = useJob(jobId);
-  const succeeded = job.data?.status === "succeeded" && job.data.kind === "sensitivity";
+  const { job, succeeded, projectId, projectName } = useJobOfKind(jobId, "sensitivity");
   const hasAllBut = job.data?.params.all_but === true;
   const view = hasAllBut ? query.view : "only";
   // The "only" matrix carries the whole-model row in both views; the all-but one is read when shown.
   const only = useSensitivityReport(jobId, "only", succeeded);
   const allBut = useSensitivityReport(jobId, "all_but", succeeded && view === "all_but");
   const report = view === "all_but" ? allBut : only;
-  const projectId = job.data?.project_id ?? "";
-  const project = useProject(projectId);
   const name = useNames(projectId);
   const setQuery = useCallback(
     (change: Partial<SensitivityQuery>) => {
@@ -271,11 +229,7 @@ export function SensitivityPage({ jobId, query }: { jobId: string; query: Sensit
   const title = job.data ? `Sensitivity of ${name(job.data.params.model_id)}` : "Sensitivity scan";
   return (
     <Layout
-      crumbs={[
-        { label: "Projects", href: href({ page: "projects" }) },
-        { label: project.data?.name ?? "Project", href: projectId ? href({ page: "project", projectId }) : undefined },
-        { label: "Sensitivity scan" },
-      ]}
+      crumbs={jobCrumbs(projectId, projectName, "Sensitivity scan")}
       title={title}
       actions={
         <div className="actions" style={{ marginTop: 0 }}>
@@ -297,14 +251,9 @@ export function SensitivityPage({ jobId, query }: { jobId: string; query: Sensit
         <>
           <JobFacts job={job.data} report={report.data} />
           {job.data.kind !== "sensitivity" ? (
-            <p className="error">
-              Job {jobId} is a {job.data.kind} job, not a sensitivity scan.{" "}
-              {job.data.kind === "fidelity" && (
-                <a href={href({ page: "report", jobId, query: DEFAULT_SAMPLE_QUERY })}>Its report</a>
-              )}
-            </p>
+            <OtherKind job={job.data} expected="a sensitivity scan" />
           ) : !succeeded ? (
-            <JobNotDone job={job.data} />
+            <JobNotDone job={job.data} noun="scan" results="the heatmap appears when it succeeds" />
           ) : report.isPending ? (
             <Loading what="the sensitivity matrix" />
           ) : report.isError ? (

@@ -5,19 +5,15 @@
 // bounds, selected point and sort are in the URL (a permalink).
 import { useCallback, useMemo } from "react";
 import { useDatasets } from "../api/datasets";
-import { useJob } from "../api/jobs";
-import { isActive } from "../api/polling";
-import { useProject } from "../api/projects";
 import { useSweepFrontier, useSweepPoints } from "../api/sweeps";
 import type { Job } from "../api/types";
+import { JobNotDone, JobStatusFacts, OtherKind, useJobOfKind } from "../components/JobPage";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
-import { JobTimesFacts } from "../components/JobTimes";
-import { ProgressBar, StatusBadge } from "../components/Status";
-import { formatDuration, formatTime } from "../lib/format";
 import { isObject } from "../lib/json";
-import { DEFAULT_COMPARE_QUERY, DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
+import { jobCrumbs } from "../lib/jobPages";
+import { DEFAULT_COMPARE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
 import { toRow, type SweepRow } from "../lib/sweep";
 import { runtimeSeries } from "../lib/sweepChart";
 import { availableObjectives } from "../lib/sweepObjectives";
@@ -92,21 +88,7 @@ function JobFacts({ job, points }: { job: Job; points: number | null }) {
         <dt>Export</dt>
         <dd>{p.export === false ? "off" : "ONNX per point"}</dd>
       </div>
-      <div>
-        <dt>Status</dt>
-        <dd>
-          <StatusBadge status={job.status} />
-        </dd>
-      </div>
-      <div>
-        <dt>{isActive(job) ? "Started" : "Finished"}</dt>
-        <dd>
-          {isActive(job)
-            ? formatTime(job.started_at)
-            : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
-        </dd>
-      </div>
-      <JobTimesFacts job={job} />
+      <JobStatusFacts job={job} />
     </dl>
   );
 }
@@ -200,34 +182,10 @@ function Results({
   );
 }
 
-function JobNotDone({ job }: { job: Job }) {
-  if (isActive(job)) {
-    return (
-      <div className="panel" role="status">
-        <p>This sweep is {job.status}; the Pareto chart appears when every point is evaluated.</p>
-        <ProgressBar value={job.progress} label="Job progress" /> <span className="muted">{job.progress_message}</span>
-      </div>
-    );
-  }
-  return (
-    <div className="panel">
-      <p>This sweep {job.status === "cancelled" ? "was cancelled" : "failed"}: there are no results.</p>
-      {job.error && (
-        <p className="error" role="alert">
-          {job.error}
-        </p>
-      )}
-    </div>
-  );
-}
-
 export function SweepPage({ jobId, query }: { jobId: string; query: SweepQuery }) {
-  const job = useJob(jobId);
-  const succeeded = job.data?.status === "succeeded" && job.data.kind === "sweep";
+  const { job, succeeded, projectId, projectName } = useJobOfKind(jobId, "sweep");
   const points = useSweepPoints(jobId, succeeded);
   const rows = useMemo(() => points.data?.items.map(toRow) ?? [], [points.data]);
-  const projectId = job.data?.project_id ?? "";
-  const project = useProject(projectId);
   const name = useNames(projectId);
   const setQuery = useCallback(
     (change: Partial<SweepQuery>) => {
@@ -238,11 +196,7 @@ export function SweepPage({ jobId, query }: { jobId: string; query: SweepQuery }
   const title = job.data ? `Sweep of ${name(job.data.params.model_id)}` : "Sweep";
   return (
     <Layout
-      crumbs={[
-        { label: "Projects", href: href({ page: "projects" }) },
-        { label: project.data?.name ?? "Project", href: projectId ? href({ page: "project", projectId }) : undefined },
-        { label: "Sweep" },
-      ]}
+      crumbs={jobCrumbs(projectId, projectName, "Sweep")}
       title={title}
       actions={
         <div className="actions" style={{ marginTop: 0 }}>
@@ -272,17 +226,9 @@ export function SweepPage({ jobId, query }: { jobId: string; query: SweepQuery }
         <>
           <JobFacts job={job.data} points={points.data?.total ?? null} />
           {job.data.kind !== "sweep" ? (
-            <p className="error">
-              Job {jobId} is a {job.data.kind} job, not a sweep.{" "}
-              {job.data.kind === "fidelity" && (
-                <a href={href({ page: "report", jobId, query: DEFAULT_SAMPLE_QUERY })}>Its report</a>
-              )}
-              {job.data.kind === "sensitivity" && (
-                <a href={href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })}>Its page</a>
-              )}
-            </p>
+            <OtherKind job={job.data} expected="a sweep" />
           ) : !succeeded ? (
-            <JobNotDone job={job.data} />
+            <JobNotDone job={job.data} noun="sweep" results="the Pareto chart appears when every point is evaluated" />
           ) : points.isPending ? (
             <Loading what="the sweep's points" />
           ) : points.isError ? (

@@ -3,16 +3,11 @@
 // sensitivity scan of the same model, latency timing (batch sizes, repeats) and the export of each point.
 // Defaults and bounds come from SweepJobParams' schema in GET /job-kinds.
 import { useId, useMemo, useState, type SubmitEvent } from "react";
-import { useDatasets } from "../api/datasets";
 import { useCreateJob } from "../api/jobs";
-import { useModels } from "../api/models";
 import { useSensitivityJobs } from "../api/sensitivity";
-import { ErrorMessage } from "../components/QueryView";
 import { formatTime } from "../lib/format";
 import { isObject, type JsonObject } from "../lib/json";
-import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";
-import { describeConfig } from "../lib/sensitivity";
-import { formatConfigs, parseBits, parseConfigs, togglePresetIn, type Config } from "../lib/sensitivityParams";
+import { configTypes, parseBits, parseConfigs, togglePresetIn, type Config } from "../lib/sensitivityParams";
 import {
   DEFAULT_SWEEP_PRESET_IDS,
   MAX_SWEEP_CONFIGS,
@@ -22,7 +17,18 @@ import {
   parseBatchSizes,
   sweepPresetConfigs,
 } from "../lib/sweepParams";
-import { DatasetSelect, ModelSelect, NumberField, Queued, describeParam } from "./fields";
+import { describeParam } from "./fields";
+import {
+  ConfigsJson,
+  JsonToggle,
+  LaunchRow,
+  ModelAndDataset,
+  MoreSettings,
+  NotAmongPresets,
+  PresetChips,
+  useConfigs,
+  useNumericFields,
+} from "./launchParts";
 
 const NUMERIC = {
   max_samples: "Evaluation samples",
@@ -33,13 +39,6 @@ const NUMERIC = {
 const DEFAULT_BITS = "6, 5";
 const DEFAULT_BATCHES = "1, 32";
 
-/** The config "type"s the API accepts: the discriminator's mapping of `configs`. */
-function configTypes(schema: JsonObject): Set<string> {
-  const items = isObject(schema.properties) ? schema.properties.configs : null;
-  const mapping = isObject(items) && isObject(items.items) ? items.items.discriminator : null;
-  return new Set(isObject(mapping) && isObject(mapping.mapping) ? Object.keys(mapping.mapping) : []);
-}
-
 const boolDefault = (schema: JsonObject, name: string, fallback: boolean): boolean => {
   const property = isObject(schema.properties) ? schema.properties[name] : null;
   return isObject(property) && typeof property.default === "boolean" ? property.default : fallback;
@@ -47,54 +46,29 @@ const boolDefault = (schema: JsonObject, name: string, fallback: boolean): boole
 
 export function SweepForm({ projectId, schema }: { projectId: string; schema: JsonObject }) {
   const id = useId();
-  const models = useModels(projectId).data ?? [];
-  const datasets = useDatasets(projectId).data ?? [];
   const scans = useSensitivityJobs(projectId);
   const create = useCreateJob(projectId);
   const shape = useMemo(() => configSchema(schema), [schema]);
   const key = useMemo(() => (c: Config) => canonicalDeep(c, shape), [shape]);
   const types = useMemo(() => configTypes(schema), [schema]);
-  const params = useMemo(
-    () =>
-      Object.keys(NUMERIC)
-        .map((name) => numericParam(schema, name))
-        .filter((p): p is NumericParam => p !== null),
-    [schema],
-  );
+  const numbers = useNumericFields(schema, NUMERIC);
   const [model, setModel] = useState("");
   const [dataset, setDataset] = useState("");
-  const [configs, setConfigs] = useState<Config[]>(() => sweepPresetConfigs(DEFAULT_SWEEP_PRESET_IDS));
-  const [json, setJson] = useState<{ open: boolean; text: string; error: string | null }>(() => ({
-    open: false,
-    text: formatConfigs(sweepPresetConfigs(DEFAULT_SWEEP_PRESET_IDS)),
-    error: null,
-  }));
+  const { configs, json, setFromPresets, editJson, toggleJson } = useConfigs(
+    () => sweepPresetConfigs(DEFAULT_SWEEP_PRESET_IDS),
+    (text) => parseConfigs(text, types, { max: MAX_SWEEP_CONFIGS, allowEmpty: true }),
+  );
   const [scan, setScan] = useState("");
   const [bits, setBits] = useState(DEFAULT_BITS);
   const [latency, setLatency] = useState(() => boolDefault(schema, "latency", true));
   const [batches, setBatches] = useState(DEFAULT_BATCHES);
   const [exported, setExported] = useState(() => boolDefault(schema, "export", true));
-  const [values, setValues] = useState<Record<string, string>>(() =>
-    Object.fromEntries(params.map((p) => [p.name, p.default === null ? "" : String(p.default)])),
-  );
   const [problem, setProblem] = useState<string | null>(null);
 
   // Mixed precision plans come from a succeeded scan of the same model.
   const sameModel = (scans.data?.items ?? []).filter((j) => j.params.model_id === model);
   const chosenScan = sameModel.some((j) => j.id === scan) ? scan : "";
 
-  const setFromPresets = (next: Config[]) => {
-    setConfigs(next);
-    setJson((old) => ({ ...old, text: formatConfigs(next), error: null }));
-  };
-  const editJson = (text: string) => {
-    const parsed = parseConfigs(text, types, { max: MAX_SWEEP_CONFIGS, allowEmpty: true });
-    if (typeof parsed === "string") setJson((old) => ({ ...old, text, error: parsed }));
-    else {
-      setJson((old) => ({ ...old, text, error: null }));
-      setConfigs(parsed);
-    }
-  };
   const presetKeys = useMemo(() => new Set(SWEEP_PRESETS.map((p) => key(p.config))), [key]);
   const chosen = new Set(configs.map(key));
   const custom = configs.filter((c) => !presetKeys.has(key(c)));
@@ -130,45 +104,23 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
       }
       body.latency_batch_sizes = sizes;
     }
-    for (const param of params) {
-      const parsed = parseParam(param, values[param.name] ?? "");
-      if (typeof parsed === "string") {
-        setProblem(parsed);
-        return;
-      }
-      if (parsed !== null) body[param.name] = parsed;
-    }
-    setProblem(null);
-    create.mutate({ kind: "sweep", params: body });
-  };
-
-  const numberField = (name: keyof typeof NUMERIC, disabled = false) => {
-    const param = params.find((p) => p.name === name);
-    return (
-      param && (
-        <NumberField
-          param={param}
-          label={NUMERIC[name]}
-          value={values[name] ?? ""}
-          required={!param.nullable && !disabled}
-          disabled={disabled}
-          onChange={(v) => {
-            setValues((old) => ({ ...old, [name]: v }));
-          }}
-        />
-      )
-    );
+    const wrong = numbers.collect(body);
+    setProblem(wrong);
+    if (wrong === null) create.mutate({ kind: "sweep", params: body });
   };
 
   const plans = parseBits(bits, 16);
   const points = configs.length + 1 + (chosenScan && typeof plans !== "string" ? plans.length : 0);
   return (
     <form onSubmit={submit} aria-labelledby="launch-heading" className="sensitivity-form sweep-form">
-      <div className="launch-grid">
-        <ModelSelect label="Model" models={models} value={model} onChange={setModel} />
-        <DatasetSelect datasets={datasets} value={dataset} onChange={setDataset} />
-        {numberField("max_samples")}
-      </div>
+      <ModelAndDataset
+        projectId={projectId}
+        model={model}
+        dataset={dataset}
+        onModel={setModel}
+        onDataset={setDataset}
+        samples={numbers.field("max_samples")}
+      />
 
       <fieldset className="fields presets">
         <legend>
@@ -178,57 +130,28 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
             {chosenScan ? " and the plans" : ""})
           </span>
         </legend>
-        <div className="chips">
-          {SWEEP_PRESETS.map((preset) => (
-            <label key={preset.id} className="chip" title={preset.title}>
-              <input
-                type="checkbox"
-                checked={chosen.has(key(preset.config))}
-                disabled={json.error !== null}
-                onChange={() => {
-                  setFromPresets(togglePresetIn(configs, preset, SWEEP_PRESETS, key));
-                }}
-              />
-              {preset.label}
-            </label>
-          ))}
-          <button
-            type="button"
-            className="small"
-            aria-expanded={json.open}
-            aria-controls={`${id}-json`}
-            onClick={() => {
-              setJson((old) => ({ ...old, open: !old.open }));
-            }}
-          >
-            {json.open ? "Hide JSON" : "Edit as JSON"}
-          </button>
-        </div>
+        <PresetChips
+          presets={SWEEP_PRESETS}
+          ticked={(preset) => chosen.has(key(preset.config))}
+          onToggle={(preset) => {
+            setFromPresets(togglePresetIn(configs, preset, SWEEP_PRESETS, key));
+          }}
+          disabled={json.error !== null}
+          toggle={<JsonToggle id={id} open={json.open} onToggle={toggleJson} />}
+        />
         <p className="muted small-text">
           Ticked: the API&apos;s default sweep. W8A8, W8 and fp16 have real ONNX Runtime forms (int8 QDQ, int8 weights,
           fp16); 4-bit and 16-bit activations are simulated only.
         </p>
-        {custom.length > 0 && (
-          <p className="muted small-text">Not among the presets: {custom.map((c) => describeConfig(c)).join("; ")}.</p>
-        )}
+        <NotAmongPresets custom={custom} />
         {json.open && (
-          <label id={`${id}-json`} className="json-editor">
-            Configurations (JSON)
-            <textarea
-              rows={Math.min(14, Math.max(4, json.text.split("\n").length + 1))}
-              value={json.text}
-              spellCheck={false}
-              aria-invalid={json.error !== null}
-              aria-describedby={`${id}-json-help`}
-              onChange={(e) => {
-                editJson(e.target.value);
-              }}
-            />
-            <span id={`${id}-json-help`} className={json.error ? "error small-text" : "muted small-text"}>
-              {json.error ??
-                `A list of {"type": …} objects (at most ${MAX_SWEEP_CONFIGS.toString()}); types: ${[...types].join(", ")}. "quantize" takes "weights" and "activations". Unset fields take the API's defaults.`}
-            </span>
-          </label>
+          <ConfigsJson
+            id={id}
+            json={json}
+            maxRows={14}
+            help={`A list of {"type": …} objects (at most ${MAX_SWEEP_CONFIGS.toString()}); types: ${[...types].join(", ")}. "quantize" takes "weights" and "activations". Unset fields take the API's defaults.`}
+            onEdit={editJson}
+          />
         )}
       </fieldset>
 
@@ -299,7 +222,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
             />
             <span className="muted small-text">Comma-separated, 1 to 4 of them.</span>
           </label>
-          {numberField("latency_repeats", !latency)}
+          {numbers.field("latency_repeats", !latency)}
         </fieldset>
         <fieldset className="fields">
           <legend>Export</legend>
@@ -319,22 +242,12 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
         </fieldset>
       </div>
 
-      <details className="more-settings">
-        <summary>More settings</summary>
-        <div className="launch-grid">
-          {numberField("batch_size")}
-          {numberField("threads")}
-        </div>
-      </details>
+      <MoreSettings>
+        {numbers.field("batch_size")}
+        {numbers.field("threads")}
+      </MoreSettings>
 
-      <div className="actions">
-        <button type="submit" disabled={create.isPending}>
-          Launch
-        </button>
-        {create.isSuccess && <Queued jobId={create.data.id} kind="sweep" />}
-      </div>
-      {problem && <p className="warning">{problem}</p>}
-      {create.isError && <ErrorMessage error={create.error} />}
+      <LaunchRow kind="sweep" create={create} problem={problem} />
     </form>
   );
 }
