@@ -8,13 +8,27 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Severity = Literal[1, 2, 3]
-RobustnessSlice = Literal["gaussian_noise", "brightness", "contrast", "gaussian_blur", "occlusion"]
+RobustnessSlice = Literal[
+    "gaussian_noise",
+    "brightness",
+    "contrast",
+    "gaussian_blur",
+    "occlusion",
+    "jpeg",
+    "token_replacement",
+    "fgsm",
+    "pgd",
+]
 ROBUSTNESS_SLICES: tuple[RobustnessSlice, ...] = (
     "gaussian_noise",
     "brightness",
     "contrast",
     "gaussian_blur",
     "occlusion",
+    "jpeg",
+    "token_replacement",
+    "fgsm",
+    "pgd",
 )
 
 
@@ -31,8 +45,11 @@ class RobustnessOptions(BaseModel):
         default_factory=lambda: list(ROBUSTNESS_SLICES),
         min_length=1,
         max_length=len(ROBUSTNESS_SLICES),
-        description="Corruptions to apply; all but gaussian_noise need image inputs (others are skipped "
-        "with a reason). Each slice costs one more forward pass of both models per severity.",
+        description="Corruptions to apply: gaussian_noise changes any float input; brightness, contrast, "
+        "gaussian_blur, occlusion and jpeg (quality 90/50/20) need images; token_replacement needs token "
+        "ids; fgsm and pgd (adversarial, L-inf) need a PyTorch golden model and a classification output. "
+        "Slices that do not apply are skipped with a reason. Each slice costs one more forward pass of "
+        "both models per severity; fgsm one more golden backward pass, pgd ten.",
     )
     severities: list[Severity] = Field(
         default_factory=_all_severities,

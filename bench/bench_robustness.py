@@ -3,9 +3,12 @@
 Baseline: compare_models over the dataset (the clean fidelity job's comparison), times the number of
 slice x severity points. Measured: evaluate_robustness over the same points, which also corrupts every
 chunk. Ratio close to 1 means no overhead beyond the extra forward passes; the corruptions alone are
-also timed per slice (numpy only, no model) to say where any overhead comes from.
+also timed per slice (numpy / Pillow only, no model) to say where any overhead comes from.
 
-Digits CNN fp32 vs its int8 QDQ copy, ONNX Runtime on 1 thread, 5 slices x 3 severities.
+Digits CNN fp32 vs its int8 QDQ copy, ONNX Runtime on 1 thread, the 6 array slices (noise, brightness,
+contrast, blur, occlusion, jpeg) x 3 severities. The adversarial slices need a PyTorch golden model:
+they are timed with the CNN's torch.export program as golden (torch on 1 thread) against the same
+clean comparison x 3 severities; FGSM adds one golden backward pass per severity, PGD ten.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from bench.common import best_of, report
 
 
 def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> None:
+    import torch
+
     from worker.engine.demo_models import write_demo_bundle
     from worker.engine.fidelity import FidelityParams, compare_models
     from worker.engine.loaders import load_model
@@ -31,6 +36,8 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
         evaluate_robustness,
     )
 
+    torch.set_num_threads(1)
+    array_slices = tuple(n for n, s in SLICES.items() if s.target in ("float", "image"))
     with tempfile.TemporaryDirectory() as tmp:
         bundle = write_demo_bundle(Path(tmp))
         golden = load_model(bundle.golden_onnx, "onnx", intra_op_threads=1)
@@ -40,35 +47,47 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
         x = np.tile(data["input"], (reps, 1, 1, 1))[:n_samples]
         labels = np.tile(data["labels"], reps)[:n_samples]
         params = FidelityParams(batch_size=batch_size)
-        points = len(SLICES) * len(SEVERITIES)
+        points = len(array_slices) * len(SEVERITIES)
         clean = compare_models(golden, compressed, {"input": x}, labels, params)
 
-        def clean_times_points() -> None:
-            for _ in range(points):
-                compare_models(golden, compressed, {"input": x}, labels, params)
+        def clean_times(runner: object, times: int) -> None:
+            for _ in range(times):
+                compare_models(runner, compressed, {"input": x}, labels, params)  # type: ignore[arg-type]
 
-        def robustness() -> None:
+        def robustness(runner: object, slices: tuple[str, ...]) -> None:
             evaluate_robustness(
-                golden, compressed, {"input": x}, labels, params, clean.per_sample, "classification",
-                RobustnessParams(),
+                runner, compressed, {"input": x}, labels, params, clean.per_sample, "classification",  # type: ignore[arg-type]
+                RobustnessParams(slices=slices),
             )  # fmt: skip
 
         stats = array_stats(x)
         idx = np.arange(n_samples)
-        base = best_of(clean_times_points, repeats)
+        base = best_of(lambda: clean_times(golden, points), repeats)
         print(
             f"robustness: digits CNN fp32 vs int8, {n_samples} samples, batch {batch_size}, ORT 1 thread, "
             f"{points} slice x severity points"
         )
         report(f"clean compare_models x {points}", base, "baseline", base)
-        report("evaluate_robustness (all slices)", best_of(robustness, repeats), "baseline", base)
-        for name in SLICES:
+        report(
+            "evaluate_robustness (array slices)",
+            best_of(lambda: robustness(golden, array_slices), repeats),
+            "baseline",
+            base,
+        )
+        for name in array_slices:
 
             def corrupt_all(name: str = name) -> None:
                 for severity in SEVERITIES:
                     corrupt(name, severity, x, idx, stats)
 
             report(f"  corruption only: {name} x 3", best_of(corrupt_all, repeats), "baseline", base)
+
+        torch_golden = load_model(bundle.golden_pt2, "torch_export", intra_op_threads=1)
+        torch_base = best_of(lambda: clean_times(torch_golden, len(SEVERITIES)), repeats)
+        report("clean compare_models, torch golden, x 3", torch_base, "torch baseline", torch_base)
+        for name in ("fgsm", "pgd"):
+            seconds = best_of(lambda name=name: robustness(torch_golden, (name,)), repeats)  # type: ignore[misc]
+            report(f"evaluate_robustness ({name}, torch golden)", seconds, "torch baseline", torch_base)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ def robustness_results(
                 max_samples=options.max_samples,
             ),
             on_progress=on_progress,
+            primary_output=report.primary_output,
         )
         document["primary_output"] = report.primary_output
     except (JobCancelled, SoftTimeLimitExceeded):

@@ -105,7 +105,8 @@ def stored(settings: Settings, job_id: str) -> dict[str, Any] | None:
 
 
 def test_the_document_is_stored_listed_and_served_typed(api: Api, bundle: DemoBundle) -> None:
-    options = {"slices": ["gaussian_noise", "occlusion"], "severities": [1, 3], "max_samples": SAMPLES}
+    slices = ["gaussian_noise", "occlusion", "jpeg", "fgsm"]
+    options = {"slices": slices, "severities": [1, 3], "max_samples": SAMPLES}
     job_id = api.fidelity(layer_profile=False, robustness=options)
     report = api.get(f"/jobs/{job_id}/fidelity").json()
     assert "robustness" in report["diagnostics"]
@@ -117,8 +118,14 @@ def test_the_document_is_stored_listed_and_served_typed(api: Api, bundle: DemoBu
     assert not list(missing(document, served)), "the schema dropped or changed a stored field"
     assert not list(extras(RobustnessOut.model_validate(served))), "a stored field has no schema"
     assert served["n_samples"] == SAMPLES and served["primary_output"] == "logits"
-    assert [s["name"] for s in served["slices"]] == ["gaussian_noise", "occlusion"]
+    assert [(s["name"], s["target"]) for s in served["slices"]] == [
+        ("gaussian_noise", "float"), ("occlusion", "image"), ("jpeg", "image")
+    ]  # fmt: skip
     assert all([p["severity"] for p in s["points"]] == [1, 3] for s in served["slices"])
+    assert all(0 < p["cosine_mean"] <= 1 for s in served["slices"] for p in s["points"])
+    # The demo's golden model is ONNX: no input gradients, so the attack is skipped and says why.
+    (skipped,) = served["skipped"]
+    assert skipped["name"] == "fgsm" and "golden model is ONNX" in skipped["reason"]
     labels = np.load(bundle.test_npz)["labels"][:SAMPLES]
     worst = served["slices"][0]["points"][-1]["worst_samples"]
     assert all(w["label"] == labels[w["sample_index"]] for w in worst)
@@ -152,7 +159,7 @@ def test_a_job_without_the_option_has_no_document(api: Api) -> None:
 def test_unknown_slices_and_severities_are_refused(api: Api) -> None:
     base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
     bad: dict[str, Any]
-    for bad in ({"slices": ["jpeg"]}, {"severities": [4]}, {"slices": []}, {"seed": -1}):
+    for bad in ({"slices": ["snow"]}, {"severities": [4]}, {"slices": []}, {"seed": -1}):
         answer = api.http.post(
             "/api/v1/jobs",
             headers=api.headers,

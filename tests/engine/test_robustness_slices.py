@@ -140,7 +140,11 @@ def test_flat_inputs_get_only_noise_and_max_samples_caps() -> None:
         RobustnessParams(severities=(2,), max_samples=30),
     )  # fmt: skip
     assert [s["name"] for s in doc["slices"]] == ["gaussian_noise"]
-    assert {s["name"] for s in doc["skipped"]} == {"brightness", "contrast", "gaussian_blur", "occlusion"}
+    skipped = {s["name"]: s["reason"] for s in doc["skipped"]}
+    assert set(skipped) == {
+        "brightness", "contrast", "gaussian_blur", "occlusion", "jpeg", "token_replacement", "fgsm", "pgd"
+    }  # fmt: skip
+    assert "PyTorch golden model" in skipped["fgsm"] and "token-id" in skipped["token_replacement"]
     point = doc["slices"][0]["points"][0]
     assert doc["n_samples"] == point["n_samples"] == 30 and point["golden_accuracy"] is None
     noisy = corrupt("gaussian_noise", 2, x[:30], np.arange(30), array_stats(x[:30]))

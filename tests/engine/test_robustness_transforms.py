@@ -92,7 +92,12 @@ def test_occlusion_fills_one_square_at_the_drawn_place(
         np.testing.assert_array_equal(ours[row, 0][~mask], images[row, 0][~mask])
 
 
-@pytest.mark.parametrize("name", list(SLICES))
+ARRAY_SLICES = [name for name, spec in SLICES.items() if spec.target in ("float", "image")]
+"""The slices made from a float array alone (token replacement: test_robustness_tokens.py; FGSM/PGD need
+the golden model: test_robustness_adversarial.py)."""
+
+
+@pytest.mark.parametrize("name", ARRAY_SLICES)
 def test_a_samples_corruption_does_not_depend_on_its_batch(
     images: np.ndarray, stats: ArrayStats, name: str
 ) -> None:
@@ -119,7 +124,10 @@ def test_only_noise_applies_to_flat_floats_and_nothing_to_integers(stats: ArrayS
     tokens = np.arange(40, dtype=np.int64).reshape(4, 10)
     idx = np.arange(4)
     assert not np.array_equal(corrupt("gaussian_noise", 2, flat, idx, stats), flat)
-    for name in ("brightness", "contrast", "gaussian_blur", "occlusion"):
+    for name in ("brightness", "contrast", "gaussian_blur", "occlusion", "jpeg"):
         assert corrupt(name, 2, flat, idx, stats) is flat
-    for name in SLICES:
+    for name in [*ARRAY_SLICES, "token_replacement"]:  # ArrayStats: not a token array's statistics
         assert corrupt(name, 2, tokens, idx, stats) is tokens
+    for name in ("fgsm", "pgd"):
+        with pytest.raises(ValueError, match="golden model"):
+            corrupt(name, 2, flat, idx, stats)

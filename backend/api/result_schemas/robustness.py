@@ -21,6 +21,11 @@ class RobustnessMetricsOut(ResultModel):
         description="Mean KL(golden ‖ compressed) in nats; null for a non-classification output.",
     )
     mse_mean: float | None = Field(default=None, description="Mean squared error between the two outputs.")
+    cosine_mean: float | None = Field(
+        default=None,
+        description="Mean cosine similarity of the two outputs, each sample flattened (served for every "
+        "output kind: the similarity measure of hidden states and embeddings, which have no KL).",
+    )
     top1_agreement: float | None = Field(default=None, description="Share of samples both models agree on.")
     golden_accuracy: float | None = Field(default=None, description="Null without labels.")
     compressed_accuracy: float | None = Field(default=None, description="Null without labels.")
@@ -51,6 +56,12 @@ class RobustnessPointOut(RobustnessMetricsOut):
 class RobustnessSliceOut(ResultModel):
     name: str
     parameter: str = Field(default="", description="What each severity's value measures.")
+    target: Literal["float", "image", "tokens", "gradient"] = Field(
+        default="image",
+        description="What the slice changes: any float input (noise), images (brightness, contrast, blur, "
+        "occlusion, jpeg), token ids (token_replacement), or float inputs moved along the golden model's "
+        "input gradient (fgsm, pgd: adversarial, crafted against the golden model).",
+    )
     points: list[RobustnessPointOut] = Field(default_factory=list, description="By increasing severity.")
 
 
@@ -76,5 +87,7 @@ class RobustnessOut(ResultModel):
     )
     slices: list[RobustnessSliceOut] = Field(default_factory=list)
     skipped: list[SkippedSliceOut] = Field(
-        default_factory=list, description="Asked-for slices that do not apply to this dataset, and why."
+        default_factory=list,
+        description="Asked-for slices that do not apply to this dataset or model pair, and why (e.g. fgsm "
+        "and pgd with an ONNX golden model).",
     )

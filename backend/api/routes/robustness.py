@@ -24,7 +24,8 @@ router = APIRouter(tags=["fidelity"])
     responses=error_responses(NotFound, Conflict, InvalidRequest),
 )
 def get_fidelity_robustness(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> RobustnessOut:
-    """Per corruption slice (noise, brightness, contrast, blur, occlusion) and severity: both models'
+    """Per corruption slice (noise, brightness, contrast, blur, occlusion, JPEG, token replacement, FGSM
+    and PGD adversarial inputs crafted against the golden model) and severity: both models'
     accuracy, mean KL, top-1 agreement, the brittleness ratio (slice divergence / clean divergence) and
     the worst samples. 404 when the job was run without `robustness`."""
     succeeded_job(session, job_id, JobKind.fidelity, caller)

@@ -1,7 +1,9 @@
 """Robustness slices (seed 003): golden and compressed models on seeded, corrupted copies of the dataset
-(noise, brightness, contrast, blur, occlusion) at three severities, and the brittleness ratio."""
+(noise, brightness, contrast, blur, occlusion, JPEG, token replacement) and on adversarial inputs crafted
+against a PyTorch golden model (FGSM, PGD), at three severities, and the brittleness ratio."""
 
 from worker.engine.robustness.run import RobustnessParams, evaluate_robustness, point_metrics
+from worker.engine.robustness.tokens import TokenStats, token_stats
 from worker.engine.robustness.transforms import SEVERITIES, SLICES, ArrayStats, array_stats, corrupt
 
 __all__ = [
@@ -9,8 +11,10 @@ __all__ = [
     "SLICES",
     "ArrayStats",
     "RobustnessParams",
+    "TokenStats",
     "array_stats",
     "corrupt",
     "evaluate_robustness",
     "point_metrics",
+    "token_stats",
 ]

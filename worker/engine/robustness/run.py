@@ -17,10 +17,14 @@ import numpy as np
 
 from worker.engine.fidelity import FidelityParams, compare_models
 from worker.engine.fidelity_params import ATTENTION_MASK_KEY, LABELS_KEY
+from worker.engine.loaders.torch_runner import TorchRunner
+from worker.engine.robustness.adversarial import GoldenAttack, adversarial_chunk, attack_skip_reason
+from worker.engine.robustness.tokens import TokenStats, is_token_ids, token_stats
 from worker.engine.robustness.transforms import (
     SEVERITIES,
     SEVERITY_NAMES,
     SLICES,
+    ArrayStats,
     applies_to,
     array_stats,
     corrupt,
@@ -59,6 +63,7 @@ class _PointSums:
 
     kl: list[np.ndarray] = field(default_factory=list)
     mse: list[np.ndarray] = field(default_factory=list)
+    cosine: list[np.ndarray] = field(default_factory=list)
     golden: list[np.ndarray] = field(default_factory=list)
     compressed: list[np.ndarray] = field(default_factory=list)
     label: list[np.ndarray] = field(default_factory=list)
@@ -68,6 +73,7 @@ class _PointSums:
     def add(self, table: Mapping[str, np.ndarray], warnings: list[str]) -> None:
         self.kl.append(table["kl"])
         self.mse.append(table["mse"])
+        self.cosine.append(table["cosine"])
         self.golden.append(table["golden_class"])
         self.compressed.append(table["compressed_class"])
         self.label.append(table["label"])
@@ -78,6 +84,7 @@ class _PointSums:
         return {
             "kl": np.concatenate(self.kl),
             "mse": np.concatenate(self.mse),
+            "cosine": np.concatenate(self.cosine),
             "golden_class": np.concatenate(self.golden),
             "compressed_class": np.concatenate(self.compressed),
             "label": np.concatenate(self.label),
@@ -90,8 +97,10 @@ def _mean(values: np.ndarray) -> float | None:
 
 
 def point_metrics(table: Mapping[str, np.ndarray], divergence: str) -> dict[str, Any]:
-    """Mean KL and MSE, top-1 agreement and both accuracies over the finite samples of a per-sample table
-    (the columns of `compare_models`' table); accuracies are None without labels."""
+    """Mean KL, MSE and cosine, top-1 agreement and both accuracies over the finite samples of a
+    per-sample table (the columns of `compare_models`' table); accuracies are None without labels. The
+    cosine (of the primary outputs, flattened per sample) serves outputs that are not classifications,
+    e.g. an encoder's hidden states, where there is no KL."""
     finite = table["finite"].astype(bool)
     g, c, lab = table["golden_class"][finite], table["compressed_class"][finite], table["label"][finite]
     classified = divergence == "kl"
@@ -101,6 +110,7 @@ def point_metrics(table: Mapping[str, np.ndarray], divergence: str) -> dict[str,
         "n_finite": int(finite.sum()),
         "kl_mean_nats": _mean(table["kl"][finite]) if classified else None,
         "mse_mean": _mean(table["mse"][finite]),
+        "cosine_mean": _mean(table["cosine"][finite]),
         "top1_agreement": _mean((g == c).astype(np.float64)) if classified else None,
         "golden_accuracy": _mean((g == lab).astype(np.float64)) if labelled else None,
         "compressed_accuracy": _mean((c == lab).astype(np.float64)) if labelled else None,
@@ -141,6 +151,105 @@ def chunk_rows(arrays: Mapping[str, np.ndarray], batch_size: int) -> int:
     return batches * batch_size
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What the slices need besides the dataset: per-array statistics and the golden attack."""
+
+    stats: dict[str, ArrayStats]
+    tokens: dict[str, TokenStats]
+    attack: GoldenAttack | None
+    attack_skip: str | None
+
+
+def _setup(
+    golden: Runner,
+    inputs: Mapping[str, np.ndarray],
+    n: int,
+    primary_kind: str,
+    primary_output: str | None,
+    slices: tuple[str, ...],
+) -> _Setup:
+    stats = {
+        k: array_stats(v[:n])
+        for k, v in inputs.items()
+        if k != ATTENTION_MASK_KEY and np.issubdtype(v.dtype, np.floating)
+    }
+    tokens: dict[str, TokenStats] = {}
+    if any(SLICES[s].target == "tokens" for s in slices):
+        mask = inputs.get(ATTENTION_MASK_KEY)
+        for k, v in inputs.items():
+            if k != ATTENTION_MASK_KEY and is_token_ids(k, v):
+                found = token_stats(v[:n], None if mask is None else mask[:n])
+                if found.pool.size >= 2:
+                    tokens[k] = found
+    attack, skip = None, None
+    if any(SLICES[s].target == "gradient" for s in slices):
+        skip = attack_skip_reason(golden, primary_kind, bool(stats))
+        if skip is None and isinstance(golden, TorchRunner):
+            names = [o.name for o in golden.outputs]
+            index = names.index(primary_output) if primary_output in names else 0
+            attack = GoldenAttack(golden, index, {k: (st.low, st.high) for k, st in stats.items()})
+            skip = _probe(attack, inputs)
+            attack = attack if skip is None else None
+    return _Setup(stats, tokens, attack, skip)
+
+
+def _probe(attack: GoldenAttack, inputs: Mapping[str, np.ndarray]) -> str | None:
+    """One FGSM step on the first two samples: a golden model without input gradients (a detach or
+    no_grad inside it, integer-only ops) skips the attacks with the reason instead of failing the
+    other slices (the step's error would drop them all)."""
+    try:
+        attack.craft({k: np.asarray(v[:2]) for k, v in inputs.items()}, "fgsm", 0.0)
+    except RuntimeError as exc:  # what torch.autograd raises for a graph without gradients
+        return f"the golden model gives no input gradient ({str(exc).splitlines()[0]})"
+    return None
+
+
+def _skip(name: str, setup: _Setup, inputs: Mapping[str, np.ndarray]) -> str | None:
+    """Why slice `name` does not apply to this dataset and pair (None when it does)."""
+    target = SLICES[name].target
+    if target == "gradient":
+        return setup.attack_skip
+    if target == "tokens":
+        if setup.tokens:
+            return None
+        return (
+            "needs token-id inputs (an integer array [N, T] that is not a mask, type, segment or position "
+            "array, with at least 2 distinct ordinary ids)"
+        )
+    if any(applies_to(name, inputs[k]) for k in setup.stats):
+        return None
+    if target == "image":
+        return "needs image inputs (a float array shaped [N, C, H, W] or [N, H, W, C])"
+    return "the dataset has no float input to corrupt"
+
+
+def _chunk(
+    name: str,
+    severity: int,
+    inputs: Mapping[str, np.ndarray],
+    start: int,
+    stop: int,
+    setup: _Setup,
+    seed: int,
+    batch_size: int,
+) -> dict[str, np.ndarray]:
+    """Rows [start, stop) of every input, corrupted by the slice (arrays it does not touch unchanged)."""
+    raw = {k: np.asarray(v[start:stop]) for k, v in inputs.items()}
+    value = SLICES[name].values[severity - 1]
+    if SLICES[name].target == "gradient":
+        assert setup.attack is not None
+        return adversarial_chunk(setup.attack, raw, name, value, batch_size)
+    idx = np.arange(start, stop)
+    mask = raw.get(ATTENTION_MASK_KEY)
+    out = dict(raw)
+    for k, v in raw.items():
+        found = setup.stats.get(k) or setup.tokens.get(k)
+        if found is not None:
+            out[k] = corrupt(name, severity, v, idx, found, seed, mask=mask)
+    return out
+
+
 def evaluate_robustness(
     golden: Runner,
     compressed: Runner,
@@ -151,14 +260,15 @@ def evaluate_robustness(
     primary_kind: str,
     params: RobustnessParams,
     on_progress: Callable[[int, int, str], None] | None = None,
+    primary_output: str | None = None,
 ) -> dict[str, Any]:
     """The robustness document: per slice and severity, both accuracies, mean KL (MSE for a primary
-    output that is not a classification), top-1 agreement, the brittleness ratio (slice divergence /
-    clean divergence, None when the clean one is 0) and the worst samples.
+    output that is not a classification), mean cosine, top-1 agreement, the brittleness ratio (slice
+    divergence / clean divergence, None when the clean one is 0) and the worst samples.
 
     clean_table: the clean report's per-sample table (FidelityReport.per_sample); its first n rows are
     the baseline. on_progress(points done, points, label) after each slice x severity; it may raise
-    JobCancelled.
+    JobCancelled. primary_output: the output the adversarial slices attack (None: the golden's first).
     """
     inputs = {k: v for k, v in arrays.items() if k not in (LABELS_KEY,)}
     n = len(next(iter(inputs.values())))
@@ -168,20 +278,14 @@ def evaluate_robustness(
     clean_rows = {k: np.asarray(v[:n]) for k, v in clean_table.items()}
     clean = point_metrics(clean_rows, divergence)
     clean_div = clean["kl_mean_nats" if divergence == "kl" else "mse_mean"]
-    stats = {
-        k: array_stats(v[:n])
-        for k, v in inputs.items()
-        if k != ATTENTION_MASK_KEY and np.issubdtype(v.dtype, np.floating)
-    }
+    setup = _setup(golden, inputs, n, primary_kind, primary_output, params.slices)
     lab = None if labels is None else np.asarray(labels[:n])
     rows = chunk_rows(inputs, fidelity.batch_size)
     quiet = replace(fidelity, threshold_kl=None)
     slices: list[dict[str, Any]] = []
-    skipped: list[dict[str, str]] = []
-    todo = [s for s in params.slices if any(applies_to(s, inputs[k]) for k in stats)]
-    for name in params.slices:
-        if name not in todo:
-            skipped.append({"name": name, "reason": _skip_reason(name)})
+    reasons = {name: _skip(name, setup, inputs) for name in params.slices}
+    skipped = [{"name": s, "reason": r} for s, r in reasons.items() if r is not None]
+    todo = [s for s, r in reasons.items() if r is None]
     total, done = len(todo) * len(params.severities), 0
     for name in todo:
         points = []
@@ -189,15 +293,7 @@ def evaluate_robustness(
             sums = _PointSums()
             for start in range(0, n, rows):
                 stop = min(n, start + rows)
-                idx = np.arange(start, stop)
-                chunk = {
-                    k: (
-                        corrupt(name, severity, np.asarray(v[start:stop]), idx, stats[k], params.seed)
-                        if k in stats
-                        else v[start:stop]
-                    )
-                    for k, v in inputs.items()
-                }
+                chunk = _chunk(name, severity, inputs, start, stop, setup, params.seed, fidelity.batch_size)
                 part = compare_models(
                     golden, compressed, chunk, None if lab is None else lab[start:stop], quiet
                 )
@@ -220,7 +316,7 @@ def evaluate_robustness(
             if on_progress is not None:
                 on_progress(done, total, f"{name} {SEVERITY_NAMES[severity]}")
         spec = SLICES[name]
-        slices.append({"name": name, "parameter": spec.parameter, "points": points})
+        slices.append({"name": name, "parameter": spec.parameter, "target": spec.target, "points": points})
     return {
         "n_samples": n,
         "divergence": divergence,
@@ -230,9 +326,3 @@ def evaluate_robustness(
         "skipped": skipped,
         "error": None,
     }
-
-
-def _skip_reason(name: str) -> str:
-    if SLICES[name].images_only:
-        return "needs image inputs (a float array shaped [N, C, H, W] or [N, H, W, C])"
-    return "the dataset has no float input to corrupt"

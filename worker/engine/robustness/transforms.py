@@ -14,8 +14,10 @@ each array (`ArrayStats`, one streamed pass), so the same severity means the sam
 [0, 1] and for normalised (ImageNet mean/std) inputs.
 
 Image arrays are float arrays of rank 4, laid out NCHW, or NHWC when the last axis has at most 4 entries
-and the second more than 4. Other float arrays get only the slices marked ``images_only=False``
-(Gaussian noise); integer arrays (token ids, masks) are never changed.
+and the second more than 4. Each slice has a target (`SliceSpec.target`): "float" slices (Gaussian
+noise) change every float array, "image" slices only images, "tokens" (token replacement, tokens.py) only
+token-id arrays; "gradient" slices (FGSM, PGD: adversarial.py) need the golden model and are made in
+run.py, not here. Masks and other integer arrays are never changed.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+
+from worker.engine.robustness.jpeg import jpeg_images
+from worker.engine.robustness.tokens import TokenStats, draw_block, eligible
 
 SEVERITIES = (1, 2, 3)
 """Named severities: 1 mild, 2 moderate, 3 severe."""
@@ -35,31 +41,47 @@ SEVERITY_NAMES = {1: "mild", 2: "moderate", 3: "severe"}
 
 @dataclass(frozen=True)
 class ArrayStats:
-    """Mean and standard deviation of one dataset array over all its values (float64)."""
+    """Mean, standard deviation, minimum and maximum of one dataset array's finite values (float64).
+    low/high: the value range JPEG maps onto 8 bits and adversarial inputs are clipped to."""
 
     mean: float
     std: float
+    low: float = 0.0
+    high: float = 1.0
 
 
 @dataclass(frozen=True)
 class SliceSpec:
-    """One corruption: its name, what its per-severity value means, and whether it needs images."""
+    """One corruption: its name, what its per-severity value means, and which arrays it changes."""
 
     name: str
     parameter: str
     values: tuple[float, float, float]
-    images_only: bool
+    target: SliceTarget
 
 
 SLICES: dict[str, SliceSpec] = {
     spec.name: spec
     for spec in (
-        SliceSpec("gaussian_noise", "noise std / data std (SNR 20, 12, 6 dB)", (0.1, 0.25, 0.5), False),
-        SliceSpec("brightness", "shift in data stds", (0.25, 0.5, 1.0), True),
-        SliceSpec("contrast", "contrast factor around the data mean", (0.75, 0.5, 0.25), True),
-        SliceSpec("gaussian_blur", "blur sigma in pixels", (0.5, 1.0, 2.0), True),
+        SliceSpec("gaussian_noise", "noise std / data std (SNR 20, 12, 6 dB)", (0.1, 0.25, 0.5), "float"),
+        SliceSpec("brightness", "shift in data stds", (0.25, 0.5, 1.0), "image"),
+        SliceSpec("contrast", "contrast factor around the data mean", (0.75, 0.5, 0.25), "image"),
+        SliceSpec("gaussian_blur", "blur sigma in pixels", (0.5, 1.0, 2.0), "image"),
         SliceSpec(
-            "occlusion", "patch side / image side (patch filled with the data mean)", (0.125, 0.25, 0.5), True
+            "occlusion",
+            "patch side / image side (patch filled with the data mean)",
+            (0.125, 0.25, 0.5),
+            "image",
+        ),
+        # ImageNet-C's JPEG severities 1, 3, 5 (Hendrycks & Dietterich 2019). Milder qualities (90/50/20)
+        # did not order the digits int8 pair's KL (1.10, 1.01, 1.24 x clean): below its own int8 noise.
+        SliceSpec("jpeg", "JPEG quality (Pillow, 8-bit over the data's range)", (25.0, 15.0, 7.0), "image"),
+        SliceSpec(
+            "token_replacement", "share of attended, non-special tokens redrawn", (0.05, 0.15, 0.3), "tokens"
+        ),
+        SliceSpec("fgsm", "L∞ ε / data range (FGSM on the golden model)", (0.01, 0.03, 0.1), "gradient"),
+        SliceSpec(
+            "pgd", "L∞ ε / data range (PGD, 10 steps, on the golden model)", (0.01, 0.03, 0.1), "gradient"
         ),
     )
 }
@@ -79,10 +101,11 @@ def spatial_axes(shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def applies_to(name: str, array: np.ndarray) -> bool:
-    """Whether slice `name` changes this dataset array."""
-    if not np.issubdtype(array.dtype, np.floating):
+    """Whether the float slice `name` changes this float dataset array (token and gradient slices are
+    decided in run.py: they need the array's name or the golden model)."""
+    if SLICES[name].target not in ("float", "image") or not np.issubdtype(array.dtype, np.floating):
         return False
-    return is_image(array) or not SLICES[name].images_only
+    return is_image(array) or SLICES[name].target == "float"
 
 
 BLOCK_VALUES = 2**20
@@ -187,7 +210,32 @@ def _occlusion(x: np.ndarray, idx: np.ndarray, value: float, stats: ArrayStats, 
     return out
 
 
+def _jpeg(x: np.ndarray, idx: np.ndarray, value: float, stats: ArrayStats, draw: RngFor) -> np.ndarray:
+    channels_last = spatial_axes(x.shape) == (1, 2)
+    return jpeg_images(x, int(value), stats.low, stats.high, channels_last)
+
+
+def replace_tokens(
+    ids: np.ndarray,
+    indices: np.ndarray,
+    rate: float,
+    stats: TokenStats,
+    mask: np.ndarray | None,
+    draw: RngFor,
+) -> np.ndarray:
+    """Token replacement (tokens.py): eligible positions whose uniform draw is below `rate` take
+    pool[their pool-index draw]."""
+    if stats.pool.size == 0:
+        return ids
+    length = ids.shape[1]
+    rows = block_rows((2, length))
+    draws = per_row_draws(indices, rows, lambda rng, n: draw_block(rng, n, length, stats.pool.size), draw)
+    chosen = eligible(ids, mask, stats) & (draws[:, 0] < rate)
+    return np.where(chosen, stats.pool[draws[:, 1].astype(np.int64)], ids)
+
+
 RngFor = Callable[[int], np.random.Generator]
+SliceTarget = Literal["float", "image", "tokens", "gradient"]
 Transform = Callable[[np.ndarray, np.ndarray, float, ArrayStats, RngFor], np.ndarray]
 
 TRANSFORMS: dict[str, Transform] = {
@@ -196,39 +244,57 @@ TRANSFORMS: dict[str, Transform] = {
     "contrast": _contrast,
     "gaussian_blur": _blur,
     "occlusion": _occlusion,
+    "jpeg": _jpeg,
 }
 
 
 def corrupt(
-    name: str, severity: int, x: np.ndarray, indices: np.ndarray, stats: ArrayStats, seed: int = 0
+    name: str,
+    severity: int,
+    x: np.ndarray,
+    indices: np.ndarray,
+    stats: ArrayStats | TokenStats,
+    seed: int = 0,
+    mask: np.ndarray | None = None,
 ) -> np.ndarray:
     """The batch `x` (dataset rows `indices`) corrupted by slice `name` at `severity`, in x's dtype.
-    Arrays the slice does not apply to (see `applies_to`) come back unchanged."""
+    Token replacement takes the array's TokenStats and the batch's attention mask (None: no padding);
+    the other slices its ArrayStats. Arrays the slice does not apply to come back unchanged."""
     if name not in SLICES:
         raise ValueError(f"unknown robustness slice {name!r}; known: {', '.join(SLICES)}")
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be one of {SEVERITIES}, got {severity}")
-    if not applies_to(name, x):
-        return x
-    value = SLICES[name].values[severity - 1]
+    spec = SLICES[name]
+    if spec.target == "gradient":
+        raise ValueError(f"slice {name!r} is crafted against the golden model (robustness/adversarial.py)")
+    value = spec.values[severity - 1]
 
     def draw(block: int) -> np.random.Generator:
         return block_rng(seed, name, severity, block)
 
+    if isinstance(stats, TokenStats):
+        if spec.target != "tokens" or np.issubdtype(x.dtype, np.floating):
+            return x
+        return replace_tokens(np.asarray(x), np.asarray(indices), value, stats, mask, draw).astype(x.dtype)
+    if not applies_to(name, x):
+        return x
     return TRANSFORMS[name](np.asarray(x), np.asarray(indices), value, stats, draw).astype(x.dtype)
 
 
 def array_stats(array: np.ndarray, chunk: int = 4096) -> ArrayStats:
     """Mean and std of every value of `array`, streamed over chunks of rows (it may be memory-mapped)."""
     total, total_sq, count = 0.0, 0.0, 0
+    low, high = math.inf, -math.inf
     for start in range(0, len(array), chunk):
         part = np.asarray(array[start : start + chunk], dtype=np.float64)
         part = part[np.isfinite(part)]
         total += float(part.sum())
         total_sq += float(np.square(part).sum())
         count += part.size
+        if part.size:
+            low, high = min(low, float(part.min())), max(high, float(part.max()))
     if count == 0:
         return ArrayStats(0.0, 1.0)
     mean = total / count
     std = math.sqrt(max(total_sq / count - mean * mean, 0.0))
-    return ArrayStats(mean, std if std > 0 else 1.0)
+    return ArrayStats(mean, std if std > 0 else 1.0, low, high if high > low else low + 1.0)
