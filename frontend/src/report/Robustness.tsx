@@ -1,7 +1,9 @@
-// Robustness slices (seed 003): both models on seeded, corrupted copies of the dataset. Curves of the
-// divergence and of both accuracies against severity per slice (golden dashed, compressed solid, side by
-// side), the brittleness ratio per slice and severity, and each slice's worst samples (click one to
-// highlight it in the samples table).
+// Robustness slices (seed 003): both models on seeded, corrupted copies of the dataset (noise, photometric
+// and geometric corruptions, JPEG, token replacement) and on adversarial inputs crafted against the golden
+// model (FGSM, PGD). Curves of the divergence and of both accuracies against severity per slice (golden
+// dashed, compressed solid, side by side), the brittleness ratio and mean cosine per slice and severity
+// (strengths with their units), and each slice's worst samples (click one to highlight it in the samples
+// table).
 import type { Data, Layout } from "plotly.js";
 import { useMemo, useState } from "react";
 import { ApiError } from "../api/http";
@@ -15,6 +17,8 @@ import {
   ROBUSTNESS_CSV_HEADER,
   robustnessCsvRows,
   severityCurves,
+  sliceLabel,
+  sliceValue,
   type FidelityRobustness,
 } from "./robustness";
 import { useFidelityRobustness } from "./robustnessQueries";
@@ -28,7 +32,7 @@ function Charts({ doc }: { doc: FidelityRobustness }) {
       severityCurves(doc, doc.divergence === "kl" ? "kl_mean_nats" : "mse_mean").map((c, i) => ({
         type: "scatter",
         mode: "lines+markers",
-        name: c.slice,
+        name: sliceLabel(c.slice),
         x: c.x,
         y: c.y,
         line: { color: COLORS[i % COLORS.length] },
@@ -42,7 +46,7 @@ function Charts({ doc }: { doc: FidelityRobustness }) {
       {
         type: "scatter" as const,
         mode: "lines+markers" as const,
-        name: `${g.slice} golden`,
+        name: `${sliceLabel(g.slice)} golden`,
         legendgroup: g.slice,
         x: g.x,
         y: g.y,
@@ -51,7 +55,7 @@ function Charts({ doc }: { doc: FidelityRobustness }) {
       {
         type: "scatter" as const,
         mode: "lines+markers" as const,
-        name: `${g.slice} compressed`,
+        name: `${sliceLabel(g.slice)} compressed`,
         legendgroup: g.slice,
         x: compressed[i]?.x ?? [],
         y: compressed[i]?.y ?? [],
@@ -95,6 +99,7 @@ function RatioTable({ doc }: { doc: FidelityRobustness }) {
           <th>Severity (strength)</th>
           <th>{divergenceLabel(doc)}</th>
           <th>Brittleness ratio</th>
+          <th>Cosine</th>
           <th>Top-1 agreement</th>
           <th>Golden accuracy</th>
           <th>Compressed accuracy</th>
@@ -105,13 +110,14 @@ function RatioTable({ doc }: { doc: FidelityRobustness }) {
           s.points.map((p) => (
             <tr key={`${s.name}-${p.severity.toString()}`}>
               <th scope="row" title={s.parameter}>
-                {s.name}
+                {sliceLabel(s.name)}
               </th>
               <td>
-                {p.severity_name} ({formatNumber(p.value, 3)})
+                {p.severity_name} ({sliceValue(s.name, p.value)})
               </td>
               <td>{formatNumber(doc.divergence === "kl" ? p.kl_mean_nats : p.mse_mean)}</td>
               <td>{p.brittleness_ratio === null ? "—" : `${formatNumber(p.brittleness_ratio, 3)}×`}</td>
+              <td>{formatNumber(p.cosine_mean, 4)}</td>
               <td>{formatPercent(p.top1_agreement, 1)}</td>
               <td>{formatPercent(p.golden_accuracy, 1)}</td>
               <td>{formatPercent(p.compressed_accuracy, 1)}</td>
@@ -145,7 +151,7 @@ function WorstSamples({ doc, onSample }: { doc: FidelityRobustness; onSample: (i
           {doc.slices.flatMap((s) =>
             s.points.map((p) => (
               <option key={`${s.name}:${p.severity.toString()}`} value={`${s.name}:${p.severity.toString()}`}>
-                {s.name} — {p.severity_name}
+                {sliceLabel(s.name)} — {p.severity_name} ({sliceValue(s.name, p.value)})
               </option>
             )),
           )}
@@ -193,6 +199,7 @@ export function Robustness({ jobId, onSample }: { jobId: string; onSample: (inde
   if (robustness.isError && robustness.error instanceof ApiError && robustness.error.status === 404) return null;
   const doc = robustness.data;
   const brittle = doc ? mostBrittle(doc) : null;
+  const adversarial = doc?.slices.some((s) => s.target === "gradient") ?? false;
   return (
     <section aria-labelledby="robustness-heading">
       <h2 id="robustness-heading">Robustness slices</h2>
@@ -207,8 +214,11 @@ export function Robustness({ jobId, onSample }: { jobId: string; onSample: (inde
           <p className="muted">
             {doc.n_samples} samples of output <code>{doc.primary_output}</code>, corrupted with seed {doc.seed}.
             Brittleness ratio: the divergence on the slice over the divergence on clean data
-            {brittle ? `; highest: ${brittle.slice} at ${formatNumber(brittle.ratio, 3)}×` : ""}.
-            {doc.skipped.length > 0 && ` Skipped: ${doc.skipped.map((s) => `${s.name} (${s.reason})`).join("; ")}.`}
+            {brittle ? `; highest: ${sliceLabel(brittle.slice)} at ${formatNumber(brittle.ratio, 3)}×` : ""}.
+            {adversarial &&
+              " FGSM and PGD inputs are crafted against the golden model (its own prediction as the target), so its accuracy falls by design; the divergence says how closely the compressed model follows it there."}
+            {doc.skipped.length > 0 &&
+              ` Skipped: ${doc.skipped.map((s) => `${sliceLabel(s.name)} (${s.reason})`).join("; ")}.`}
           </p>
           <Charts doc={doc} />
           <RatioTable doc={doc} />

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { mostBrittle, robustnessCsvRows, severityCurves, type FidelityRobustness } from "./robustness";
+import {
+  mostBrittle,
+  ROBUSTNESS_CSV_HEADER,
+  robustnessCsvRows,
+  severityCurves,
+  sliceLabel,
+  sliceValue,
+  type FidelityRobustness,
+} from "./robustness";
 
 const point = (severity: number, kl: number, ratio: number | null, golden: number, compressed: number) => ({
   severity,
@@ -9,6 +17,7 @@ const point = (severity: number, kl: number, ratio: number | null, golden: numbe
   n_finite: 100,
   kl_mean_nats: kl,
   mse_mean: kl * 2,
+  cosine_mean: 1 - kl / 2,
   top1_agreement: 1 - kl,
   golden_accuracy: golden,
   compressed_accuracy: compressed,
@@ -29,13 +38,19 @@ const doc = {
     n_finite: 100,
     kl_mean_nats: 0.01,
     mse_mean: 0.02,
+    cosine_mean: 0.995,
     top1_agreement: 0.99,
     golden_accuracy: 0.9,
     compressed_accuracy: 0.89,
   },
   slices: [
-    { name: "gaussian_noise", parameter: "std", points: [point(1, 0.02, 2, 0.85, 0.8), point(3, 0.1, 10, 0.6, 0.5)] },
-    { name: "occlusion", parameter: "side", points: [point(2, 0.03, 3, 0.8, 0.79)] },
+    {
+      name: "gaussian_noise",
+      parameter: "std",
+      target: "float",
+      points: [point(1, 0.02, 2, 0.85, 0.8), point(3, 0.1, 10, 0.6, 0.5)],
+    },
+    { name: "occlusion", parameter: "side", target: "image", points: [point(2, 0.03, 3, 0.8, 0.79)] },
   ],
   skipped: [],
 } as unknown as FidelityRobustness;
@@ -53,14 +68,25 @@ describe("robustness helpers", () => {
     const rows = robustnessCsvRows(doc);
     expect(rows).toHaveLength(4);
     expect(rows[0]?.[0]).toBe("clean");
-    expect(rows[2]).toEqual(["gaussian_noise", 3, 0.3, 0.1, 0.2, 0.9, 0.6, 0.5, 10]);
+    expect(rows[2]).toEqual(["gaussian_noise", 3, 0.3, 0.1, 0.2, 0.95, 0.9, 0.6, 0.5, 10]);
+    expect(rows.every((r) => r.length === ROBUSTNESS_CSV_HEADER.length)).toBe(true);
   });
 
   it("has no most brittle slice when no ratio is defined", () => {
     const flat = {
       ...doc,
-      slices: [{ name: "occlusion", parameter: "side", points: [point(1, 0, null, 1, 1)] }],
+      slices: [{ name: "occlusion", parameter: "side", target: "image", points: [point(1, 0, null, 1, 1)] }],
     } as FidelityRobustness;
     expect(mostBrittle(flat)).toBeNull();
+  });
+
+  it("labels the slices and gives each strength its unit", () => {
+    expect(sliceLabel("pgd")).toBe("PGD (adversarial)");
+    expect(sliceLabel("snow")).toBe("snow");
+    expect(sliceValue("jpeg", 15)).toBe("quality 15");
+    expect(sliceValue("token_replacement", 0.15)).toBe("15 % of tokens");
+    expect(sliceValue("fgsm", 0.03)).toBe("ε 3 % of range");
+    expect(sliceValue("gaussian_noise", 0.25)).toBe("σ 0.25 std");
+    expect(sliceValue("occlusion", 0.125)).toBe("12.5 % of side");
   });
 });

@@ -6,7 +6,8 @@ export type FidelityRobustness = operations["getFidelityRobustness"]["responses"
 export type RobustnessSlice = FidelityRobustness["slices"][number];
 export type RobustnessPoint = RobustnessSlice["points"][number];
 
-export type PointMetric = "kl_mean_nats" | "mse_mean" | "golden_accuracy" | "compressed_accuracy" | "top1_agreement";
+export type PointMetric =
+  "kl_mean_nats" | "mse_mean" | "cosine_mean" | "golden_accuracy" | "compressed_accuracy" | "top1_agreement";
 
 export interface Curve {
   slice: string;
@@ -24,6 +25,50 @@ export function severityCurves(doc: FidelityRobustness, metric: PointMetric): Cu
   }));
 }
 
+/** Readable names of the slices (unknown names are shown as they come). */
+export const SLICE_LABELS: Record<string, string> = {
+  gaussian_noise: "Gaussian noise",
+  brightness: "brightness",
+  contrast: "contrast",
+  gaussian_blur: "Gaussian blur",
+  occlusion: "occlusion",
+  jpeg: "JPEG",
+  token_replacement: "token replacement",
+  fgsm: "FGSM (adversarial)",
+  pgd: "PGD (adversarial)",
+};
+
+export function sliceLabel(name: string): string {
+  return SLICE_LABELS[name] ?? name;
+}
+
+const trim = (v: number) => Number(v.toPrecision(3)).toString();
+
+/** A severity's strength with its unit, e.g. "σ 0.25 std", "quality 15", "15 % of tokens", "ε 3 % of range". */
+export function sliceValue(name: string, value: number): string {
+  switch (name) {
+    case "gaussian_noise":
+      return `σ ${trim(value)} std`;
+    case "brightness":
+      return `+${trim(value)} std`;
+    case "contrast":
+      return `×${trim(value)}`;
+    case "gaussian_blur":
+      return `σ ${trim(value)} px`;
+    case "occlusion":
+      return `${trim(value * 100)} % of side`;
+    case "jpeg":
+      return `quality ${value.toFixed(0)}`;
+    case "token_replacement":
+      return `${trim(value * 100)} % of tokens`;
+    case "fgsm":
+    case "pgd":
+      return `ε ${trim(value * 100)} % of range`;
+    default:
+      return trim(value);
+  }
+}
+
 /** The divergence the document ranks by, as a label. */
 export function divergenceLabel(doc: FidelityRobustness): string {
   return doc.divergence === "kl" ? "mean KL (nats)" : "mean MSE";
@@ -35,6 +80,7 @@ export const ROBUSTNESS_CSV_HEADER = [
   "value",
   "kl_mean_nats",
   "mse_mean",
+  "cosine_mean",
   "top1_agreement",
   "golden_accuracy",
   "compressed_accuracy",
@@ -45,7 +91,18 @@ export const ROBUSTNESS_CSV_HEADER = [
 export function robustnessCsvRows(doc: FidelityRobustness): (string | number | null)[][] {
   const c = doc.clean;
   return [
-    ["clean", 0, null, c.kl_mean_nats, c.mse_mean, c.top1_agreement, c.golden_accuracy, c.compressed_accuracy, 1],
+    [
+      "clean",
+      0,
+      null,
+      c.kl_mean_nats,
+      c.mse_mean,
+      c.cosine_mean,
+      c.top1_agreement,
+      c.golden_accuracy,
+      c.compressed_accuracy,
+      1,
+    ],
     ...doc.slices.flatMap((s) =>
       s.points.map((p) => [
         s.name,
@@ -53,6 +110,7 @@ export function robustnessCsvRows(doc: FidelityRobustness): (string | number | n
         p.value,
         p.kl_mean_nats,
         p.mse_mean,
+        p.cosine_mean,
         p.top1_agreement,
         p.golden_accuracy,
         p.compressed_accuracy,
