@@ -1,0 +1,94 @@
+"""Recovered points on a sweep's Pareto chart (issue 14), in headless Chromium on the embedded stack: a
+.pt2 digits CNN trained here is swept (4- and 8-bit weights) and its 4-bit point recovered (SmoothQuant then
+bias correction) through the real worker; the sweep page then draws the recovered model as a "recovered"
+marker at the point's size and the recovery's held-out KL "after", dotted to the point it recovered, with
+the methods and KL before → after in its hover. Driven by drive_recovered_frontier.mjs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backend.client import KneeboardClient
+from tests.browser.support import DemoStack, driver_config, run_driver
+from worker.engine.demo_models import export_torch_program, load_digits_split, train_digits_cnn
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DRIVER = Path(__file__).with_name("drive_recovered_frontier.mjs")
+W4 = {"type": "weight_quant", "bits": 4, "per_channel": True}
+
+
+def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, tmp_path: Path) -> None:
+    node, chromium, base, proc, token = demo
+    client = KneeboardClient(base, token=token)
+    split = load_digits_split(seed=0)
+    program = export_torch_program(train_digits_cnn(split, seed=0), split.x_test[:2], tmp_path / "cnn.pt2")
+    np.savez(tmp_path / "digits.npz", x=split.x_test[:240], labels=split.y_test[:240])
+    project = client.create_project("recovered frontier")
+    model = client.upload_model(project["id"], program)
+    dataset = client.upload_dataset(project["id"], tmp_path / "digits.npz")
+    assert client.wait_model(model["id"], timeout=120)["status"] == "ready"
+
+    sweep = client.create_job(
+        project["id"],
+        "sweep",
+        {
+            "model_id": model["id"],
+            "dataset_id": dataset["id"],
+            "configs": [W4, {"type": "weight_quant", "bits": 8}],
+            "max_samples": 240,
+            "latency": False,
+            "export": False,
+        },
+    )
+    assert client.wait_job(sweep["id"], timeout=300)["status"] == "succeeded"
+    points = client.http.get(f"/jobs/{sweep['id']}/sweep/points").json()["items"]
+    point = next(p for p in points if p["config"].get("bits") == 4)
+    response = client.http.post(
+        "/recovery-jobs",
+        json={
+            "project_id": project["id"],
+            "params": {
+                "golden_model_id": model["id"],
+                "dataset_id": dataset["id"],
+                "sweep_point_id": point["id"],
+                "heldout_fraction": 0.5,
+                "methods": [{"name": "smoothquant"}, {"name": "bias_correction"}],
+            },
+        },
+    )
+    assert response.status_code == 201, response.text
+    recovery = response.json()
+    assert client.wait_job(recovery["id"], timeout=300)["status"] == "succeeded"
+    summary = client.http.get(f"/jobs/{recovery['id']}/recovery").json()
+    assert summary["lineage"]["sweep_point_id"] == point["id"]
+
+    seen = run_driver(
+        node,
+        DRIVER,
+        driver_config(base, chromium, "recovered_frontier", sweep=sweep["id"]),
+        proc,
+        timeout=240,
+    )
+    assert seen["consoleErrors"] == []
+    chart = seen["chart"]
+    assert chart["axes"][0].startswith("Size") and chart["axes"][1].startswith("KL mean"), chart["axes"]
+    # the recovered model: the point's size (same configuration), the recovery's held-out KL after
+    size, kl_before = point["objectives"]["size_bytes"], point["objectives"]["kl_mean"]
+    after = summary["after"]["kl_mean"]
+    assert chart["drawnMarkers"] == 1 and chart["symbol"] == "diamond"
+    assert chart["x"] == [size] and chart["y"] == pytest.approx([after], rel=1e-9)
+    # dotted from the unrecovered point to it
+    assert chart["links"]["x"] == [size, size, None] and chart["links"]["dash"] == "dot"
+    assert chart["links"]["y"][0] == pytest.approx(kl_before, rel=1e-9)
+    assert chart["links"]["y"][1] == pytest.approx(after, rel=1e-9)
+    hover = chart["text"][0]
+    assert "recovered" in hover and point["label"] in hover and "smoothquant → bias correction" in hover
+    assert f"held-out split ({summary['n_heldout']} samples)" in hover
+    assert "recovered" in chart["legend"]
+    assert "Green diamonds: 1 recovered model" in seen["caption"]
+    # the recovery did recover: its KL after is below its own "before" on the same held-out samples
+    assert after < summary["before"]["kl_mean"]
