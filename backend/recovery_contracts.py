@@ -43,7 +43,7 @@ class AdaRoundIn(_Method):
     """Learn per weight whether it rounds up or down (minimising each layer's output error)."""
 
     name: Literal["adaround"] = "adaround"
-    iterations: int = Field(default=600, ge=1, le=100_000, description="Adam steps per layer.")
+    iterations: int = Field(default=1200, ge=1, le=100_000, description="Adam steps per layer.")
     batch_size: int = Field(default=64, ge=1, le=65_536, description="Calibration inputs per step.")
     learning_rate: float = Field(default=1e-2, gt=0, le=1)
     reg_weight: float = Field(default=0.01, ge=0, le=100, description="λ of the rounding regulariser.")
