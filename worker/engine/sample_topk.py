@@ -79,7 +79,12 @@ class _RecordingRunner:
 
     @property
     def inputs(self) -> list[TensorSpec]:
-        return [replace(s, shape=(None, *s.shape[1:])) if s.shape else s for s in self._inner.inputs]
+        """The inner specs, a fixed batch size made free (run() re-batches); a named batch dimension stays
+        named, so that a shape error still reads "(batch, 4)"."""
+        return [
+            replace(s, shape=(None, *s.shape[1:])) if s.shape and isinstance(s.shape[0], int) else s
+            for s in self._inner.inputs
+        ]
 
     @property
     def outputs(self) -> list[TensorSpec]:
