@@ -176,7 +176,9 @@ try {
   const launch = page.getByRole("form", { name: "Launch a fidelity job" });
   await launch.getByLabel("Golden model").selectOption({ label: GOLDEN_NAME });
   await launch.getByLabel("Compressed model").selectOption({ label: UPLOADED_NAME });
-  await launch.getByLabel("Dataset").selectOption({ index: 1 });
+  // The dataset select by role: the robustness checkbox's label ("... copies of the dataset ...") also
+  // contains "Dataset", and getByLabel matches substrings.
+  await launch.getByRole("combobox", { name: /^Dataset/ }).selectOption({ index: 1 });
   observations.defaultTopK = await launch.getByLabel("Top-k").inputValue();
   await launch.getByLabel("KL threshold (nats)").fill("0.0005");
   await launch.getByRole("button", { name: "Launch" }).click();
