@@ -41,4 +41,6 @@ def test_inspector_and_trends_on_a_phone(demo: DemoStack) -> None:
     assert seen["reportWidth"] <= 390
     assert 0 < seen["chart"] <= 390 and len(seen["runs"]) >= 1
     assert "lower is better" in seen["caption"]
+    # the demo's jobs ran on a real worker, which stored each run's spread: the KL trend uses the noise rule
+    assert "Bars are ±2 standard errors." in seen["caption"], seen["caption"]
     assert seen["consoleErrors"] == []

@@ -16,10 +16,10 @@ import {
   NOISE_MULTIPLE,
   TREND_METRICS,
   type TrendMetric,
-  type Verdict,
   latestVerdict,
   metricValue,
   pointLabel,
+  ruleText,
   standardError,
 } from "./trends";
 
@@ -69,37 +69,13 @@ function chartData(points: TrendPoint[], metric: TrendMetric, worse: boolean): D
   return data;
 }
 
-/** What "worse than the last run" means for the two runs compared, said on the page. */
-function VerdictRule({ verdict, metric }: { verdict: Verdict; metric: TrendMetric }) {
-  const spec = TREND_METRICS[metric];
-  const fixed = spec.relative
-    ? `${(spec.threshold * 100).toFixed(0)} % of the previous value`
-    : formatNumber(spec.threshold);
-  if (verdict.basis === "noise" && verdict.limit !== null)
-    return (
-      <span data-testid="trend-rule">
-        Bars are ±{NOISE_MULTIPLE} standard errors. The latest run is marked when it is worse than the previous one by
-        more than {NOISE_MULTIPLE}·√(se_prev² + se_last²) = {formatNumber(verdict.limit)}, the noise of the two
-        runs&apos; samples.
-      </span>
-    );
-  return (
-    <span data-testid="trend-rule">
-      The latest run is marked when it is worse than the previous one by more than a fixed {fixed}: no per-sample spread
-      is available for {spec.label.toLowerCase()}
-      {verdict.basis === "fixed" ? " on these runs" : ""}, so this threshold is a judgement, not measured noise.
-    </span>
-  );
-}
-
 export function Trends({ projectId, goldenModelId }: { projectId: string; goldenModelId: string }) {
   const [metric, setMetric] = useState<TrendMetric>("top1_match");
   const [datasetId, setDatasetId] = useState<string>("");
   const datasets = useDatasets(projectId);
   const trend = useFidelityTrend(projectId, goldenModelId, datasetId || null);
   const points = useMemo(() => trend.data?.points ?? [], [trend.data]);
-  const verdict = latestVerdict(points, metric);
-  const worse = verdict.worse;
+  const worse = latestVerdict(points, metric).worse;
   const spec = TREND_METRICS[metric];
   const data = useMemo(() => chartData(points, metric, worse), [points, metric, worse]);
   return (
@@ -155,7 +131,7 @@ export function Trends({ projectId, goldenModelId }: { projectId: string; golden
                   ? ` (the newest ${points.length.toString()} of ${trend.data.total.toString()})`
                   : ""}
                 ; {spec.higherIsBetter ? "higher" : "lower"} is better.{" "}
-                <VerdictRule verdict={verdict} metric={metric} />
+                <span data-testid="trend-rule">{ruleText(points, metric)}</span>
                 {worse && <strong className="error"> The latest run is worse than the last.</strong>}
               </>
             }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { TrendPoint } from "./trendQueries";
-import { latestIsWorse, latestVerdict, pointLabel } from "./trends";
+import { latestIsWorse, latestVerdict, pointLabel, ruleText } from "./trends";
 
 function point(
   headline: Partial<TrendPoint["headline"]>,
@@ -74,6 +74,23 @@ describe("latestIsWorse", () => {
       true,
     );
     expect(latestIsWorse([point({ sqnr_db: 30 })], "sqnr_db")).toBe(false);
+  });
+});
+
+describe("ruleText", () => {
+  it("says which rule decided, and that a fixed threshold is a judgement", () => {
+    const se = (v: number, e: number | null) => point({ kl_mean_nats: v }, [], { kl_mean_nats: e });
+    expect(ruleText([se(0.01, 0.003), se(0.02, 0.004)], "kl_mean_nats")).toMatch(
+      /Bars are ±2 standard errors\. .*2·√\(se_prev² \+ se_last²\) = 0\.0100,/,
+    );
+    expect(ruleText([se(0.01, null), se(0.02, 0.004)], "kl_mean_nats")).toMatch(
+      /fixed 10 % of the previous value: one of the two runs has no per-sample spread stored, so this threshold is a judgement/,
+    );
+    expect(ruleText([point({ js_mean_nats: 0.1 }), point({ js_mean_nats: 0.2 })], "js_mean_nats")).toMatch(
+      /no per-sample spread for Mean JS \(nats\), so this threshold is a judgement/,
+    );
+    expect(ruleText([se(0.01, 0.003)], "kl_mean_nats")).toMatch(/^Bars are ±2 standard errors\. With a second run/);
+    expect(ruleText([point({ sqnr_db: 30 })], "sqnr_db")).toMatch(/^With a second run.*fixed 1 \(no per-sample spread/);
   });
 });
 

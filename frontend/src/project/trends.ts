@@ -19,17 +19,25 @@ export interface MetricSpec {
   threshold: number;
   /** Whether `threshold` is relative to the previous value (divergences span decades) or absolute. */
   relative: boolean;
+  /** Whether the API serves a standard error for it (backend/services/trend_spread.py SE_METRICS). */
+  spread: boolean;
 }
 
 export const TREND_METRICS: Record<TrendMetric, MetricSpec> = {
-  top1_match: { label: "Top-1 agreement", higherIsBetter: true, threshold: 0.005, relative: false },
-  topk_agreement: { label: "Top-k agreement", higherIsBetter: true, threshold: 0.005, relative: false },
-  kl_mean_nats: { label: "Mean KL (nats)", higherIsBetter: false, threshold: 0.1, relative: true },
-  js_mean_nats: { label: "Mean JS (nats)", higherIsBetter: false, threshold: 0.1, relative: true },
-  cosine_mean: { label: "Mean cosine", higherIsBetter: true, threshold: 0.001, relative: false },
-  sqnr_db: { label: "SQNR (dB)", higherIsBetter: true, threshold: 1, relative: false },
-  top1_accuracy_drop_pp: { label: "Top-1 accuracy drop (pp)", higherIsBetter: false, threshold: 0.5, relative: false },
-  ece_shift: { label: "ECE shift", higherIsBetter: false, threshold: 0.01, relative: false },
+  top1_match: { label: "Top-1 agreement", higherIsBetter: true, threshold: 0.005, relative: false, spread: true },
+  topk_agreement: { label: "Top-k agreement", higherIsBetter: true, threshold: 0.005, relative: false, spread: true },
+  kl_mean_nats: { label: "Mean KL (nats)", higherIsBetter: false, threshold: 0.1, relative: true, spread: true },
+  js_mean_nats: { label: "Mean JS (nats)", higherIsBetter: false, threshold: 0.1, relative: true, spread: false },
+  cosine_mean: { label: "Mean cosine", higherIsBetter: true, threshold: 0.001, relative: false, spread: true },
+  sqnr_db: { label: "SQNR (dB)", higherIsBetter: true, threshold: 1, relative: false, spread: false },
+  top1_accuracy_drop_pp: {
+    label: "Top-1 accuracy drop (pp)",
+    higherIsBetter: false,
+    threshold: 0.5,
+    relative: false,
+    spread: true,
+  },
+  ece_shift: { label: "ECE shift", higherIsBetter: false, threshold: 0.01, relative: false, spread: false },
 };
 
 export function metricValue(point: TrendPoint, metric: TrendMetric): number | null {
@@ -88,4 +96,24 @@ export function pointLabel(point: TrendPoint): string {
   const tags = [...point.compressed.tags, ...point.job_tags];
   const name = point.compressed.name ?? "(deleted model)";
   return tags.length > 0 ? `${name} [${tags.join(", ")}]` : name;
+}
+
+/** The page's sentence for the rule that decides (or, with one run, will decide) "worse than the last run". */
+export function ruleText(points: TrendPoint[], metric: TrendMetric): string {
+  const spec = TREND_METRICS[metric];
+  const verdict = latestVerdict(points, metric);
+  const fixed = spec.relative ? `${(spec.threshold * 100).toFixed(0)} % of the previous value` : String(spec.threshold);
+  const noise = `${NOISE_MULTIPLE.toString()}·√(se_prev² + se_last²)`;
+  const bars = `Bars are ±${NOISE_MULTIPLE.toString()} standard errors.`;
+  const judgement = "so this threshold is a judgement, not measured noise";
+  if (verdict.basis === "noise")
+    return `${bars} The latest run is marked when it is worse than the previous one by more than ${noise} = ${(verdict.limit ?? 0).toPrecision(3)}, the noise of the two runs' samples.`;
+  if (verdict.basis === "fixed")
+    return spec.spread
+      ? `The latest run is marked when it is worse than the previous one by more than a fixed ${fixed}: one of the two runs has no per-sample spread stored, ${judgement}.`
+      : `The latest run is marked when it is worse than the previous one by more than a fixed ${fixed}: there is no per-sample spread for ${spec.label}, ${judgement}.`;
+  const withSpread = points.some((p) => standardError(p, metric) !== null);
+  return withSpread
+    ? `${bars} With a second run, the latest is marked when it is worse than the previous one by more than ${noise}.`
+    : `With a second run, the latest is marked when it is worse than the previous one by more than a fixed ${fixed} (no per-sample spread for ${spec.label}, ${judgement}).`;
 }
