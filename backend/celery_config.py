@@ -1,6 +1,6 @@
 """Celery configuration shared by the API (which only sends) and the workers (which consume).
 
-Reliability choices (see DESIGN.md, "Job lifecycle"): tasks are acknowledged late and a worker prefetches one
+Reliability choices (see docs/design-notes.md, "Job lifecycle"): tasks are acknowledged late and a worker prefetches one
 message, so a message is never lost with a busy worker; the job row, its heartbeat and the API's reaper
 decide what happens to a job whose worker died, whatever the broker does with the message.
 """

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -146,6 +147,10 @@ class Settings(BaseSettings):
     )
     first_team: str = Field(
         default="default", description="The first admin's team, owner of the demo project."
+    )
+    team_creation: Literal["everyone", "site_admins"] = Field(
+        default="everyone",
+        description="Who may create a team (and become its admin): every signed-in account, or site admins only.",
     )
     session_ttl_h: float = Field(
         default=12.0, gt=0, description="How long a dashboard sign-in lasts, in hours."

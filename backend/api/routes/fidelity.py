@@ -4,12 +4,12 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from sqlalchemy import func, select
 
 from backend.accounts import Caller
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
+from backend.api.result_schemas.fidelity import FidelitySummaryOut
 from backend.api.routes.lookup import get_or_404, job_result, succeeded_job
 from backend.api.schemas import (
     FidelityHeadline,
@@ -26,25 +26,16 @@ from backend.contracts import (
     RESULT_FIDELITY_LAYERS,
     RESULT_FIDELITY_ROBUSTNESS,
     RESULT_FIDELITY_SEQUENCE,
-    RESULT_FIDELITY_SUMMARY,
     JobKind,
 )
-from backend.db.models import Dataset, Job, JobResult, JobStatus, Model, Project, SampleDivergence
+from backend.db.models import Job, Project
 from backend.errors import Conflict, InvalidRequest, NotFound
-from backend.sample_order import sample_page
+from backend.services.fidelity import fidelity_runs, sample_divergences, summary_and_stored
 
 router = APIRouter(tags=["fidelity"])
 
 # A job that is not a fidelity job is an invalid request (422); one that has not succeeded, a conflict.
 RESULT_ERRORS = error_responses(NotFound, Conflict, InvalidRequest)
-
-SORTABLE = {
-    "kl": SampleDivergence.kl,
-    "cosine": SampleDivergence.cosine,
-    "mse": SampleDivergence.mse,
-    "sample_index": SampleDivergence.sample_index,
-}
-
 
 # The optional "why it diverges" documents, by stored result key (served by routes/diagnostics.py).
 DIAGNOSTIC_RESULTS: dict[str, Literal["classes", "sequence", "robustness"]] = {
@@ -61,20 +52,13 @@ def _fidelity_job(session: SessionDep, job_id: uuid.UUID, caller: Caller) -> Job
 @router.get("/jobs/{job_id}/fidelity", operation_id="getFidelityReport", responses=RESULT_ERRORS)
 def get_fidelity_report(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> FidelityReportOut:
     job = _fidelity_job(session, job_id, caller)
-    summary = session.execute(
-        select(JobResult.payload).where(JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_SUMMARY)
-    ).scalar_one()
-    stored = set(
-        session.execute(
-            select(JobResult.key).where(JobResult.job_id == job_id, JobResult.key.in_(DIAGNOSTIC_RESULTS))
-        ).scalars()
-    )
+    summary, stored = summary_and_stored(session, job_id, DIAGNOSTIC_RESULTS)
     return FidelityReportOut(
         job_id=job.id,
         golden_model_id=job.params["golden_model_id"],
         compressed_model_id=job.params["compressed_model_id"],
         dataset_id=job.params["dataset_id"],
-        summary=summary,
+        summary=FidelitySummaryOut.model_validate(summary),
         diagnostics=[name for key, name in DIAGNOSTIC_RESULTS.items() if key in stored],
     )
 
@@ -104,28 +88,7 @@ def list_fidelity_samples(
     offset: Offset = 0,
 ) -> Page[SampleDivergenceOut]:
     job = _fidelity_job(session, job_id, caller)
-    if output is None:
-        output = session.execute(
-            select(SampleDivergence.output_name).where(SampleDivergence.job_id == job_id).limit(1)
-        ).scalar_one_or_none()
-    conditions = [SampleDivergence.job_id == job_id, SampleDivergence.output_name == output]
-    if flagged is not None:
-        conditions.append(SampleDivergence.flagged == flagged)
-    if flipped is not None:
-        conditions.append(SampleDivergence.top1_match == (not flipped))
-    column = SORTABLE[sort]
-    ordering = column.desc().nulls_last() if order == "desc" else column.asc().nulls_last()
-    total, rows = sample_page(
-        session,
-        job.id,
-        job.finished_at,
-        output,
-        conditions,
-        [ordering, SampleDivergence.sample_index],
-        (sort, order, flagged, flipped),
-        offset,
-        limit,
-    )
+    total, rows = sample_divergences(session, job, output, sort, order, flagged, flipped, offset, limit)
     return Page[SampleDivergenceOut](
         items=[SampleDivergenceOut.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
     )
@@ -167,25 +130,8 @@ def list_fidelity_runs(
 ) -> Page[FidelityRunOut]:
     """Every succeeded fidelity job of a project with its headline numbers, newest first: compare runs."""
     get_or_404(session, Project, project_id, caller)
-    conditions = [
-        Job.project_id == project_id,
-        Job.kind == JobKind.fidelity.value,
-        Job.status == JobStatus.succeeded.value,
-        JobResult.key == RESULT_FIDELITY_SUMMARY,
-    ]
-    if golden_model_id is not None:
-        conditions.append(Job.params["golden_model_id"].as_string() == str(golden_model_id))
-    if dataset_id is not None:
-        conditions.append(Job.params["dataset_id"].as_string() == str(dataset_id))
-    joined = select(Job, JobResult.payload).join(JobResult, JobResult.job_id == Job.id).where(*conditions)
-    total = session.execute(select(func.count()).select_from(joined.subquery())).scalar_one()
-    page = [
-        (job, payload)
-        for job, payload in session.execute(
-            joined.order_by(Job.finished_at.desc(), Job.id).limit(limit).offset(offset)
-        ).tuples()
-    ]
-    names = _names(session, page)
+    runs = fidelity_runs(session, project_id, golden_model_id, dataset_id, limit, offset)
+    names = {str(i): NamedRef(id=i, name=name) for i, name in runs.names.items()}
     items = [
         FidelityRunOut(
             job_id=job.id,
@@ -196,18 +142,6 @@ def list_fidelity_runs(
             n_samples=payload.get("n_samples", 0),
             headline=headline(payload),
         )
-        for job, payload in page
+        for job, payload in runs.page
     ]
-    return Page[FidelityRunOut](items=items, total=total, limit=limit, offset=offset)
-
-
-def _names(session: SessionDep, page: list[tuple[Job, dict[str, Any]]]) -> dict[str, NamedRef]:
-    ids = {
-        uuid.UUID(job.params[k])
-        for job, _ in page
-        for k in ("golden_model_id", "compressed_model_id", "dataset_id")
-    }
-    found: dict[uuid.UUID, str] = {}
-    for table in (Model, Dataset):
-        found |= dict(session.execute(select(table.id, table.name).where(table.id.in_(ids))).tuples().all())
-    return {str(i): NamedRef(id=i, name=found.get(i)) for i in ids}
+    return Page[FidelityRunOut](items=items, total=runs.total, limit=limit, offset=offset)

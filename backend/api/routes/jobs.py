@@ -1,19 +1,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import ColumnElement, String, cast, func, or_, select
-from sqlalchemy.orm import Session, object_session
+from sqlalchemy.orm import Session
 
 from backend import job_lifecycle
 from backend.accounts import Caller, Role
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
+from backend.api.job_view import job_out
 from backend.api.routes import sample_csv
 from backend.api.routes.annotate import apply_update
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
@@ -41,21 +41,6 @@ from backend.services.artifacts import release
 from backend.services.jobs import dispatch, new_job
 
 router = APIRouter(tags=["jobs"])
-
-
-def job_out(job: Job, usernames: Mapping[uuid.UUID, str] | None = None) -> JobOut:
-    """The job as the API shows it; the launcher's username from `usernames` (a list fetches them at once),
-    else looked up."""
-    out = JobOut.model_validate(job)
-    if job.created_by is not None:
-        if usernames is not None:
-            out.created_by_name = usernames.get(job.created_by)
-        elif (session := object_session(job)) is not None:
-            user = session.get(User, job.created_by)
-            out.created_by_name = user.username if user else None
-    if out.started_at and out.finished_at:
-        out.duration_s = (out.finished_at - out.started_at).total_seconds()
-    return out
 
 
 @router.get("/job-kinds", operation_id="listJobKinds")

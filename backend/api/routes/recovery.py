@@ -13,8 +13,8 @@ from backend.accounts import Role
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
+from backend.api.job_view import job_out
 from backend.api.recovery_schemas import RecoveryJobCreate, RecoverySummaryOut
-from backend.api.routes.jobs import job_out
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, job_result, succeeded_job
 from backend.api.schemas import JobOut
 from backend.audit import AuditAction, record

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from fastapi import APIRouter, status
-from sqlalchemy import select
 
 from backend.accounts import Caller, Role, create_team, create_user, normalized_username
 from backend.api.account_schemas import (
@@ -19,13 +18,14 @@ from backend.api.account_schemas import (
     role_name,
 )
 from backend.api.auth import CallerDep
-from backend.api.deps import SessionDep
+from backend.api.deps import SessionDep, SettingsDep
 from backend.api.errors import error_responses
 from backend.api.routes import audit_trail
 from backend.api.routes.lookup import require_role
 from backend.audit import AuditAction, record
 from backend.db.models import Team, TeamMembership, User
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound
+from backend.services import teams
 
 router = APIRouter(tags=["teams"])
 
@@ -41,37 +41,30 @@ def _team(
     return team
 
 
-def _membership(session: SessionDep, team_id: uuid.UUID, user_id: uuid.UUID) -> TeamMembership:
-    row = session.get(TeamMembership, (team_id, user_id))
-    if row is None:
+def _membership(session: SessionDep, team_id: uuid.UUID, user_id: uuid.UUID) -> tuple[TeamMembership, User]:
+    found = teams.member(session, team_id, user_id)
+    if found is None:
         raise NotFound(f"user {user_id} is not a member of team {team_id}")
-    return row
+    return found
 
 
-def _member_out(session: SessionDep, row: TeamMembership) -> MemberOut:
-    user = session.get_one(User, row.user_id)
+def _member_out(row: TeamMembership, user: User) -> MemberOut:
     return MemberOut(
         user_id=user.id, username=user.username, role=role_name(row.role), added_at=row.created_at
     )
 
 
 def _keep_an_admin(session: SessionDep, team_id: uuid.UUID, leaving: uuid.UUID) -> None:
-    admins = session.scalars(
-        select(TeamMembership.user_id).where(
-            TeamMembership.team_id == team_id, TeamMembership.role == Role.admin.name
-        )
-    ).all()
-    if admins == [leaving]:
+    if teams.admin_ids(session, team_id) == [leaving]:
         raise Conflict("a team needs at least one admin: make someone else admin first")
 
 
 @router.get("/teams", operation_id="listTeams")
 def list_teams(session: SessionDep, caller: CallerDep) -> list[TeamOut]:
     """Your teams, with your role in each."""
-    teams = session.scalars(select(Team).where(Team.id.in_(list(caller.roles))).order_by(Team.name))
     return [
         TeamOut(id=t.id, name=t.name, role=role_name(caller.roles[t.id]), created_at=t.created_at)
-        for t in teams
+        for t in teams.teams_by_name(session, caller.roles)
     ]
 
 
@@ -79,10 +72,15 @@ def list_teams(session: SessionDep, caller: CallerDep) -> list[TeamOut]:
     "/teams",
     status_code=status.HTTP_201_CREATED,
     operation_id="createTeam",
-    responses=error_responses(KneeboardError, Conflict, InvalidRequest),
+    responses=error_responses(KneeboardError, Forbidden, Conflict, InvalidRequest),
 )
-def create_new_team(body: TeamCreate, session: SessionDep, caller: CallerDep) -> TeamOut:
-    """A new team, with you as its admin."""
+def create_new_team(
+    body: TeamCreate, session: SessionDep, settings: SettingsDep, caller: CallerDep
+) -> TeamOut:
+    """A new team, with you as its admin. Any signed-in account may create one unless the site restricts it
+    to site admins (KNEEBOARD_TEAM_CREATION=site_admins: 403 for others)."""
+    if settings.team_creation == "site_admins" and not caller.is_site_admin:
+        raise Forbidden("only site admins create teams on this site; ask one to create the team and add you")
     team = create_team(session, body.name, caller.user_id)
     record(session, caller, team.id, AuditAction.team_created, "team", team.id, name=team.name)
     session.commit()
@@ -100,8 +98,7 @@ def get_team(team_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> Team
 @router.get("/teams/{team_id}/members", operation_id="listTeamMembers", responses=error_responses(NotFound))
 def list_members(team_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> list[MemberOut]:
     _team(session, caller, team_id)
-    rows = session.scalars(select(TeamMembership).where(TeamMembership.team_id == team_id))
-    return sorted((_member_out(session, r) for r in rows), key=lambda m: m.username)
+    return sorted((_member_out(r, u) for r, u in teams.members(session, team_id)), key=lambda m: m.username)
 
 
 @router.post(
@@ -113,10 +110,10 @@ def list_members(team_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> 
 def add_member(team_id: uuid.UUID, body: MemberAdd, session: SessionDep, caller: CallerDep) -> MemberOut:
     """Add an existing account to the team (team admins)."""
     _team(session, caller, team_id, Role.admin, "adding members")
-    user = session.scalar(select(User).where(User.username == normalized_username(body.username)))
+    user = teams.user_named(session, normalized_username(body.username))
     if user is None:
         raise NotFound(f"no user named {body.username!r}; a site admin creates accounts (POST /api/v1/users)")
-    if session.get(TeamMembership, (team_id, user.id)) is not None:
+    if teams.member(session, team_id, user.id) is not None:
         raise Conflict(f"{user.username!r} is already in this team; change their role instead")
     row = TeamMembership(team_id=team_id, user_id=user.id, role=body.role)
     session.add(row)
@@ -131,7 +128,7 @@ def add_member(team_id: uuid.UUID, body: MemberAdd, session: SessionDep, caller:
         role=body.role,
     )
     session.commit()
-    return _member_out(session, row)
+    return _member_out(row, user)
 
 
 @router.patch(
@@ -144,16 +141,16 @@ def update_member(
 ) -> MemberOut:
     """Change a member's role (team admins); the last admin cannot step down."""
     _team(session, caller, team_id, Role.admin, "changing roles")
-    row = _membership(session, team_id, user_id)
+    row, user = _membership(session, team_id, user_id)
     if body.role != Role.admin.name:
         _keep_an_admin(session, team_id, user_id)
     before, row.role = row.role, body.role
     record(
         session, caller, team_id, AuditAction.member_role_changed, "user", user_id,
-        username=session.get_one(User, user_id).username, before=before, after=body.role,
+        username=user.username, before=before, after=body.role,
     )  # fmt: skip
     session.commit()
-    return _member_out(session, row)
+    return _member_out(row, user)
 
 
 @router.delete(
@@ -168,11 +165,11 @@ def remove_member(team_id: uuid.UUID, user_id: uuid.UUID, session: SessionDep, c
         _team(session, caller, team_id)
     else:
         _team(session, caller, team_id, Role.admin, "removing members")
-    row = _membership(session, team_id, user_id)
+    row, user = _membership(session, team_id, user_id)
     _keep_an_admin(session, team_id, user_id)
     record(
         session, caller, team_id, AuditAction.member_removed, "user", user_id,
-        username=session.get_one(User, user_id).username, role=role_name(row.role),
+        username=user.username, role=role_name(row.role),
     )  # fmt: skip
     session.delete(row)
     session.commit()
@@ -187,7 +184,7 @@ def _site_admin(caller: Caller) -> None:
 def list_users(session: SessionDep, caller: CallerDep) -> list[UserOut]:
     """Every account (site admins)."""
     _site_admin(caller)
-    return [UserOut.model_validate(u) for u in session.scalars(select(User).order_by(User.username))]
+    return [UserOut.model_validate(u) for u in teams.all_users(session)]
 
 
 @router.post(
