@@ -28,6 +28,7 @@ from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
 from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, ModelLoadError
 from worker.engine.types import ModelFormat
+from worker.lost_work import model_invalid
 from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter, json_safe
 
@@ -104,10 +105,7 @@ class InspectHandler:
         return write
 
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
-        row = session.get(Model, uuid.UUID(str(ctx.params["model_id"])))
-        if row is not None:
-            row.status = ModelStatus.invalid.value
-            row.error = message
+        model_invalid(session, ctx.params, message)
 
 
 class FidelityHandler:

@@ -7,6 +7,7 @@ do not import each other.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
@@ -18,13 +19,13 @@ if TYPE_CHECKING:
     from worker.runtime import LostWorkHook
 
 
-def _model_invalid(session: Session, params: dict[str, Any], reason: str) -> None:
-    """An inspection whose pool process was lost (time limit, crash): the model is invalid, with the reason
-    (what InspectHandler.on_failure does when the inspection fails in its own process)."""
+def model_invalid(session: Session, params: Mapping[str, Any], reason: str) -> None:
+    """A failed inspection: the model is invalid, with the reason. Whether the inspection failed in its own
+    process (InspectHandler.on_failure) or its pool process was lost (time limit, crash)."""
     row = session.get(Model, uuid.UUID(str(params["model_id"])))
     if row is not None:
         row.status = ModelStatus.invalid.value
         row.error = reason
 
 
-LOST_WORK_HOOKS: dict[str, LostWorkHook] = {JobKind.inspect.value: _model_invalid}
+LOST_WORK_HOOKS: dict[str, LostWorkHook] = {JobKind.inspect.value: model_invalid}

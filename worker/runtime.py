@@ -11,7 +11,6 @@ of failing the job for a blip.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import resource
 import socket
@@ -35,6 +34,7 @@ from backend.queue import broker_error
 from backend.settings import Settings, get_settings
 from backend.storage import ArtifactStore, store_from_uri
 from worker.engine.errors import EngineError, JobCancelled
+from worker.engine.jsonable import json_safe as json_safe  # the result writers import it from here
 
 log = logging.getLogger(__name__)
 
@@ -121,19 +121,6 @@ def clear_results(session: Session, job_id: uuid.UUID) -> None:
     session.execute(delete(SampleDivergence).where(SampleDivergence.job_id == job_id))
     session.execute(delete(SweepPoint).where(SweepPoint.job_id == job_id))
     session.execute(delete(JobResult).where(JobResult.job_id == job_id))
-
-
-def json_safe(value: Any) -> Any:
-    """JSON has no NaN or infinity: replace them by None (the summaries say what None means)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return json_safe(value.item())
-    return value
 
 
 def fail_job(

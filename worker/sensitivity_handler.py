@@ -29,11 +29,11 @@ from backend.contracts import (
     RESULT_SENSITIVITY_PLANS,
     SensitivityJobParams,
 )
-from backend.db.models import Dataset, JobResult, Model, ModelStatus
-from worker.engine.errors import EngineError, ModelLoadError
+from backend.db.models import JobResult
+from worker.compressible_job import open_prepared
+from worker.engine.errors import EngineError
+from worker.engine.jsonable import json_safe
 from worker.fanout import ChunkResults
-from worker.handlers import detached_row, load_dataset
-from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter
 
 MAX_LAYERS_PER_CHUNK_DEFAULT = 4
@@ -61,30 +61,9 @@ class SensitivityHandler:
             return self._last[1]
         self._last = None  # let the previous job's model go before loading this one
         self._golden = None
-        from worker.engine.compression import open_compressible
-        from worker.engine.compression.model import first_sample
-        from worker.engine.fidelity import bind_inputs
-
         params = SensitivityJobParams.model_validate(ctx.params)
-        if params.threads is not None:
-            # Compression runs torch ops (quantizers, SVD) even on ONNX models: pin torch's pool too, or two
-            # workers on one machine oversubscribe its cores (measured: a 12-point sweep 0.62x with 2 workers).
-            import torch
-
-            torch.set_num_threads(params.threads)
-        model = detached_row(ctx, Model, params.model_id)
-        if model.status == ModelStatus.invalid.value:
-            raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
-        dataset = detached_row(ctx, Dataset, params.dataset_id)
-        arrays = load_dataset(
-            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
-        )
-        arrays.pop("labels", None)
-        arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
-        handle = open_compressible(*model_file(ctx, model), intra_op_threads=params.threads)
-        feeds = bind_inputs(arrays, handle.inputs)
-        handle.prepare(first_sample(feeds))
-        loaded = _Loaded(params, handle, feeds)
+        prepared = open_prepared(ctx, params.model_id, params.dataset_id, params.max_samples, params.threads)
+        loaded = _Loaded(params, prepared.handle, prepared.feeds)
         self._last = (ctx.job_id, loaded)
         return loaded
 
@@ -232,7 +211,7 @@ class SensitivityHandler:
 
         def write(session: Session) -> None:
             for key, payload in documents.items():
-                session.add(JobResult(job_id=ctx.job_id, key=key, payload=_json(payload)))
+                session.add(JobResult(job_id=ctx.job_id, key=key, payload=json_safe(payload)))
 
         return write
 
@@ -303,9 +282,3 @@ def _balanced_chunks(names: list[str], layers: list[Any], n_chunks: int) -> list
             bounds.append(i + 1)
     edges = [0, *bounds, len(names)]
     return [names[a:b] for a, b in itertools.pairwise(edges)]
-
-
-def _json(value: Any) -> Any:
-    from worker.runtime import json_safe
-
-    return json_safe(value)

@@ -20,13 +20,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
-from backend.db.models import Dataset, JobResult, Model, ModelStatus, SweepPoint
+from backend.db.models import JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
-from worker.engine.errors import EngineError, ModelLoadError
+from worker.compressible_job import open_prepared
+from worker.engine.errors import EngineError
 from worker.fanout import ChunkResults
-from worker.handlers import detached_row, load_dataset
-from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 GOLDEN_LABEL = "fp32"
@@ -67,34 +66,17 @@ class SweepHandler:
         if self._last is not None and self._last[0] == ctx.job_id:
             return self._last[1]
         self._last = None
-        from worker.engine.compression import open_compressible
-        from worker.engine.compression.model import Calibration, first_sample
-        from worker.engine.fidelity import bind_inputs
+        from worker.engine.compression.model import Calibration
         from worker.engine.sweep import GoldenReference
 
         params = SweepJobParams.model_validate(ctx.params)
-        if params.threads is not None:
-            # Compression runs torch ops (quantizers, SVD) even on ONNX models: pin torch's pool too, or two
-            # workers on one machine oversubscribe its cores (measured: a 12-point sweep 0.62x with 2 workers).
-            import torch
-
-            torch.set_num_threads(params.threads)
-        model = detached_row(ctx, Model, params.model_id)
-        if model.status == ModelStatus.invalid.value:
-            raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
-        dataset = detached_row(ctx, Dataset, params.dataset_id)
-        arrays = load_dataset(
-            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
-        )
-        labels = arrays.pop("labels", None)
-        arrays = {name: a[: params.max_samples] for name, a in arrays.items()}
-        labels = None if labels is None else labels[: params.max_samples]
-        handle = open_compressible(*model_file(ctx, model), intra_op_threads=params.threads)
-        feeds = bind_inputs(arrays, handle.inputs)
-        handle.prepare(first_sample(feeds))
+        prepared = open_prepared(ctx, params.model_id, params.dataset_id, params.max_samples, params.threads)
+        handle, feeds = prepared.handle, prepared.feeds
         reference = GoldenReference(handle, feeds, params.batch_size)
         calibration = Calibration(handle, feeds, params.batch_size)
-        loaded = _Loaded(params, handle, feeds, labels, reference, calibration, model.artifact_sha256)
+        loaded = _Loaded(
+            params, handle, feeds, prepared.labels, reference, calibration, prepared.model.artifact_sha256
+        )
         self._last = (ctx.job_id, loaded)
         return loaded
 

@@ -1,5 +1,5 @@
 """The engine knows nothing of the service: importing every worker.engine module loads no backend, SQL,
-HTTP or Celery module (DESIGN.md: "engine → nothing of ours but its own modules")."""
+HTTP or Celery module (README, "Architecture": the engine is plain functions over arrays and models, no HTTP or SQL)."""
 
 from __future__ import annotations
 

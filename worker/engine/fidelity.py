@@ -5,7 +5,7 @@ does not grow with the dataset except for: the per-sample table of the primary o
 sample, O(N)) and, for outputs compared as embeddings, the embeddings themselves (O(N·D), needed by the
 nearest-neighbour agreement).
 
-Every metric follows DESIGN.md, "Definitions"; the formulas live in `worker.engine.metrics`.
+Every metric is defined, with its formula, in `worker.engine.metrics`.
 
 Output kinds, per output, from the per-sample shape of its first batch:
 - ``(C,)`` with C ≥ 2 → "classification" (or "embedding" / "regression" when `FidelityParams.task` asks);

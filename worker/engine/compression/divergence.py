@@ -2,7 +2,7 @@
 
 The compact measurement a sensitivity scan repeats for every layer × config: KL(P‖Q) mean and max
 (nats), top-1 agreement, SQNR (dB) and MSE of the primary output, with the formulas of
-`worker.engine.metrics` (DESIGN.md, "Definitions"). Golden outputs are computed once and reused.
+`worker.engine.metrics` (each module there states its definitions). Golden outputs are computed once and reused.
 
 Primary output: the first output whose per-sample shape is (C,) with C ≥ 2 (a classifier; KL and top-1
 are defined), else the first output (KL and top-1 are None, SQNR and MSE still apply). Outputs that

@@ -5,8 +5,8 @@ budget by a one-sample probe, independent of the caller's batches); the intermed
 batch are captured, matched by layer name, folded into running sums in float64 blocks and dropped, so
 memory holds one profile batch's activations at a time and never grows with the dataset.
 
-For every matched layer up to three comparisons are made (DESIGN.md, "Definitions": SQNR over all elements
-of the dataset, cosine per sample, mean and min):
+For every matched layer up to three comparisons are made (as `worker.engine.metrics.numerical` defines
+them: SQNR over all elements of the dataset, cosine per sample, mean and min):
 
 - accumulated: the compressed network up to this layer vs the golden one, both fed the same input. It
   carries the error of every layer before it.

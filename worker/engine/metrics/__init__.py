@@ -5,7 +5,7 @@
 - `calibration`: streaming reliability bins, ECE, MCE.
 - `numerical`: MSE, MAE, max |a − b|, cosine, SQNR, R², per sample and as streaming totals.
 
-Definitions follow DESIGN.md, "Definitions".
+These modules are the project's metric definitions: each states its formulas and conventions.
 """
 
 from worker.engine.metrics import agreement, calibration, distributions, numerical

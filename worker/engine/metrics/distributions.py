@@ -1,6 +1,6 @@
 """Divergences between the output distributions of two classifiers, per sample, in nats.
 
-Conventions (DESIGN.md, "Definitions"): golden logits ``a``, compressed logits ``b``,
+Conventions: golden logits ``a``, compressed logits ``b``,
 ``lp = log_softmax(a)``, ``lq = log_softmax(b)``, ``P = exp(lp)``, ``Q = exp(lq)``. Every function takes
 log-probabilities of shape ``(N, C)`` (classes on the last axis), accumulates in float64 and returns one
 value per sample. Terms where the weighting probability is exactly 0 contribute 0 (the limit

@@ -1,6 +1,6 @@
 """What a whole-model compression configuration costs: size, parameters, MACs and BOPs.
 
-Definitions (DESIGN.md: size = Σ tensors elements × bits / 8 plus quantization parameters;
+Definitions (size = Σ tensors elements × bits / 8 plus quantization parameters;
 BOPs = MACs × weight bits × activation bits), made precise here:
 
 * Tensors are the weights and biases of the compressible layers (`LayerSpec`), each counted once even

@@ -25,6 +25,7 @@ from worker.engine.compression.configs import STAGE_TYPES, Schedule
 from worker.engine.compression.model import Feeds
 from worker.engine.errors import EngineError
 from worker.engine.fidelity import FidelityReport, _run_batch, bind_inputs
+from worker.engine.jsonable import json_safe
 from worker.engine.types import TensorSpec
 
 if TYPE_CHECKING:
@@ -246,16 +247,3 @@ class SweepPoint:
                 "notes": list(self.notes),
             }
         )
-
-
-def json_safe(value: Any) -> Any:
-    """Plain JSON data: numpy scalars unwrapped, NaN / ±inf → None, tuples → lists."""
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value

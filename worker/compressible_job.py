@@ -1,0 +1,52 @@
+"""What sensitivity and sweep jobs load first, alike: the model opened as a CompressibleModel and prepared,
+and the first `max_samples` samples of the dataset bound to its inputs (labels kept apart)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from backend.db.models import Dataset, Model, ModelStatus
+from worker.engine.errors import ModelLoadError
+from worker.handlers import detached_row, load_dataset
+from worker.model_files import model_file
+from worker.runtime import JobContext
+
+
+@dataclass(frozen=True)
+class PreparedModel:
+    model: Model  # the row, detached
+    handle: Any  # a CompressibleModel, prepared
+    feeds: dict[str, np.ndarray]
+    labels: np.ndarray | None  # the same samples' labels, None when the dataset has none
+
+
+def open_prepared(
+    ctx: JobContext, model_id: uuid.UUID, dataset_id: uuid.UUID, max_samples: int, threads: int | None
+) -> PreparedModel:
+    from worker.engine.compression import open_compressible
+    from worker.engine.compression.model import first_sample
+    from worker.engine.fidelity import bind_inputs
+
+    if threads is not None:
+        # Compression runs torch ops (quantizers, SVD) even on ONNX models: pin torch's pool too, or two
+        # workers on one machine oversubscribe its cores (measured: a 12-point sweep 0.62x with 2 workers).
+        import torch
+
+        torch.set_num_threads(threads)
+    model = detached_row(ctx, Model, model_id)
+    if model.status == ModelStatus.invalid.value:
+        raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
+    dataset = detached_row(ctx, Dataset, dataset_id)
+    arrays = load_dataset(
+        ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
+    )
+    labels = arrays.pop("labels", None)
+    arrays = {name: a[:max_samples] for name, a in arrays.items()}
+    handle = open_compressible(*model_file(ctx, model), intra_op_threads=threads)
+    feeds = bind_inputs(arrays, handle.inputs)
+    handle.prepare(first_sample(feeds))
+    return PreparedModel(model, handle, feeds, None if labels is None else labels[:max_samples])
