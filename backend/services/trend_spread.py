@@ -6,9 +6,11 @@ deviation over √n, computed from the job's stored per-sample table (sample_div
 samples only: the rows the engine averaged); for shares (top-1 and top-k agreement) the binomial √(p(1−p)/n)
 from the summary alone; for the top-1 accuracy drop the paired one, the standard error of
 d_i = [golden right] − [compressed right] over labelled finite samples (both models see the same inputs, so
-the two accuracies are correlated and their own standard errors would overstate the noise). JS, SQNR (a ratio
-of sums) and the ECE shift (binned) have no per-sample column: None, and the dashboard keeps fixed thresholds
-for them and says so.
+the two accuracies are correlated and their own standard errors would overstate the noise). SQNR is a ratio of
+sums, 10·log10(Σs/Σe) over per-sample signal and error powers: its standard error is the delta method's,
+(10/ln 10)·√((var s/S̄² + var e/Ē² − 2 cov(s,e)/(S̄Ē))/n), at job time only (s_i = e_i·10^(sqnr_i/10) is lost
+where an error is exactly 0: None then). JS and the ECE shift (binned) have no per-sample column: None, and the
+dashboard keeps fixed thresholds for them and says so.
 
 The worker computes the table's three at job time (`spread_document`, numpy on the table it is about to store)
 into the job result "fidelity.spread": measured on Postgres, the same from the stored table for 200 jobs of
@@ -34,8 +36,15 @@ from backend.db.models import JobResult
 from backend.db.models import SampleDivergence as SD
 
 RESULT_FIDELITY_SPREAD = "fidelity.spread"
-TABLE_METRICS = ("kl_mean_nats", "cosine_mean", "top1_accuracy_drop_pp")
-SE_METRICS = ("kl_mean_nats", "cosine_mean", "top1_match", "topk_agreement", "top1_accuracy_drop_pp")
+TABLE_METRICS = ("kl_mean_nats", "cosine_mean", "top1_accuracy_drop_pp", "sqnr_db")
+SE_METRICS = (
+    "kl_mean_nats",
+    "cosine_mean",
+    "top1_match",
+    "topk_agreement",
+    "top1_accuracy_drop_pp",
+    "sqnr_db",
+)
 
 
 def binomial_se(share: Any, n: Any) -> float | None:
@@ -57,6 +66,22 @@ def _sem_of(values: np.ndarray) -> float | None:
     return _sem(float(np.sum((v - v.mean()) ** 2)), int(v.size)) if v.size else None
 
 
+def sqnr_se_db(error: np.ndarray, sqnr: np.ndarray) -> float | None:
+    """Delta-method standard error (dB) of 10·log10(Σs/Σe) from per-sample error powers (or any multiple of
+    them, e.g. the mse) and per-sample SQNR in dB; None when a signal cannot be recovered (an error of 0) or
+    there is no error at all."""
+    e, q = np.asarray(error, np.float64), np.asarray(sqnr, np.float64)
+    if e.size < 2 or np.any(np.isnan(q)) or np.any(q == np.inf) or np.any(np.isnan(e)):
+        return None
+    sig = np.where(q == -np.inf, 0.0, e * np.power(10.0, np.where(np.isfinite(q), q, 0.0) / 10.0))
+    s_mean, e_mean = float(sig.mean()), float(e.mean())
+    if s_mean <= 0.0 or e_mean <= 0.0:
+        return None
+    cov = np.cov(sig, e, ddof=1)
+    var_log = (cov[0, 0] / s_mean**2 + cov[1, 1] / e_mean**2 - 2 * cov[0, 1] / (s_mean * e_mean)) / e.size
+    return float(10.0 / np.log(10.0) * np.sqrt(max(float(var_log), 0.0)))
+
+
 def spread_document(table: Mapping[str, np.ndarray]) -> dict[str, float | None]:
     """The job-time "fidelity.spread" document: TABLE_METRICS standard errors from the engine's per-sample
     table of the primary output (the columns sample_rows stores), as table_standard_errors reads them back."""
@@ -68,10 +93,12 @@ def spread_document(table: Mapping[str, np.ndarray]) -> dict[str, float | None]:
         compressed[labelled] == label[labelled]
     )
     drop = _sem_of(paired)
+    mse, sqnr = np.asarray(table["mse"], np.float64), np.asarray(table["sqnr_db"], np.float64)
     return {
         "kl_mean_nats": _sem_of(kl[finite & ~np.isnan(kl)]),
         "cosine_mean": _sem_of(cosine[finite & ~np.isnan(cosine)]),
         "top1_accuracy_drop_pp": None if drop is None else 100.0 * drop,
+        "sqnr_db": sqnr_se_db(mse[finite], sqnr[finite]),
     }
 
 

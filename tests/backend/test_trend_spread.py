@@ -18,7 +18,12 @@ from sqlalchemy import select
 from backend.contracts import RESULT_FIDELITY_SUMMARY
 from backend.db.models import Job, JobResult, SampleDivergence
 from backend.db.session import session_factory
-from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document, table_standard_errors
+from backend.services.trend_spread import (
+    RESULT_FIDELITY_SPREAD,
+    SE_METRICS,
+    spread_document,
+    table_standard_errors,
+)
 from backend.settings import Settings
 from tests.backend.test_trends import _model
 from worker.engine.fidelity import FidelityParams, compare_models
@@ -89,6 +94,23 @@ def golden(settings: Settings, project: dict[str, Any]) -> str:
     return str(model_id)
 
 
+def check_sqnr(finite: list[SampleDivergence], headline: float, se: float | None, job_time: bool) -> None:
+    """The dataset SQNR rebuilt from the stored rows (signal_i = error_i·10^(sqnr_i/10), error ∝ mse) equals the
+    headline; its job-time standard error agrees with scipy's bootstrap of that statistic (an independent
+    estimate: 10 % on a few hundred samples)."""
+    error = np.array([r.mse for r in finite], dtype=np.float64)
+    signal = error * 10 ** (np.array([r.sqnr_db for r in finite], dtype=np.float64) / 10)
+    assert 10 * np.log10(signal.sum() / error.sum()) == pytest.approx(headline, rel=1e-9)
+    if not job_time:
+        assert se is None  # the stored table path has no SQNR spread
+        return
+    boot = stats.bootstrap(
+        (signal, error), lambda s, e: 10 * np.log10(np.sum(s) / np.sum(e)), paired=True, vectorized=False,
+        n_resamples=3000, method="percentile", rng=np.random.default_rng(0),
+    )  # fmt: skip
+    assert se == pytest.approx(boot.standard_error, rel=0.1)
+
+
 def _stored(settings: Settings, job_id: str) -> list[SampleDivergence]:
     with session_factory(settings.resolved_database_url)() as session:
         rows = session.execute(select(SampleDivergence).where(SampleDivergence.job_id == uuid.UUID(job_id)))
@@ -126,6 +148,7 @@ def test_standard_errors_equal_scipy_on_the_stored_per_sample_values(
             assert se["top1_accuracy_drop_pp"] == 0
         else:
             assert se["top1_accuracy_drop_pp"] == pytest.approx(100 * stats.sem(d), rel=1e-9)
+        check_sqnr(finite, head["sqnr_db"], se["sqnr_db"], job_time=job_id in jobs[:2])
     for noisy, quiet in ((jobs[0], jobs[1]), (jobs[2], jobs[3])):
         noisy_se, quiet_se = by_job[noisy]["standard_errors"], by_job[quiet]["standard_errors"]
         # more noise in the model, more spread
@@ -140,9 +163,9 @@ def test_standard_errors_equal_scipy_on_the_stored_per_sample_values(
                     JobResult.job_id == stored_id, JobResult.key == RESULT_FIDELITY_SPREAD
                 )
             ).scalar_one()
-            assert stored.keys() == from_table[stored_id].keys()
-            for key, value in stored.items():
-                assert value == pytest.approx(from_table[stored_id][key], rel=1e-9)
+            assert stored.keys() == set(from_table[stored_id]) | {"sqnr_db"}  # SQNR: job time only
+            for key, value in from_table[stored_id].items():
+                assert stored[key] == pytest.approx(value, rel=1e-9)
 
 
 def test_jobs_without_a_per_sample_table_have_no_spread(
@@ -159,6 +182,4 @@ def test_jobs_without_a_per_sample_table_have_no_spread(
         session.add(JobResult(job_id=job.id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
         session.commit()
     body = client.get(f"/api/v1/projects/{project['id']}/trends", params={"golden_model_id": golden}).json()
-    assert body["points"][0]["standard_errors"] == dict.fromkeys(
-        ("kl_mean_nats", "cosine_mean", "top1_match", "topk_agreement", "top1_accuracy_drop_pp")
-    )
+    assert body["points"][0]["standard_errors"] == dict.fromkeys(SE_METRICS)

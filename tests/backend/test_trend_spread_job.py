@@ -16,6 +16,7 @@ from backend.db.models import JobResult, SampleDivergence
 from backend.db.session import session_factory
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD
 from tests.backend.test_robustness_job import Api, api, bundle, settings  # noqa: F401 (fixtures)
+from tests.backend.test_trend_spread import check_sqnr
 
 
 def test_a_real_jobs_standard_errors_equal_scipy(api: Api) -> None:  # noqa: F811
@@ -49,3 +50,4 @@ def test_a_real_jobs_standard_errors_equal_scipy(api: Api) -> None:  # noqa: F81
     assert 100 * np.mean(d) == pytest.approx(head["top1_accuracy_drop_pp"], abs=1e-9)
     expected = 100 * stats.sem(d) if np.any(d != d[0]) else 0.0
     assert se["top1_accuracy_drop_pp"] == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    check_sqnr(finite, head["sqnr_db"], se["sqnr_db"], job_time=True)

@@ -35,6 +35,11 @@ class TrendStandardErrors(BaseModel):
         default=None,
         description="Paired: 100·s/√n of [golden right] − [compressed right] over labelled finite samples.",
     )
+    sqnr_db: float | None = Field(
+        default=None,
+        description="Delta method on 10·log10(Σ signal / Σ error) over finite samples, in dB; job-time only "
+        "(None for jobs run before it, and where a sample's error is exactly 0).",
+    )
 
 
 class TrendPointOut(BaseModel):

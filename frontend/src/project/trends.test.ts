@@ -90,7 +90,9 @@ describe("ruleText", () => {
       /no per-sample spread for Mean JS \(nats\), so this threshold is a judgement/,
     );
     expect(ruleText([se(0.01, 0.003)], "kl_mean_nats")).toMatch(/^Bars are ±2 standard errors\. With a second run/);
-    expect(ruleText([point({ sqnr_db: 30 })], "sqnr_db")).toMatch(/^With a second run.*fixed 1 \(no per-sample spread/);
+    expect(ruleText([point({ ece_shift: 0.02 })], "ece_shift")).toMatch(
+      /^With a second run.*fixed 0.01 \(no per-sample spread/,
+    );
   });
 });
 

@@ -29,7 +29,7 @@ export const TREND_METRICS: Record<TrendMetric, MetricSpec> = {
   kl_mean_nats: { label: "Mean KL (nats)", higherIsBetter: false, threshold: 0.1, relative: true, spread: true },
   js_mean_nats: { label: "Mean JS (nats)", higherIsBetter: false, threshold: 0.1, relative: true, spread: false },
   cosine_mean: { label: "Mean cosine", higherIsBetter: true, threshold: 0.001, relative: false, spread: true },
-  sqnr_db: { label: "SQNR (dB)", higherIsBetter: true, threshold: 1, relative: false, spread: false },
+  sqnr_db: { label: "SQNR (dB)", higherIsBetter: true, threshold: 1, relative: false, spread: true },
   top1_accuracy_drop_pp: {
     label: "Top-1 accuracy drop (pp)",
     higherIsBetter: false,
