@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.inspection.files import readable_model
+from worker.engine.inspection.graph_types import GraphEdge, GraphNode, ModelGraph, group_path
 from worker.engine.inspection.identity import canonical_onnx_ids, node_label, onnx_aliases, onnx_module_path
 from worker.engine.inspection.model import ModelInspection
 from worker.engine.inspection.onnx_macs import _onnx_macs
@@ -34,49 +34,11 @@ if TYPE_CHECKING:
 # weight-only int8 export: int8 weight -> Cast -> Mul by the scale -> MatMul; the Mul owns the weight).
 _LOW_BIT_TYPES = frozenset({2, 3, 21, 22})  # TensorProto.UINT8, INT8, UINT4, INT4
 QDQ_PLUMBING = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
-NodeKind = Literal["op", "input", "output"]
 NO_GRAPH_NOTE = (
     "The graph view draws ONNX and torch.export (.pt2) models; TorchScript keeps no module-level graph "
     "to draw. Export the model with torch.export (or to ONNX with torch.onnx.export(..., dynamo=True), which "
     "keeps the module paths) and upload that to see its graph."
 )
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    id: str
-    kind: NodeKind
-    op_type: str
-    aliases: list[str] = field(default_factory=list)
-    module_path: str | None = None
-    group_path: list[str] = field(default_factory=list)
-    quantized: bool = False
-    params: int = 0
-    macs: int | None = None
-
-
-@dataclass(frozen=True)
-class GraphEdge:
-    source: str
-    target: str
-    tensor: str
-    quantized: bool = False
-
-
-@dataclass(frozen=True)
-class ModelGraph:
-    format: str
-    nodes: list[GraphNode]
-    edges: list[GraphEdge]
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "nodes": [asdict(node) for node in self.nodes],
-            "edges": [asdict(edge) for edge in self.edges],
-            "notes": list(self.notes),
-        }
 
 
 def model_graph(
@@ -116,13 +78,6 @@ def display_graph(
             f"The graph could not be built ({type(exc).__name__}: {exc}); the rest of the inspection stands."
         )
         return ModelGraph(format=fmt, nodes=[], edges=[], notes=[note])
-
-
-def group_path(module_path: str | None) -> list[str]:
-    if not module_path:
-        return []
-    parts = module_path.split(".")
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def onnx_graph(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModelGraph:

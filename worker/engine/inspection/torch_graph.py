@@ -19,12 +19,11 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from worker.engine.inspection.graph_types import GraphEdge, GraphNode, ModelGraph, group_path
 from worker.engine.inspection.model import LayerInfo, ModelInspection
 
 if TYPE_CHECKING:
     import torch
-
-    from worker.engine.inspection.graph import ModelGraph
 
 _CALL = re.compile(r"@(\d+)$")
 
@@ -76,8 +75,6 @@ def _reads_own_weight(node: torch.fx.Node, module: str, weights: Mapping[str, st
 
 def torch_export_graph(program: torch.export.ExportedProgram, inspection: ModelInspection) -> ModelGraph:
     from torch.export.graph_signature import InputKind
-
-    from worker.engine.inspection.graph import GraphEdge, GraphNode, ModelGraph, group_path
 
     leaves, types = _module_calls(program)
     layers: Mapping[str, LayerInfo] = {layer.name: layer for layer in inspection.layers}
