@@ -112,6 +112,7 @@ class FidelityHandler:
     """Runs the golden and the compressed model over a dataset and compares their outputs."""
 
     def run(self, ctx: JobContext) -> ResultWriter:
+        from worker.attention_step import attention_results
         from worker.engine.fidelity import FidelityParams, compare_models
         from worker.engine.loaders import load_model
         from worker.engine.sample_topk import SampleTopK
@@ -190,6 +191,7 @@ class FidelityHandler:
             if document is not None
         }
         diagnostics.update(robustness)  # {} unless the job asks for robustness slices
+        diagnostics.update(attention_results(ctx, models, arrays, params.threads, share))  # ONNX only
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
         layers = (
             _layer_profile(

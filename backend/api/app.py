@@ -19,6 +19,7 @@ from backend.api.docs_pages import install_docs
 from backend.api.errors import error_responses, install_error_handlers
 from backend.api.housekeeping import running_housekeeping
 from backend.api.routes import (
+    attention,
     auth,
     budgets,
     dataset_preview,
@@ -76,6 +77,7 @@ SIGNED_IN_ROUTERS = (
     jobs.router,
     fidelity.router,
     diagnostics.router,
+    attention.router,
     robustness.router,
     sensitivity.router,
     sweep.router,

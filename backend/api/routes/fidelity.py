@@ -22,6 +22,7 @@ from backend.api.schemas import (
     SampleDivergenceOut,
 )
 from backend.contracts import (
+    RESULT_FIDELITY_ATTENTION,
     RESULT_FIDELITY_CLASSES,
     RESULT_FIDELITY_LAYERS,
     RESULT_FIDELITY_ROBUSTNESS,
@@ -38,10 +39,11 @@ router = APIRouter(tags=["fidelity"])
 RESULT_ERRORS = error_responses(NotFound, Conflict, InvalidRequest)
 
 # The optional "why it diverges" documents, by stored result key (served by routes/diagnostics.py).
-DIAGNOSTIC_RESULTS: dict[str, Literal["classes", "sequence", "robustness"]] = {
+DIAGNOSTIC_RESULTS: dict[str, Literal["classes", "sequence", "robustness", "attention"]] = {
     RESULT_FIDELITY_CLASSES: "classes",
     RESULT_FIDELITY_SEQUENCE: "sequence",
     RESULT_FIDELITY_ROBUSTNESS: "robustness",
+    RESULT_FIDELITY_ATTENTION: "attention",
 }
 
 

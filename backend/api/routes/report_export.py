@@ -29,6 +29,7 @@ from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.offline_inspections import INSPECT_MAX, gather_inspections
 from backend.api.routes import (
+    attention,
     datasets,
     diagnostics,
     fidelity,
@@ -40,7 +41,12 @@ from backend.api.routes import (
     sweep,
 )
 from backend.api.routes.lookup import get_or_404, job_result
-from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, RESULT_SENSITIVITY_IMPORTANCE, JobKind
+from backend.contracts import (
+    RESULT_FIDELITY_ATTENTION,
+    RESULT_FIDELITY_ROBUSTNESS,
+    RESULT_SENSITIVITY_IMPORTANCE,
+    JobKind,
+)
 from backend.db.models import Job, JobResult, JobStatus, SampleDivergence
 from backend.errors import Conflict, InvalidRequest, KneeboardError, NotFound
 
@@ -64,6 +70,7 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/fidelity/layers": EMBEDDED,
     "/fidelity/classes": EMBEDDED,
     "/fidelity/sequence": EMBEDDED,
+    "/fidelity/attention": EMBEDDED,
     "/robustness": EMBEDDED,
     "/fidelity/samples": "sorted, filtered and paged in the file over the embedded rows",
     "/fidelity/classes/samples": "filtered in the file from the embedded rows",
@@ -147,6 +154,10 @@ def _gather_fidelity(g: _Gathered, job: Job, session: SessionDep, caller: Caller
             f"/api/v1/jobs/{job.id}/robustness",
             lambda: robustness.get_fidelity_robustness(job.id, session, caller),
         )
+    if session.scalar(  # only an ONNX pair with attention softmaxes has one (the page asks only then)
+        select(JobResult.key).where(JobResult.job_id == job.id, JobResult.key == RESULT_FIDELITY_ATTENTION)
+    ):
+        g.add(f"{base}/attention", lambda: attention.get_fidelity_attention(job.id, session, caller))
     outputs = session.scalars(
         select(SampleDivergence.output_name).where(SampleDivergence.job_id == job.id).distinct()
     ).all()

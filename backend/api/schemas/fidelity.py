@@ -45,11 +45,12 @@ class FidelityReportOut(BaseModel):
     summary: FidelitySummaryOut = Field(
         description="Per output name: the metrics; plus warnings and sample counts."
     )
-    diagnostics: list[Literal["classes", "sequence", "robustness"]] = Field(
+    diagnostics: list[Literal["classes", "sequence", "robustness", "attention"]] = Field(
         default_factory=list,
         description="Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a "
-        "classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)) and "
-        "'robustness' (GET …/robustness, a job run with robustness slices); the "
+        "classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), "
+        "'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET "
+        "…/fidelity/attention, an ONNX pair with attention softmaxes); the "
         "others answer 404, so a page asks only for these.",
     )
 

@@ -1,0 +1,34 @@
+"""The fidelity job's attention-map fidelity (issue 13, transformer internals): per layer x head KL / JS
+between the golden and compressed attention softmaxes of an ONNX pair, stored by the worker as
+RESULT_FIDELITY_ATTENTION and served typed."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter
+
+from backend.api.auth import CallerDep
+from backend.api.deps import SessionDep
+from backend.api.errors import error_responses
+from backend.api.result_schemas.attention import FidelityAttentionOut
+from backend.api.routes.lookup import job_result, succeeded_job
+from backend.contracts import RESULT_FIDELITY_ATTENTION, JobKind
+from backend.errors import Conflict, InvalidRequest, NotFound
+
+router = APIRouter(tags=["fidelity"])
+
+
+@router.get(
+    "/jobs/{job_id}/fidelity/attention",
+    operation_id="getFidelityAttention",
+    responses=error_responses(NotFound, Conflict, InvalidRequest),
+)
+def get_fidelity_attention(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> FidelityAttentionOut:
+    """Per attention layer (Softmax over the last axis giving [N, heads, Tq, Tk]) and head: the mean KL and
+    Jensen–Shannon divergence between the golden and compressed attention distributions. 404 when the job
+    has none (not an ONNX pair, no attention softmax, or run before it existed)."""
+    succeeded_job(session, job_id, JobKind.fidelity, caller)
+    missing = f"job {job_id} has no attention maps (not an ONNX pair with attention softmaxes)"
+    payload = job_result(session, job_id, RESULT_FIDELITY_ATTENTION, missing)
+    return FidelityAttentionOut.model_validate({"job_id": job_id, **payload})

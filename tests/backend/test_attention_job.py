@@ -1,0 +1,185 @@
+"""Attention-map fidelity in a fidelity job, run in-process by the real handlers on all-MiniLM-L6-v2 (fp32
+ONNX export against a third party's int8 ONNX, tests/support/pretrained.py) over the real app and Postgres:
+the document is stored beside the report, listed in its diagnostics, served whole and typed by
+GET /jobs/{id}/fidelity/attention and equal to the engine's own result on the same arrays; a step that fails
+or cannot pair the graphs leaves the job succeeded with a document that says why."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from backend.accounts import Role
+from backend.api.app import create_app
+from backend.api.result_schemas.attention import FidelityAttentionOut
+from backend.api.routes.report_export import DATA_OPEN
+from backend.contracts import RESULT_FIDELITY_ATTENTION
+from backend.db.models import JobResult, Model
+from backend.db.session import session_factory
+from backend.settings import Settings
+from tests.backend.test_typed_results import extras, missing
+from tests.conftest import truncate_all
+from tests.support.accounts import add_account
+from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
+from tests.support.services import REDIS_URL
+from worker.engine.attention import AttentionOutcome, attention_fidelity
+from worker.handlers import FidelityHandler, InspectHandler
+from worker.runtime import execute_job, json_safe
+
+SENTENCES = (
+    "A man is playing a guitar on stage.",
+    "The cat is sleeping on the sofa.",
+    "The stock market fell sharply this morning.",
+    "How do I reset my password?",
+    "Quantized models run faster on phones, but do their attention maps stay the same?",
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    tmp = tmp_path_factory.mktemp("attention_job")
+    return Settings(
+        data_dir=tmp / "data",
+        database_url=pg_url,
+        broker_url=REDIS_URL,
+        artifact_uri=(tmp / "artifacts").as_uri(),
+        queue_name=f"kneeboard-attention-{uuid.uuid4().hex[:8]}",
+        seed_demo=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    folder = tmp_path_factory.mktemp("attention_models")
+    dataset = folder / "sentences.npz"
+    tokens = tokenize(SENTENCES)
+    np.savez(dataset, input_ids=tokens["input_ids"], attention_mask=tokens["attention_mask"],
+             token_type_ids=tokens["token_type_ids"])  # fmt: skip
+    return minilm_fp32_onnx(folder), minilm_int8_onnx(), dataset
+
+
+class Api:
+    def __init__(self, http: TestClient, settings: Settings, files: tuple[Path, Path, Path]) -> None:
+        self.http, self.settings = http, settings
+        with session_factory(settings.resolved_database_url)() as s:
+            self.headers = add_account(s, None, None, Role.admin).headers
+        self.project = self.post("/projects", json={"name": "attention"})["id"]
+        self.golden = self.upload("models", files[0])
+        self.int8 = self.upload("models", files[1])
+        self.dataset = self.upload("datasets", files[2])
+        for model_id in (self.golden, self.int8):
+            with session_factory(settings.resolved_database_url)() as s:
+                job_id = s.get_one(Model, uuid.UUID(model_id)).inspect_job_id
+            assert execute_job(str(job_id), InspectHandler(), settings) == "succeeded"
+
+    def post(self, path: str, **kwargs: Any) -> Any:
+        answer = self.http.post(f"/api/v1{path}", headers=self.headers, **kwargs)
+        assert answer.status_code in (200, 201, 202), answer.text
+        return answer.json()
+
+    def get(self, path: str) -> Any:
+        return self.http.get(f"/api/v1{path}", headers=self.headers)
+
+    def upload(self, kind: str, path: Path) -> str:
+        with path.open("rb") as f:
+            return str(self.post(f"/projects/{self.project}/{kind}", files={"file": (path.name, f)})["id"])
+
+    def fidelity(self) -> str:
+        params = {
+            "golden_model_id": self.golden,
+            "compressed_model_id": self.int8,
+            "dataset_id": self.dataset,
+            "layer_profile": False,
+        }
+        job = self.post("/jobs", json={"project_id": self.project, "kind": "fidelity", "params": params})
+        assert execute_job(str(job["id"]), FidelityHandler(), self.settings) == "succeeded"
+        return str(job["id"])
+
+
+@pytest.fixture
+def api(settings: Settings, pg_url: str, files: tuple[Path, Path, Path]) -> Iterator[Api]:
+    truncate_all(pg_url)
+    dist = settings.data_dir.parent / "dist"  # the offline page's one element the export fills
+    dist.mkdir(exist_ok=True)
+    (dist / "offline.html").write_text(f"<html><body>{DATA_OPEN}</script></body></html>")
+    with TestClient(create_app(settings, run_reaper=False, frontend_dist=dist)) as http:
+        yield Api(http, settings, files)
+    truncate_all(pg_url)
+
+
+def stored(settings: Settings, job_id: str) -> dict[str, Any] | None:
+    with session_factory(settings.resolved_database_url)() as s:
+        return s.execute(
+            select(JobResult.payload).where(
+                JobResult.job_id == uuid.UUID(job_id), JobResult.key == RESULT_FIDELITY_ATTENTION
+            )
+        ).scalar_one_or_none()
+
+
+def test_the_document_is_stored_listed_and_served_typed(api: Api, files: tuple[Path, Path, Path]) -> None:
+    job_id = api.fidelity()
+    assert "attention" in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
+    answer = api.get(f"/jobs/{job_id}/fidelity/attention")
+    assert answer.status_code == 200, answer.text
+    served = answer.json()
+    document = stored(api.settings, job_id)
+    assert document is not None and "error" not in document
+    assert served == {"job_id": job_id, "error": None, **document}
+    assert not list(missing(document, served)), "the schema dropped or changed a stored field"
+    assert not list(extras(FidelityAttentionOut.model_validate(served))), "a stored field has no schema"
+    # The shareable report file embeds it as served.
+    export = api.get(f"/jobs/{job_id}/export.html")
+    assert export.status_code == 200, export.text
+    embedded = json.loads(export.text.split(DATA_OPEN, 1)[1].split("</script>", 1)[0])
+    assert embedded["responses"][f"/api/v1/jobs/{job_id}/fidelity/attention"] == served
+    # The engine on the same arrays (its numbers are checked against scipy in tests/engine).
+    expected = attention_fidelity(files[0], files[1], dict(np.load(files[2]))).document
+    assert expected is not None
+    assert (served["heads"], len(served["layers"]), served["n_samples"]) == (12, 6, len(SENTENCES))
+    assert served["mask_input"] == "attention_mask" and served["n_queries"] == expected["n_queries"]
+    for layer, want in zip(served["layers"], json_safe(expected)["layers"], strict=True):
+        assert (layer["golden_node"], layer["compressed_node"]) == (
+            want["golden_node"],
+            want["compressed_node"],
+        )
+        np.testing.assert_allclose(layer["kl"], want["kl"], rtol=1e-4)
+        np.testing.assert_allclose(layer["js"], want["js"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("how", ["raises", "unpaired"])
+def test_a_failing_step_leaves_the_report(api: Api, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    def fail(*args: object, **kwargs: object) -> AttentionOutcome:
+        if how == "raises":
+            raise ZeroDivisionError("float division by zero")
+        return AttentionOutcome(None, "the attention softmaxes cannot be paired: 6 and 5")
+
+    monkeypatch.setattr("worker.engine.attention.attention_fidelity", fail)
+    job_id = api.fidelity()
+    report = api.get(f"/jobs/{job_id}/fidelity")
+    assert report.status_code == 200 and report.json()["summary"]["n_samples"] == len(SENTENCES)
+    served = api.get(f"/jobs/{job_id}/fidelity/attention").json()
+    if how == "raises":
+        assert (
+            "internal error ZeroDivisionError" in served["error"] and "report is complete" in served["error"]
+        )
+    else:
+        assert served["error"] == "the attention softmaxes cannot be paired: 6 and 5"
+    assert served["layers"] == []
+
+
+def test_missing_document_is_404(api: Api, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("worker.engine.attention.has_attention", lambda path: False)
+    job_id = api.fidelity()
+    assert "attention" not in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
+    answer = api.get(f"/jobs/{job_id}/fidelity/attention")
+    assert answer.status_code == 404 and "has no attention maps" in answer.json()["detail"]

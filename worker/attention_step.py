@@ -1,0 +1,98 @@
+"""The fidelity job's attention step (issue 13, transformer internals): when both models are ONNX and the
+golden graph has attention softmaxes (a cheap scan of its nodes), the per layer x head KL / JS of their
+attention maps (worker/engine/attention.py) is one more stored document, RESULT_FIDELITY_ATTENTION.
+
+Like the robustness step, it is extra: graphs that cannot be paired, or anything that stops the step (a
+bug, an allocation that fails), leave a document whose ``error`` says why, and the report stands. Only a
+cancellation and the soft time limit go through.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from celery.exceptions import SoftTimeLimitExceeded
+
+from backend.contracts import RESULT_FIDELITY_ATTENTION
+from worker.engine.errors import EngineError, JobCancelled
+from worker.engine.types import ModelFormat
+from worker.runtime import JobContext, json_safe, out_of_memory
+
+logger = logging.getLogger(__name__)
+
+ONNX_FORMATS = ("onnx", "onnx_zip")
+
+
+def attention_results(
+    ctx: JobContext,
+    models: Sequence[tuple[Path, ModelFormat]],
+    arrays: Mapping[str, np.ndarray],
+    threads: int | None,
+    at: float,
+) -> dict[str, Any]:
+    """{RESULT_FIDELITY_ATTENTION: document} for an ONNX pair whose golden graph has attention softmaxes,
+    else {}. models: (path, format) of the golden and compressed models; at: the job's progress fraction
+    when the step starts (held there: the messages say how far it is)."""
+    if any(fmt not in ONNX_FORMATS for _, fmt in models):
+        return {}
+    from worker.engine.attention import attention_fidelity, has_attention
+    from worker.engine.loaders import extract_onnx_zip
+
+    fraction = min(at, 0.999)  # 1.0 would bypass the progress writes' rate limit
+
+    def on_progress(done: int, total: int) -> None:
+        ctx.progress(fraction, f"attention maps: {done} of {total} samples")
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="kb-attention-zip-") as tmp:
+            paths = []
+            for (path, fmt), role in zip(models, ("golden", "compressed"), strict=True):
+                if fmt == "onnx_zip":
+                    folder = Path(tmp) / role
+                    folder.mkdir()
+                    path = extract_onnx_zip(Path(path), folder)
+                paths.append(Path(path))
+            if not has_attention(paths[0]):
+                return {}
+            ctx.progress(fraction, "attention maps: capturing the softmaxes of both models")
+            outcome = attention_fidelity(
+                paths[0],
+                paths[1],
+                arrays,
+                memory_budget_mb=ctx.settings.profile_memory_budget_mb,
+                intra_op_threads=threads,
+                on_progress=on_progress,
+            )
+        document = outcome.document if outcome.document is not None else {"error": outcome.note}
+    except (JobCancelled, SoftTimeLimitExceeded):
+        raise
+    except Exception as exc:  # the attention maps are extra: whatever stops them must not take the report
+        cause: BaseException | None = exc
+        while cause is not None:  # the engine wraps runtime failures; a time limit inside one still stops
+            if isinstance(cause, SoftTimeLimitExceeded | JobCancelled):
+                raise cause from exc
+            cause = cause.__cause__
+        document = {"error": attention_error(exc, out_of_memory(exc))}
+    return {RESULT_FIDELITY_ATTENTION: json_safe(document)}
+
+
+def attention_error(exc: Exception, memory: bool) -> str:
+    """Why the attention document is missing, and what to change."""
+    if memory:
+        return (
+            f"the attention maps ran out of memory ({type(exc).__name__}: {exc}). The report is complete. "
+            "Lower KNEEBOARD_PROFILE_MEMORY_BUDGET_MB (it sizes the attention batches too) or raise the "
+            "worker's memory limit (KNEEBOARD_WORKER_MEMORY_LIMIT_MB)."
+        )
+    if isinstance(exc, EngineError):
+        return f"the attention maps could not be compared: {exc}. The report is complete."
+    logger.exception("the attention maps failed")
+    return (
+        f"the attention maps could not be compared (internal error {type(exc).__name__}: {exc}; please "
+        "report it). The report is complete."
+    )
