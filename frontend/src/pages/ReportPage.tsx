@@ -12,6 +12,7 @@ import { jobCrumbs } from "../lib/jobPages";
 import { href, type SampleQuery } from "../lib/route";
 import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
+import { AttentionMaps } from "../report/AttentionMaps";
 import { ClassDamage } from "../report/ClassDamage";
 import { DivergenceHistogram } from "../report/DivergenceHistogram";
 import { LayerProfileSection } from "../report/LayerProfileChart";
@@ -136,6 +137,7 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
         />
       )}
       {(report.diagnostics ?? []).includes("sequence") && <SequenceFidelity jobId={job.id} />}
+      {(report.diagnostics ?? []).includes("attention") && <AttentionMaps jobId={job.id} />}
       {(report.diagnostics ?? []).includes("robustness") && (
         <Robustness
           jobId={job.id}
