@@ -1,8 +1,11 @@
 // Drives the sweep page for tests/browser/test_recovered_frontier_browser.py: open the sweep's page, wait until
 // its Pareto chart draws the recovered point (uid "recovered") and its link, and read them back from Plotly
-// (the trace's numbers, the hover text, the drawn marker) with the chart's caption.
+// (the trace's numbers, the hover text, the drawn marker) with the chart's caption. Then select the point,
+// "Recover this" with QAT only (config.steps steps, never stopping early) and read the live loss curve drawn
+// from the job's progress while it trains.
 //
-//   node drive_recovered_frontier.mjs '{"base", "chromium", "artifacts", "username", "password", "sweep"}'
+//   node drive_recovered_frontier.mjs '{"base", "chromium", "artifacts", "username", "password", "sweep", "label",
+//                                       "steps"}'
 import { join } from "node:path";
 import { runSignedIn, startDriver } from "./browser_support.mjs";
 
@@ -41,4 +44,32 @@ await runSignedIn(config, observations, step, async (page) => {
   });
   observations.caption = await pareto.locator("figcaption").innerText();
   await page.screenshot({ path: join(config.artifacts, "sweep-recovered.png"), fullPage: true });
+
+  step("recover the point again with QAT only, and read the live loss curve while it trains");
+  await page.getByRole("table", { name: "All points" }).getByText(config.label, { exact: true }).click();
+  await page.getByRole("button", { name: "Recover this" }).click();
+  const methods = page.getByRole("group", { name: /^Methods/ });
+  for (const label of ["Cross-layer equalization", "AdaRound", "Bias correction"])
+    await methods.getByLabel(label, { exact: true }).uncheck();
+  await methods.getByLabel("Quantization-aware training", { exact: true }).check();
+  await methods.getByLabel(/^Steps/).fill(String(config.steps));
+  await methods.getByLabel(/^Patience/).fill("0");
+  await page.getByRole("button", { name: "Launch recovery" }).click();
+  const live = page.locator("figure.chart", { has: page.getByRole("heading", { name: "Recovery loss curve (live)" }) });
+  const livePlot = live.locator(".js-plotly-plot");
+  await livePlot.waitFor({ state: "attached", timeout: 120_000 });
+  // keep reading while it trains: at least 3 sampled losses and 2 KL measurements (polls every 2 s)
+  observations.live = await livePlot.evaluate(async (gd) => {
+    let last = null;
+    for (let i = 0; i < 600 && gd.isConnected; i += 1) {
+      const loss = (gd.data ?? []).find((t) => t.name === "qat: training loss");
+      const kl = (gd.data ?? []).find((t) => t.name === "qat: held-out KL");
+      if (loss && kl) last = { lossSteps: loss.x, loss: loss.y, klSteps: kl.x, kl: kl.y };
+      if (last && last.lossSteps.length >= 3 && last.klSteps.length >= 2) return last;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return last;
+  });
+  observations.liveCaption = await live.locator("figcaption").innerText().catch(() => null);
+  await page.screenshot({ path: join(config.artifacts, "recovery-live-curve.png"), fullPage: true });
 });

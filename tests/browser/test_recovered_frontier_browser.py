@@ -2,7 +2,9 @@
 .pt2 digits CNN trained here is swept (4- and 8-bit weights) and its 4-bit point recovered (SmoothQuant then
 bias correction) through the real worker; the sweep page then draws the recovered model as a "recovered"
 marker at the point's size and the recovery's held-out KL "after", dotted to the point it recovered, with
-the methods and KL before → after in its hover. Driven by drive_recovered_frontier.mjs."""
+the methods and KL before → after in its hover. A QAT recovery launched from the point's "Recover this"
+draws its loss curve live from the job's progress; each sampled loss and held-out KL equals the stored
+curve's value at that step once the job ends. Driven by drive_recovered_frontier.mjs."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DRIVER = Path(__file__).with_name("drive_recovered_frontier.mjs")
 W4 = {"type": "weight_quant", "bits": 4, "per_channel": True}
+STEPS = 12_000  # QAT steps of the live run: ~440 steps/s here (2 cores), so about 14 polls of 2 s
 
 
 def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, tmp_path: Path) -> None:
@@ -69,9 +72,11 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
     seen = run_driver(
         node,
         DRIVER,
-        driver_config(base, chromium, "recovered_frontier", sweep=sweep["id"]),
+        driver_config(
+            base, chromium, "recovered_frontier", sweep=sweep["id"], label=point["label"], steps=STEPS
+        ),
         proc,
-        timeout=240,
+        timeout=300,
     )
     assert seen["consoleErrors"] == []
     chart = seen["chart"]
@@ -92,3 +97,18 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
     assert "Green diamonds: 1 recovered model" in seen["caption"]
     # the recovery did recover: its KL after is below its own "before" on the same held-out samples
     assert after < summary["before"]["kl_mean"]
+
+    # the live curve: sampled while the QAT job trained, each value the stored curve's at that step
+    live = seen["live"]
+    assert live is not None and len(live["lossSteps"]) >= 3 and len(live["klSteps"]) >= 2, live
+    assert "Sampled from the job's progress" in seen["liveCaption"]
+    jobs = client.http.get("/jobs", params={"project_id": project["id"], "kind": "recovery"}).json()["items"]
+    qat = next(j for j in jobs if [m["name"] for m in j["params"]["methods"]] == ["qat"])
+    assert qat["params"]["methods"][0]["steps"] == STEPS and qat["params"]["methods"][0]["patience"] == 0
+    assert client.wait_job(qat["id"], timeout=600)["status"] == "succeeded"
+    stored = client.http.get(f"/jobs/{qat['id']}/recovery").json()["steps"][1]["details"]["curve"]
+    by_step = {p["step"]: p for p in stored}
+    for step, loss in zip(live["lossSteps"], live["loss"], strict=True):
+        assert loss == pytest.approx(by_step[step]["loss"], rel=1e-4), (step, loss)  # the message's 5 digits
+    for step, kl in zip(live["klSteps"], live["kl"], strict=True):
+        assert kl == pytest.approx(by_step[step]["heldout_kl"], rel=1e-4), (step, kl)

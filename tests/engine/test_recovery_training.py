@@ -230,6 +230,10 @@ def test_the_runner_reports_each_step_and_refuses_bad_requests(
     steps = [m for m in messages if m[0] == "qat" and "step" in m[3]]
     assert [(m[1], m[2]) for m in steps] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert "held-out KL" in steps[1][3] and "held-out KL" not in steps[0][3]
+    # after a check, each message repeats the last measurement with its step (a dashboard polling every few
+    # seconds then sees every measurement, not only those that fall on a poll)
+    measured = steps[1][3].rsplit("held-out KL ", 1)[1]
+    assert steps[2][3].endswith(f"(held-out KL {measured} at step 2)"), steps[2][3]
     with pytest.raises(RecoveryError, match="out of range"):
         MethodSpec("qat", {"steps": 0})
     with pytest.raises(RecoveryError, match="must be an integer"):

@@ -1,9 +1,11 @@
 // The loss curve of a recovery's training steps (distill, qat): the training loss per step and the held-out
-// KL where it was measured, on a log axis (both fall by orders of magnitude), the kept step marked.
+// KL where it was measured, on a log axis (both fall by orders of magnitude), the kept step marked. `live`:
+// the curve sampled from the job's progress while it trains (liveCurve.ts).
 import type { Data, Layout } from "plotly.js";
 import { useMemo } from "react";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
+import { POLL_MS } from "../api/polling";
 import type { LossCurve } from "./training";
 
 const LAYOUT: Partial<Layout> = {
@@ -15,7 +17,7 @@ const LAYOUT: Partial<Layout> = {
 
 const COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756"];
 
-export function LossCurveChart({ curves }: { curves: LossCurve[] }) {
+export function LossCurveChart({ curves, live = false }: { curves: LossCurve[]; live?: boolean }) {
   const data = useMemo<Data[]>(
     () =>
       curves.flatMap((c, i) => {
@@ -24,7 +26,7 @@ export function LossCurveChart({ curves }: { curves: LossCurve[] }) {
         const traces: Data[] = [
           {
             type: "scatter",
-            mode: "lines",
+            mode: live ? "lines+markers" : "lines",
             name: `${c.method}: training loss`,
             x: c.steps,
             y: c.loss,
@@ -51,18 +53,25 @@ export function LossCurveChart({ curves }: { curves: LossCurve[] }) {
           });
         return traces;
       }),
-    [curves],
+    [curves, live],
   );
   const early = curves.filter((c) => c.stoppedEarly).map((c) => c.method);
   return (
     <ChartPanel
-      title="Recovery loss curve"
+      title={live ? "Recovery loss curve (live)" : "Recovery loss curve"}
       caption={
-        <>
-          Training loss per step (temperature KL, plus cross-entropy when weighted) and the KL to the golden model on
-          calibration data kept out of training, where measured; the state with the lowest held-out KL is kept.
-          {early.length > 0 && ` Stopped early: ${early.join(", ")}.`}
-        </>
+        live ? (
+          <>
+            Sampled from the job&apos;s progress at each poll (every {POLL_MS / 1000} s): the loss of the step running
+            then, and every held-out KL measurement seen. Every step is stored, and drawn here, when the job ends.
+          </>
+        ) : (
+          <>
+            Training loss per step (temperature KL, plus cross-entropy when weighted) and the KL to the golden model on
+            calibration data kept out of training, where measured; the state with the lowest held-out KL is kept.
+            {early.length > 0 && ` Stopped early: ${early.join(", ")}.`}
+          </>
+        )
       }
       csv={() => ({
         header: ["method", "step", "loss", "heldout_kl"],
@@ -74,7 +83,7 @@ export function LossCurveChart({ curves }: { curves: LossCurve[] }) {
         ),
       })}
     >
-      <Plot data={data} layout={LAYOUT} filename="recovery-loss-curve" />
+      <Plot data={data} layout={LAYOUT} filename={live ? "recovery-loss-curve-live" : "recovery-loss-curve"} />
     </ChartPanel>
   );
 }

@@ -1,12 +1,13 @@
 // "Recover this" on a sweep point: choose the methods (by default equalization → AdaRound → bias correction;
-// SmoothQuant with its α, distillation and QAT with their training parameters), launch a recovery job on the sweep's model and
-// dataset, watch its progress (a training step's loss and held-out KL), then its before/after result and
-// loss curve. Shown for sweeps of torch.export (.pt2) models, the golden models recovery runs on.
+// SmoothQuant with its α, distillation and QAT with their training parameters), launch a recovery job on the
+// sweep's model and dataset, watch its progress (a training step's loss and held-out KL, drawn live), then its
+// before/after result and loss curve. Shown for sweeps of torch.export (.pt2) models, the golden models recovery runs on.
 import { useState } from "react";
 import { useJob } from "../api/jobs";
 import { isActive } from "../api/polling";
 import { ErrorMessage } from "../components/QueryView";
 import { useCreateRecovery, useModelWhenKnown } from "./queries";
+import { LiveLossCurve } from "./LiveLossCurve";
 import { MethodChooser } from "./MethodChooser";
 import { RecoveryResult } from "./RecoveryResult";
 import { choiceProblem, DEFAULT_CHOICE, methodsToLaunch, type MethodChoice } from "./training";
@@ -16,9 +17,12 @@ function Launched({ jobId }: { jobId: string }) {
   if (!job.data) return null;
   if (isActive(job.data))
     return (
-      <p className="muted" role="status">
-        Recovering… {job.data.progress_message}
-      </p>
+      <>
+        <p className="muted" role="status">
+          Recovering… {job.data.progress_message}
+        </p>
+        <LiveLossCurve message={job.data.progress_message} />
+      </>
     );
   if (job.data.status !== "succeeded")
     return (

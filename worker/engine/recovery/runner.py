@@ -261,11 +261,17 @@ def _train(
     progress: Progress,
 ) -> dict[str, Any]:
     """distill / qat with the golden float model as teacher; each step reported through `progress` (the
-    message carries the loss and, when measured, the held-out KL)."""
+    message carries the loss and the held-out KL: measured at this step, or the last one with its step, so
+    that a dashboard polling every few seconds sees every measurement when a check takes longer than that)."""
     params = method.training_params()
+    last: list[tuple[float, int]] = []
 
     def on_step(step: TrainingStep) -> None:
-        kl = "" if step.heldout_kl is None else f", held-out KL {step.heldout_kl:.5g}"
+        if step.heldout_kl is not None:
+            last[:] = [(step.heldout_kl, step.step)]
+            kl = f", held-out KL {step.heldout_kl:.5g}"
+        else:
+            kl = "".join(f" (held-out KL {value:.5g} at step {at})" for value, at in last)
         progress(
             method.name,
             step.step,
