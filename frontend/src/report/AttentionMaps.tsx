@@ -82,8 +82,8 @@ export function AttentionMaps({ jobId }: { jobId: string }) {
           title="Attention divergence per layer and head"
           caption={
             <>
-              Mean over {doc.n_samples} samples × their {doc.n_queries} query positions
-              {doc.mask_input ? ` (padding left out by ${doc.mask_input})` : " (no attention mask: every position)"}
+              Mean over the {doc.n_queries} query positions of {doc.n_samples} samples
+              {doc.mask_input ? ` (padded ones left out by ${doc.mask_input})` : " (no attention mask: every position)"}
               {worst &&
                 `; the most changed head is L${worst.layer.toString()} head ${worst.head.toString()} (${formatNumber(worst.value)} nats)`}
               .{doc.notes.map((note) => ` ${note}`)}
