@@ -146,6 +146,7 @@ CASES: dict[str, Case] = {
     "getFidelityClasses": Case("team"),
     "getFidelitySequence": Case("team"),
     "getFidelityRobustness": Case("team"),
+    "getFidelityAttention": Case("team"),
     "listFidelityClassSamples": Case("team", query=lambda w: {"golden_class": 0, "compressed_class": 1}),
     "listFidelityRuns": Case("team"),
     "getSensitivityReport": Case("team", job_kind="sensitivity"),

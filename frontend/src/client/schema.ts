@@ -356,6 +356,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/fidelity/attention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Fidelity Attention
+         * @description Per attention layer (Softmax over the last axis giving [N, heads, Tq, Tk]) and head: the mean KL and
+         *     Jensen–Shannon divergence between the golden and compressed attention distributions. 404 when the job
+         *     has none (not an ONNX pair, no attention softmax, or run before it existed).
+         */
+        get: operations["getFidelityAttention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/fidelity/classes": {
         parameters: {
             query?: never;
@@ -547,7 +569,8 @@ export interface paths {
         };
         /**
          * Get Fidelity Robustness
-         * @description Per corruption slice (noise, brightness, contrast, blur, occlusion) and severity: both models'
+         * @description Per corruption slice (noise, brightness, contrast, blur, occlusion, JPEG, token replacement, FGSM
+         *     and PGD adversarial inputs crafted against the golden model) and severity: both models'
          *     accuracy, mean KL, top-1 agreement, the brittleness ratio (slice divergence / clean divergence) and
          *     the worst samples. 404 when the job was run without `robustness`.
          */
@@ -763,6 +786,27 @@ export interface paths {
          *     any model of the team.
          */
         patch: operations["updateModel"];
+        trace?: never;
+    };
+    "/api/v1/models/{model_id}/file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download Model
+         * @description The model's file exactly as it was uploaded (the same bytes, so its sha256 is the model's
+         *     `artifact_sha256`), under its upload name: any member of the team may take a copy.
+         */
+        get: operations["downloadModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/models/{model_id}/graph": {
@@ -1065,7 +1109,8 @@ export interface paths {
         put?: never;
         /**
          * Create New Team
-         * @description A new team, with you as its admin.
+         * @description A new team, with you as its admin. Any signed-in account may create one unless the site restricts it
+         *     to site admins (KNEEBOARD_TEAM_CREATION=site_admins: 403 for others).
          */
         post: operations["createTeam"];
         delete?: never;
@@ -1377,7 +1422,7 @@ export interface components {
             /**
              * Iterations
              * @description Adam steps per layer.
-             * @default 600
+             * @default 1200
              */
             iterations: number;
             /**
@@ -1512,6 +1557,34 @@ export interface components {
             dtype: string;
             /** Shape */
             shape: number[];
+        };
+        /**
+         * AttentionLayerOut
+         * @description One attention softmax of the golden graph and the compressed graph's softmax paired with it (the
+         *     k-th of each, in graph order).
+         */
+        AttentionLayerOut: {
+            /** Compressed Node */
+            compressed_node: string;
+            /** Golden Node */
+            golden_node: string;
+            /**
+             * Js
+             * @description Per head: mean Jensen–Shannon divergence in nats (≤ ln 2).
+             */
+            js: (number | null)[];
+            /**
+             * Kl
+             * @description Per head: mean KL(golden ‖ compressed) in nats over samples × query positions (padded queries left out when the dataset has an attention mask).
+             */
+            kl: (number | null)[];
+            /**
+             * Kl Infinite
+             * @description Per head: whether its KL is +∞ (some row has q = 0 < p).
+             */
+            kl_infinite: boolean[];
+        } & {
+            [key: string]: unknown;
         };
         /** AuditEventOut */
         AuditEventOut: {
@@ -2486,6 +2559,50 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** FidelityAttentionOut */
+        FidelityAttentionOut: {
+            /**
+             * Error
+             * @description Why there are no attention maps (graphs that cannot be paired, or a failure); the rest of the report is complete and the other fields are then empty.
+             */
+            error: string | null;
+            /**
+             * Heads
+             * @description Attention heads per layer.
+             * @default 0
+             */
+            heads: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Layers
+             * @description In graph order.
+             */
+            layers: components["schemas"]["AttentionLayerOut"][];
+            /**
+             * Mask Input
+             * @description The dataset's attention-mask input used to leave out padded queries.
+             */
+            mask_input: string | null;
+            /**
+             * N Queries
+             * @description (sample, query position) pairs averaged over.
+             * @default 0
+             */
+            n_queries: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /** Notes */
+            notes: string[];
+        } & {
+            [key: string]: unknown;
+        };
         /** FidelityClassesOut */
         FidelityClassesOut: {
             /**
@@ -2597,9 +2714,9 @@ export interface components {
             dataset_id: string;
             /**
              * Diagnostics
-             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)) and 'robustness' (GET …/robustness, a job run with robustness slices); the others answer 404, so a page asks only for these.
+             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes); the others answer 404, so a page asks only for these.
              */
-            diagnostics?: ("classes" | "sequence" | "robustness")[];
+            diagnostics?: ("classes" | "sequence" | "robustness" | "attention")[];
             /**
              * Golden Model Id
              * Format: uuid
@@ -4312,6 +4429,11 @@ export interface components {
          * @description What a method did; the fields depend on the method (served as stored).
          */
         RecoveryDetailsOut: {
+            /**
+             * Alpha
+             * @description smoothquant: the migration strength α.
+             */
+            alpha?: number | null;
             /** Best Heldout Kl */
             best_heldout_kl?: number | null;
             /**
@@ -4324,6 +4446,11 @@ export interface components {
              * @description distill/qat: the loss curve.
              */
             curve?: components["schemas"]["LossPointOut"][] | null;
+            /**
+             * Groups
+             * @description smoothquant: per input.
+             */
+            groups?: components["schemas"]["SmoothedGroupOut"][] | null;
             /**
              * Iterations
              * @description equalization: sweeps over the pairs.
@@ -4413,7 +4540,7 @@ export interface components {
         };
         /**
          * RecoveryJobParams
-         * @description Recover fidelity lost to compression (equalization, AdaRound, bias correction, distillation, QAT, in
+         * @description Recover fidelity lost to compression (equalization, SmoothQuant, AdaRound, bias correction, distillation, QAT, in
          *     the order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
          *     and a before/after report on a held-out split.
          */
@@ -4456,7 +4583,7 @@ export interface components {
              * Methods
              * @description Applied in this order.
              */
-            methods: (components["schemas"]["EqualizationIn"] | components["schemas"]["BiasCorrectionIn"] | components["schemas"]["AdaRoundIn"] | components["schemas"]["DistillIn"] | components["schemas"]["QatIn"])[];
+            methods: (components["schemas"]["EqualizationIn"] | components["schemas"]["SmoothQuantIn"] | components["schemas"]["BiasCorrectionIn"] | components["schemas"]["AdaRoundIn"] | components["schemas"]["DistillIn"] | components["schemas"]["QatIn"])[];
             /**
              * Name
              * @description Name of the recovered model.
@@ -4699,6 +4826,11 @@ export interface components {
              */
             compressed_accuracy: number | null;
             /**
+             * Cosine Mean
+             * @description Mean cosine similarity of the two outputs, each sample flattened (served for every output kind: the similarity measure of hidden states and embeddings, which have no KL).
+             */
+            cosine_mean: number | null;
+            /**
              * Golden Accuracy
              * @description Null without labels.
              */
@@ -4770,7 +4902,7 @@ export interface components {
             seed: number;
             /**
              * Skipped
-             * @description Asked-for slices that do not apply to this dataset, and why.
+             * @description Asked-for slices that do not apply to this dataset or model pair, and why (e.g. fgsm and pgd with an ONNX golden model).
              */
             skipped: components["schemas"]["SkippedSliceOut"][];
             /** Slices */
@@ -4790,6 +4922,11 @@ export interface components {
              * @description Null without labels.
              */
             compressed_accuracy: number | null;
+            /**
+             * Cosine Mean
+             * @description Mean cosine similarity of the two outputs, each sample flattened (served for every output kind: the similarity measure of hidden states and embeddings, which have no KL).
+             */
+            cosine_mean: number | null;
             /**
              * Golden Accuracy
              * @description Null without labels.
@@ -4861,6 +4998,13 @@ export interface components {
              * @description By increasing severity.
              */
             points: components["schemas"]["RobustnessPointOut"][];
+            /**
+             * Target
+             * @description What the slice changes: any float input (noise), images (brightness, contrast, blur, occlusion, jpeg), token ids (token_replacement), or float inputs moved along the golden model's input gradient (fgsm, pgd: adversarial, crafted against the golden model).
+             * @default image
+             * @enum {string}
+             */
+            target: "float" | "image" | "tokens" | "gradient";
         } & {
             [key: string]: unknown;
         };
@@ -5347,6 +5491,59 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** SmoothedGroupOut */
+        SmoothedGroupOut: {
+            /**
+             * Fold
+             * @description "layernorm", "batchnorm", "linear", "conv" or "scale node".
+             */
+            fold: string;
+            /**
+             * Folded Into
+             * @description The module that absorbed 1/s (a LayerNorm, BatchNorm, Linear or Conv); null: a scale node (the layer's input times 1/s, a Mul in the exported file).
+             */
+            folded_into: string | null;
+            /**
+             * Layers
+             * @description Layers sharing one input, and so one per-channel scale s.
+             */
+            layers: string[];
+            /**
+             * Outlier Ratio
+             * @description Largest input channel's max|X| over the median channel's, before smoothing.
+             */
+            outlier_ratio: number | null;
+            /**
+             * Scales
+             * @description s per input channel: max|X_j|^α / max|W_j|^(1−α).
+             */
+            scales: number[];
+            /**
+             * Through Relu
+             * @description 1/s folded through a ReLU (relu(z/s) = relu(z)/s, s > 0).
+             */
+            through_relu: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SmoothQuantIn
+         * @description Migrate activation outliers into the weights: per input channel of each Linear/Conv,
+         *     s = max|X|^α / max|W|^(1−α); X/s folded into the op producing X (or a scale node), W·s.
+         */
+        SmoothQuantIn: {
+            /**
+             * Alpha
+             * @description Migration strength (0: activations kept, 1: all into weights).
+             * @default 0.5
+             */
+            alpha: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "smoothquant";
+        };
         /**
          * SweepPointDocOut
          * @description Everything measured for one point.
@@ -5775,6 +5972,44 @@ export interface components {
             job_tags: string[];
             /** N Samples */
             n_samples: number;
+            /** @description Per headline metric; the dashboard flags a run worse than the last only beyond 2·√(se_prev² + se_last²), and falls back to fixed thresholds where this is None. */
+            standard_errors: components["schemas"]["TrendStandardErrors"];
+        };
+        /**
+         * TrendStandardErrors
+         * @description The sampling noise of a run's headline numbers, in their units (None: no spread for that metric).
+         */
+        TrendStandardErrors: {
+            /**
+             * Cosine Mean
+             * @description s/√n of the per-sample cosine (finite samples).
+             */
+            cosine_mean?: number | null;
+            /**
+             * Kl Mean Nats
+             * @description s/√n of the per-sample KL over the finite samples (stored per-sample table).
+             */
+            kl_mean_nats?: number | null;
+            /**
+             * Sqnr Db
+             * @description Delta method on 10·log10(Σ signal / Σ error) over finite samples, in dB; job-time only (None for jobs run before it, and where a sample's error is exactly 0).
+             */
+            sqnr_db?: number | null;
+            /**
+             * Top1 Accuracy Drop Pp
+             * @description Paired: 100·s/√n of [golden right] − [compressed right] over labelled finite samples.
+             */
+            top1_accuracy_drop_pp?: number | null;
+            /**
+             * Top1 Match
+             * @description Binomial √(p(1−p)/n) over the finite samples.
+             */
+            top1_match?: number | null;
+            /**
+             * Topk Agreement
+             * @description Binomial √(p(1−p)/n) over the finite samples.
+             */
+            topk_agreement?: number | null;
         };
         /** UserCreate */
         UserCreate: {
@@ -7096,6 +7331,64 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FidelityReportOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getFidelityAttention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FidelityAttentionOut"];
                 };
             };
             /** @description Unauthorized: error is unauthenticated. */
@@ -8507,6 +8800,55 @@ export interface operations {
             };
         };
     };
+    downloadModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                model_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model file as uploaded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     getModelGraph: {
         parameters: {
             query?: never;
@@ -9790,6 +10132,15 @@ export interface operations {
             };
             /** @description Unauthorized: error is unauthenticated. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden: error is forbidden. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
