@@ -77,7 +77,13 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
           />
         ))}
       </div>
-      <label title="Noise, brightness, contrast, blur and occlusion at 3 severities: 15 more passes of both models">
+      <label
+        title={
+          "Each slice that applies, at 3 severities: noise; brightness, contrast, blur, occlusion and JPEG for " +
+          "images; token replacement for token ids; FGSM and PGD (10 steps) against a PyTorch golden model. " +
+          "Up to 27 more passes of both models, and PGD's gradient steps"
+        }
+      >
         <input
           type="checkbox"
           checked={robustness}
