@@ -52,7 +52,7 @@ def weight_quant_of(config: Config | None) -> WeightQuant | None:
     """The WeightQuant that gives a layer's final weights, when nothing after it rewrites them."""
     if config is None:
         return None
-    from worker.engine.sweep.runtime import last_weight_quant
+    from worker.engine.sweep.runtime_forms import last_weight_quant
 
     found = last_weight_quant(config)
     return None if found is None else found[1]

@@ -299,7 +299,7 @@ def export_recovered(
     as sweep exports; else the simulated float graph) and its manifest, whose "metrics.measured" is the
     file run in onnxruntime against the *golden* model on the held-out split."""
     from worker.engine.sweep.export import export_point, ort_runner
-    from worker.engine.sweep.runtime import runtime_support
+    from worker.engine.sweep.runtime_forms import runtime_support
 
     handle = outcome.handle()
     calib = bind_inputs(calibration_feeds, golden.inputs)

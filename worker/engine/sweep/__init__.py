@@ -20,7 +20,7 @@ from worker.engine.sweep.export import MANIFEST_FORMAT, export_point
 from worker.engine.sweep.golden import GoldenReference, PointSpec, SweepPoint, point_spec
 from worker.engine.sweep.latency import compare_latency, measure_latency
 from worker.engine.sweep.points import evaluate_point, evaluate_points
-from worker.engine.sweep.runtime import EXPORT_KINDS, ExportKind, RuntimeSupport, runtime_support
+from worker.engine.sweep.runtime_forms import EXPORT_KINDS, ExportKind, RuntimeSupport, runtime_support
 
 __all__ = [
     "EXPORT_KINDS",

@@ -2,7 +2,7 @@
 
 `export_point(golden, config_or_plan, out_dir, kind=...)` writes `<point id>.<kind>.onnx` and
 `<point id>.<kind>.json` (the manifest) and returns (path, manifest). The kinds and which configs have
-which are described in `worker.engine.sweep.runtime`:
+which are described in `worker.engine.sweep.runtime_forms`:
 
 * "simulated" → "simulated-float" (or "fp32" for the golden point): the graph the simulation ran. For
   an ONNX golden model it is the very graph `compressed()` runs (same weights, same fake-quant nodes,
@@ -60,7 +60,13 @@ from worker.engine.sweep.export_converters import dynamic, fp16, qdq
 from worker.engine.sweep.export_onnx import int8_weights, onnx_builder
 from worker.engine.sweep.export_torch import torch_builder
 from worker.engine.sweep.golden import GoldenReference, SweepPoint, fidelity_summary, json_safe, point_spec
-from worker.engine.sweep.runtime import EXACT_KINDS, EXPORT_KINDS, ExportKind, float_part, runtime_support
+from worker.engine.sweep.runtime_forms import (
+    EXACT_KINDS,
+    EXPORT_KINDS,
+    ExportKind,
+    float_part,
+    runtime_support,
+)
 
 __all__ = ["MANIFEST_FORMAT", "export_point", "ort_runner"]
 

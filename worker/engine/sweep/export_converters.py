@@ -20,7 +20,7 @@ from worker.engine.errors import EngineError
 from worker.engine.fidelity import bind_inputs
 from worker.engine.sweep.cost import storage_of
 from worker.engine.sweep.export_common import save_proto
-from worker.engine.sweep.runtime import last_weight_quant
+from worker.engine.sweep.runtime_forms import last_weight_quant
 from worker.engine.types import TensorSpec
 
 if TYPE_CHECKING:

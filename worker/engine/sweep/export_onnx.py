@@ -21,7 +21,7 @@ from worker.engine.compression.layers import LayerSpec
 from worker.engine.compression.model import resolve
 from worker.engine.compression.ops import weight_qparams
 from worker.engine.sweep.export_common import Builder, default_opset
-from worker.engine.sweep.runtime import last_weight_quant
+from worker.engine.sweep.runtime_forms import last_weight_quant
 
 if TYPE_CHECKING:
     import onnx

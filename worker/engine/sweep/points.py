@@ -34,7 +34,7 @@ from worker.engine.sweep.golden import (
     json_safe,
     point_spec,
 )
-from worker.engine.sweep.runtime import runtime_support
+from worker.engine.sweep.runtime_forms import runtime_support
 
 if TYPE_CHECKING:
     from worker.engine.sensitivity import MixedPrecisionPlan
