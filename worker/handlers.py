@@ -244,7 +244,7 @@ def _layer_profile(
 
     from worker.engine.kernel_gap import cpu_vnni, kernel_gap_note, kernel_gaps
     from worker.engine.layer_profile import profile_layers
-    from worker.runtime import out_of_memory
+    from worker.runtime import out_of_memory, raise_if_stopping
 
     def on_progress(done: int) -> None:
         ctx.progress(
@@ -277,11 +277,7 @@ def _layer_profile(
     except (JobCancelled, SoftTimeLimitExceeded):
         raise
     except Exception as exc:  # the profile is extra: whatever stops it must not take the report with it
-        cause: BaseException | None = exc
-        while cause is not None:  # the engine wraps runtime failures; a time limit inside one still stops
-            if isinstance(cause, SoftTimeLimitExceeded | JobCancelled):
-                raise cause from exc
-            cause = cause.__cause__
+        raise_if_stopping(exc)  # the engine wraps runtime failures; a stop inside one still stops
         return {"error": _profile_error(exc, out_of_memory(exc), budget)}
 
 

@@ -20,7 +20,7 @@ from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, FidelityJobParams
 from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.fidelity import FidelityReport
 from worker.engine.types import Runner
-from worker.runtime import JobContext, json_safe, out_of_memory
+from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stopping
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +72,7 @@ def robustness_results(
     except (JobCancelled, SoftTimeLimitExceeded):
         raise
     except Exception as exc:  # the slices are extra: whatever stops them must not take the report along
-        cause: BaseException | None = exc
-        while cause is not None:  # the engine wraps runtime failures; a time limit inside one still stops
-            if isinstance(cause, SoftTimeLimitExceeded | JobCancelled):
-                raise cause from exc
-            cause = cause.__cause__
+        raise_if_stopping(exc)  # the engine wraps runtime failures; a stop inside one still stops
         document = {"error": robustness_error(exc, out_of_memory(exc))}
     return {RESULT_FIDELITY_ROBUSTNESS: json_safe(document)}
 

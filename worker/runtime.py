@@ -237,6 +237,17 @@ _OUT_OF_MEMORY_SIGNS = (
 )
 
 
+def raise_if_stopping(exc: BaseException) -> None:
+    """Re-raise a cancellation or soft time limit found in `exc`'s cause chain: an optional step (layer
+    profile, robustness slices, attention maps) keeps the report when it fails, but the engine wraps runtime
+    failures in its own errors, and a stop inside one must still stop the job."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, SoftTimeLimitExceeded | JobCancelled):
+            raise cause from exc
+        cause = cause.__cause__
+
+
 def out_of_memory(exc: BaseException) -> bool:
     """Whether an exception (or one it was raised from) says that an allocation failed."""
     seen: BaseException | None = exc
