@@ -146,3 +146,10 @@ def test_missing_documents_and_bad_cells(
         f"/api/v1/jobs/{job_id}/fidelity/classes/samples", params={"golden_class": -1, "compressed_class": 0}
     )
     assert response.status_code == 422
+    for past in (
+        {"golden_class": 2**31, "compressed_class": 0},
+        {"golden_class": 0, "compressed_class": 2**31},
+    ):
+        # past the database's integer: a 422, not the 500 the fuzz test found
+        response = client.get(f"/api/v1/jobs/{job_id}/fidelity/classes/samples", params=past)
+        assert response.status_code == 422, response.text

@@ -21,6 +21,10 @@ from backend.db.models import SampleDivergence
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.sample_order import sample_page
 
+MAX_CLASS = 2**31 - 1
+"""Classes are stored as database integers: a larger query value is a 422, not a 500 (the fuzz test found
+2**31)."""
+
 router = APIRouter(tags=["fidelity"])
 
 RESULT_ERRORS = error_responses(NotFound, Conflict, InvalidRequest)
@@ -56,8 +60,12 @@ def list_fidelity_class_samples(
     job_id: uuid.UUID,
     session: SessionDep,
     caller: CallerDep,
-    golden_class: Annotated[int, Query(ge=0, description="Golden predicted class (the matrix row).")],
-    compressed_class: Annotated[int, Query(ge=0, description="Compressed predicted class (the column).")],
+    golden_class: Annotated[
+        int, Query(ge=0, le=MAX_CLASS, description="Golden predicted class (the matrix row).")
+    ],
+    compressed_class: Annotated[
+        int, Query(ge=0, le=MAX_CLASS, description="Compressed predicted class (the column).")
+    ],
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     offset: Offset = 0,
 ) -> Page[SampleDivergenceOut]:
