@@ -144,7 +144,7 @@ def cmd_up(settings: Settings) -> None:
     ]
     if settings.seed_demo:
         api_url = f"http://{settings.host}:{settings.port}"
-        seeder = [sys.executable, "-m", "worker.demo_seed", "--api", api_url]
+        seeder = [sys.executable, "-m", "worker.demo.seed", "--api", api_url]
         env = os.environ | {"KNEEBOARD_API_TOKEN": _seeder_token(settings)}
         children.append(subprocess.Popen(seeder, start_new_session=True, env=env))
     print(f"Kneeboard: dashboard at http://{settings.host}:{settings.port}  (API docs at /docs)", flush=True)

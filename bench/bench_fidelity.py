@@ -16,7 +16,7 @@ from bench.common import best_of, report
 
 
 def main(n_samples: int = 20_000, batch_size: int = 256) -> None:
-    from worker.engine.demo_models import write_demo_bundle
+    from worker.demo.models import write_demo_bundle
     from worker.engine.fidelity import FidelityParams, compare_models
     from worker.engine.loaders import load_model
 

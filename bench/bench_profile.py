@@ -37,7 +37,7 @@ def _lite0(folder: Path) -> tuple[Path, Path, np.ndarray]:
     """EfficientNet-Lite0 fp32 and int8 QDQ ONNX (as tests/engine/test_pretrained_fidelity.py builds them)
     and its 16 sample images."""
     from tests.support.pretrained import efficientnet_lite0, sample_images
-    from worker.engine.demo_models import export_onnx, quantize_onnx_int8
+    from worker.demo.models import export_onnx, quantize_onnx_int8
 
     images = sample_images().images
     golden = export_onnx(efficientnet_lite0(), images[:2], folder / "lite0.onnx")
@@ -50,7 +50,7 @@ def _deep(folder: Path) -> tuple[Path, Path, np.ndarray]:
     import torch
     from torch import nn
 
-    from worker.engine.demo_models import export_onnx, quantize_onnx_int8
+    from worker.demo.models import export_onnx, quantize_onnx_int8
 
     class Block(nn.Module):
         def __init__(self) -> None:

@@ -86,8 +86,8 @@ def _run(title: str, golden: Any, calib: dict[str, np.ndarray], held: dict[str, 
 
 
 def digits() -> None:
+    from worker.demo.models import load_digits_split, train_digits_cnn
     from worker.engine.compression import ActivationQuant, Quantize, WeightQuant, as_compressible
-    from worker.engine.demo_models import load_digits_split, train_digits_cnn
     from worker.engine.recovery import MethodSpec
 
     split = load_digits_split(seed=0)

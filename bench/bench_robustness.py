@@ -24,7 +24,7 @@ from bench.common import best_of, report
 def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> None:
     import torch
 
-    from worker.engine.demo_models import write_demo_bundle
+    from worker.demo.models import write_demo_bundle
     from worker.engine.fidelity import FidelityParams, compare_models
     from worker.engine.loaders import load_model
     from worker.engine.robustness import (

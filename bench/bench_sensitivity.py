@@ -63,7 +63,7 @@ def _efficientnet(folder: Path, samples: int) -> tuple[Path, np.ndarray]:
     import torch
 
     from tests.support.pretrained import efficientnet_lite0
-    from worker.engine.demo_models import export_onnx
+    from worker.demo.models import export_onnx
 
     images = _photo_crops(samples, 224)
     with torch.inference_mode():
@@ -78,7 +78,7 @@ def _resnet18_shape(folder: Path, samples: int, size: int = 64) -> tuple[Path, n
     from torch import nn
 
     from tests.support.residual import BasicBlock
-    from worker.engine.demo_models import export_onnx
+    from worker.demo.models import export_onnx
 
     torch.manual_seed(0)
     widths = [64, 128, 256, 512]
@@ -112,7 +112,7 @@ def _deep_mlp(folder: Path, samples: int, layers: int = 500, width: int = 32) ->
     import torch
     from torch import nn
 
-    from worker.engine.demo_models import export_onnx
+    from worker.demo.models import export_onnx
 
     class Residual(nn.Module):
         def __init__(self) -> None:

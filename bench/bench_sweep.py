@@ -47,7 +47,7 @@ def _files(folder: Path) -> tuple[Path, Path]:
     import torch
 
     from tests.support.pretrained import efficientnet_lite0, sample_images
-    from worker.engine.demo_models import export_onnx
+    from worker.demo.models import export_onnx
 
     images = sample_images().images[:SAMPLES]
     model = efficientnet_lite0().eval()

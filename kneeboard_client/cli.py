@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kneeboard_client.check import LATEST, CheckSpec, run_check
@@ -108,11 +108,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser = argparse.ArgumentParser(prog="kneeboard check", epilog=EPILOG)
         add_check_arguments(parser)
         sys.exit(check_from_args(parser.parse_args(argv[1:])))
-    try:
-        from backend.cli import main as server_main  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
+    server_main = _server_main()
+    if server_main is None:
         sys.exit(
             "kneeboard: this is the client-only install; its one command is `kneeboard check` "
             "(the server's commands need the kneeboard server package)"
         )
     server_main(argv)
+
+
+def _server_main() -> Callable[[list[str]], None] | None:
+    """The server package's `kneeboard` when it is installed: another distribution's `kneeboard` console
+    script. Found through the installed entry points rather than by importing the server's module, so the
+    client package names nothing of the server (and the two packages do not import each other)."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="console_scripts", name="kneeboard"):
+        if entry.value.replace(" ", "") == f"{__name__}:main":
+            continue
+        try:
+            loaded: Callable[[list[str]], None] = entry.load()
+        except ImportError:
+            continue
+        return loaded
+    return None

@@ -68,6 +68,30 @@ def test_the_client_imports_and_checks_without_the_server_packages(tmp_path: Pat
     assert control.returncode == 1 and "ImportError: blocked in this test: backend" in control.stderr
 
 
+SERVER_COMMAND = """
+import sys
+import kneeboard_client.cli
+try:
+    kneeboard_client.cli.main(["up"])
+except SystemExit as stop:
+    print(stop.code, file=sys.stderr)
+    raise
+"""
+
+
+def test_the_server_commands_are_found_by_entry_point_not_by_import(tmp_path: Path) -> None:
+    """The client's `kneeboard` hands other commands to the server's `kneeboard` console script when one is
+    installed (here: backend.cli.main), and without the server package says it is the client-only install;
+    kneeboard_client imports nothing of backend (no import cycle between the two packages)."""
+    from backend import cli as server_cli
+    from kneeboard_client import cli as client_cli
+
+    assert client_cli._server_main() is server_cli.main
+    assert "backend" not in (REPO_ROOT / "kneeboard_client" / "cli.py").read_text().split('"""', 2)[2]
+    result = run_blocked(SERVER_COMMAND, REPO_ROOT, tmp_path)
+    assert result.returncode == 1 and "client-only install" in result.stderr, result.stderr
+
+
 @pytest.mark.slow
 def test_its_own_pyproject_builds_a_wheel_of_just_the_client(tmp_path: Path) -> None:
     pytest.importorskip("setuptools", reason="builds without network: needs setuptools in the venv")

@@ -21,7 +21,7 @@ from backend.settings import Settings
 from tests.conftest import truncate_all
 from tests.support.accounts import TestAccount, add_account
 from tests.support.services import REDIS_URL
-from worker.engine.demo_models import write_demo_bundle
+from worker.demo.models import write_demo_bundle
 from worker.engine.inspection.graph import model_graph
 from worker.handlers import InspectHandler
 from worker.runtime import execute_job

@@ -27,7 +27,7 @@ from tests.backend.test_typed_results import extras, missing
 from tests.conftest import truncate_all
 from tests.support.accounts import add_account
 from tests.support.services import REDIS_URL
-from worker.engine.demo_models import DemoBundle, write_demo_bundle
+from worker.demo.models import DemoBundle, write_demo_bundle
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.runtime import execute_job
 

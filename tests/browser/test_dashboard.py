@@ -30,11 +30,11 @@ DRIVER = Path(__file__).with_name("drive_dashboard.mjs")
 
 @pytest.fixture(scope="module")
 def demo_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[], Path]]:
-    """The demo's int8 ONNX model, written by `python -m worker.demo_seed --write-files` while the stack starts;
+    """The demo's int8 ONNX model, written by `python -m worker.demo.seed --write-files` while the stack starts;
     calling the fixture's value waits for it."""
     folder = tmp_path_factory.mktemp("demo-files")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "worker.demo_seed", "--write-files", str(folder)],
+        [sys.executable, "-m", "worker.demo.seed", "--write-files", str(folder)],
         cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -15,7 +15,7 @@ import pytest
 
 from backend.client import KneeboardClient
 from tests.browser.support import DemoStack, driver_config, run_driver
-from worker.engine.demo_models import export_torch_program, load_digits_split, train_digits_cnn
+from worker.demo.models import export_torch_program, load_digits_split, train_digits_cnn
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -98,7 +98,7 @@ def make_stack_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Call
 @pytest.fixture(scope="session")
 def demo_files(tmp_path_factory: pytest.TempPathFactory) -> object:
     """The digits CNN (fp32 ONNX), its int8 QDQ version and the labelled test set, trained here."""
-    from worker.engine.demo_models import write_demo_bundle
+    from worker.demo.models import write_demo_bundle
 
     return write_demo_bundle(tmp_path_factory.mktemp("demo"))
 
@@ -114,7 +114,7 @@ def slow_job_files(tmp_path_factory: pytest.TempPathFactory) -> SlowJobFiles:
     """A wide MLP and a large input set, so that a fidelity job runs for several seconds on one thread."""
     import torch
 
-    from worker.engine.demo_models import export_onnx
+    from worker.demo.models import export_onnx
 
     tmp = tmp_path_factory.mktemp("slow")
     torch.manual_seed(0)

@@ -192,7 +192,7 @@ def test_mixed_formats_and_an_image_dataset(make_stack: Any, tmp_path: Any) -> N
     import zipfile
 
     from tests.support.images import png_bytes
-    from worker.engine.demo_models import (
+    from worker.demo.models import (
         export_onnx,
         export_torch_program,
         load_digits_split,

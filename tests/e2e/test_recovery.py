@@ -15,7 +15,7 @@ import torch
 from scipy.special import rel_entr, softmax
 
 from tests.e2e.conftest import Stack
-from worker.engine.demo_models import export_torch_program, load_digits_split, train_digits_cnn
+from worker.demo.models import export_torch_program, load_digits_split, train_digits_cnn
 from worker.recovery_handler import split_indices
 
 pytestmark = pytest.mark.e2e

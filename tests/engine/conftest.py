@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from worker.engine.demo_models import (
+from worker.demo.models import (
     DemoBundle,
     DigitsCNN,
     DigitsSplit,

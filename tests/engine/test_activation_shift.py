@@ -17,7 +17,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from worker.engine.demo_models import DigitsCNN, DigitsSplit, export_onnx, quantize_onnx_int8
+from worker.demo.models import DigitsCNN, DigitsSplit, export_onnx, quantize_onnx_int8
 from worker.engine.layer_profile import LayerProfile, profile_layers
 from worker.engine.layer_profile.shift import HISTOGRAM_BINS, HISTOGRAM_SAMPLE, RELU_FAMILY
 

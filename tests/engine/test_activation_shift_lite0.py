@@ -12,7 +12,7 @@ import pytest
 
 from tests.engine.test_activation_shift import check_against_numpy
 from tests.support.pretrained import efficientnet_lite0, sample_images
-from worker.engine.demo_models import export_onnx, quantize_onnx_int8
+from worker.demo.models import export_onnx, quantize_onnx_int8
 
 pytestmark = pytest.mark.slow
 

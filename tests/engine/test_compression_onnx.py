@@ -9,6 +9,7 @@ import onnx
 import pytest
 import torch
 
+from worker.demo.models import DigitsCNN, DigitsLSTM, DigitsSplit, export_onnx, train_digits_lstm
 from worker.engine.compression import (
     ActivationQuant,
     ChannelPrune,
@@ -24,7 +25,6 @@ from worker.engine.compression import (
     open_compressible,
 )
 from worker.engine.compression.model import Calibration, CompressibleModel
-from worker.engine.demo_models import DigitsCNN, DigitsLSTM, DigitsSplit, export_onnx, train_digits_lstm
 from worker.engine.errors import EngineError
 from worker.engine.metrics import distributions
 

@@ -12,7 +12,7 @@ import torch
 
 from tests.engine.test_layer_matching import activations
 from tests.engine.test_layer_profile import batches
-from worker.engine.demo_models import DemoBundle, DigitsSplit
+from worker.demo.models import DemoBundle, DigitsSplit
 from worker.engine.layer_profile import profile_layers
 from worker.engine.layer_profile.cross_format import cross_format_targets, torch_call_outputs
 

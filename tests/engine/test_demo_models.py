@@ -9,7 +9,7 @@ import onnx
 import onnxruntime as ort
 import torch
 
-from worker.engine.demo_models import (
+from worker.demo.models import (
     DemoBundle,
     DigitsCNN,
     DigitsSplit,

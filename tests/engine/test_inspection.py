@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from worker.engine.demo_models import DemoBundle, DigitsCNN, DigitsLSTM, export_onnx, export_torch_program
+from worker.demo.models import DemoBundle, DigitsCNN, DigitsLSTM, export_onnx, export_torch_program
 from worker.engine.errors import EngineError, ModelLoadError
 from worker.engine.inspection import inspect_model
 from worker.engine.types import ModelFormat

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from worker.engine.demo_models import DemoBundle
+from worker.demo.models import DemoBundle
 from worker.engine.fidelity import FidelityParams, compare_models
 from worker.engine.kernel_gap import (
     DEFAULT_NOISE_FLOOR_DB,

@@ -20,7 +20,7 @@ from tests.support.pretrained import (
     sample_images,
     tokenize,
 )
-from worker.engine.demo_models import DigitsCNN, export_onnx, quantize_onnx_int8
+from worker.demo.models import DigitsCNN, export_onnx, quantize_onnx_int8
 from worker.engine.layer_matching import MatchResult, match_onnx_files
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.support.pretrained import efficientnet_lite0, sample_images
-from worker.engine.demo_models import export_onnx, quantize_onnx_int8
+from worker.demo.models import export_onnx, quantize_onnx_int8
 from worker.engine.layer_profile import profile_layers
 
 pytestmark = pytest.mark.slow

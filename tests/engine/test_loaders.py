@@ -13,7 +13,7 @@ import torch
 
 from backend.settings import Settings
 from backend.zip_formats import ArchiveLimits, archive_problem
-from worker.engine.demo_models import DigitsCNN, DigitsSplit
+from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.loaders import OnnxRunner, extract_onnx_zip, load_model
 from worker.engine.types import ModelFormat, Runner

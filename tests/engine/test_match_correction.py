@@ -10,7 +10,7 @@ import pytest
 
 from tests.engine.test_layer_matching import activations
 from tests.engine.test_layer_profile import batches
-from worker.engine.demo_models import DemoBundle, DigitsSplit
+from worker.demo.models import DemoBundle, DigitsSplit
 from worker.engine.layer_profile import profile_layers
 
 DQ = "_DequantizeLinear_Output"

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from tests.support.deep_onnx import deep_chain_onnx
-from worker.engine.demo_models import DigitsCNN, export_onnx, quantize_onnx_int8
+from worker.demo.models import DigitsCNN, export_onnx, quantize_onnx_int8
 from worker.engine.exporters import export_torch_program
 from worker.engine.inspection import files as inspection_files
 from worker.engine.inspection import inspect_model, inspect_with_graph

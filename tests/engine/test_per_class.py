@@ -14,9 +14,9 @@ from scipy.special import softmax
 from scipy.stats import entropy as scipy_entropy
 from sklearn.metrics import accuracy_score, confusion_matrix
 
+from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
-from worker.engine.demo_models import DigitsCNN, DigitsSplit
 from worker.engine.fidelity import FidelityParams, FidelityReport, compare_models
 from worker.engine.types import TensorSpec
 

@@ -39,7 +39,7 @@ from tests.support.pretrained import (
     sample_images,
     tokenize,
 )
-from worker.engine.demo_models import export_onnx, quantize_onnx_int8
+from worker.demo.models import export_onnx, quantize_onnx_int8
 from worker.engine.fidelity import FidelityParams, FidelityReport, compare_models
 from worker.engine.loaders import OnnxRunner, load_model
 

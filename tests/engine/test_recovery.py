@@ -15,9 +15,9 @@ import pytest
 import torch
 from scipy.special import log_softmax, rel_entr, softmax
 
+from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.compression import MagnitudePrune, WeightQuant, as_compressible, open_compressible
 from worker.engine.compression.ops import fake_quant_weight
-from worker.engine.demo_models import DigitsCNN, DigitsSplit
 from worker.engine.recovery import (
     MethodSpec,
     RecoveryError,

@@ -18,9 +18,9 @@ import torch
 from scipy.special import rel_entr, softmax
 from torch import nn
 
+from worker.demo.models import DigitsSplit
 from worker.engine.compression import WeightQuant, as_compressible, open_compressible
 from worker.engine.compression.configs import ActivationQuant, Quantize
-from worker.engine.demo_models import DigitsSplit
 from worker.engine.recovery import (
     MethodSpec,
     RecoveryError,

@@ -13,8 +13,8 @@ import pytest
 import torch
 from scipy.special import rel_entr, softmax
 
+from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.compression import WeightQuant, as_compressible
-from worker.engine.demo_models import DigitsCNN, DigitsSplit
 from worker.engine.errors import JobCancelled
 from worker.engine.recovery import (
     MethodSpec,

@@ -18,7 +18,7 @@ import torch
 from scipy.special import softmax
 from scipy.stats import entropy
 
-from worker.engine.demo_models import DemoBundle
+from worker.demo.models import DemoBundle
 from worker.engine.fidelity import FidelityParams, compare_models
 from worker.engine.loaders import load_model
 from worker.engine.loaders.torch_runner import TorchRunner

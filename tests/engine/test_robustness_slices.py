@@ -14,7 +14,7 @@ import pytest
 from scipy.special import softmax
 from scipy.stats import entropy
 
-from worker.engine.demo_models import DemoBundle
+from worker.demo.models import DemoBundle
 from worker.engine.fidelity import FidelityParams, compare_models
 from worker.engine.loaders import load_model
 from worker.engine.robustness import RobustnessParams, array_stats, corrupt, evaluate_robustness

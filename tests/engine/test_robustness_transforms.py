@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from worker.engine.demo_models import DigitsSplit
+from worker.demo.models import DigitsSplit
 from worker.engine.robustness import SEVERITIES, SLICES, ArrayStats, array_stats, corrupt
 from worker.engine.robustness.transforms import block_rng, block_rows
 

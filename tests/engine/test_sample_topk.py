@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from scipy.special import softmax
 
-from worker.engine.demo_models import DemoBundle
+from worker.demo.models import DemoBundle
 from worker.engine.fidelity import FidelityParams, FidelityReport, compare_models
 from worker.engine.loaders import load_model
 from worker.engine.sample_topk import TOP_K, SampleTopK

@@ -14,6 +14,7 @@ import torch
 
 from tests.engine.test_compression import tied_model
 from tests.engine.test_compression_onnx import exported_onnx
+from worker.demo.models import DigitsCNN, DigitsSplit, export_torch_program
 from worker.engine.compression import (
     ActivationQuant,
     ChannelPrune,
@@ -25,7 +26,6 @@ from worker.engine.compression import (
     open_compressible,
 )
 from worker.engine.compression.mixed_precision import allocate
-from worker.engine.demo_models import DigitsCNN, DigitsSplit, export_torch_program
 from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.sensitivity import (
     InfeasibleBudgetError,

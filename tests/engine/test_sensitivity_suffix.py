@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from tests.support.residual import BasicBlock
+from worker.demo.models import export_onnx
 from worker.engine.compression import (
     ActivationQuant,
     FloatCast,
@@ -25,7 +26,6 @@ from worker.engine.compression import (
 from worker.engine.compression.configs import Config
 from worker.engine.compression.divergence import golden_outputs
 from worker.engine.compression.onnx_backend import OnnxCompressible
-from worker.engine.demo_models import export_onnx
 from worker.engine.sensitivity import SensitivityResult, layer_sensitivity
 from worker.engine.suffix_onnx import CellSuffix, OnnxSuffixes
 

@@ -15,6 +15,7 @@ import torch
 from onnx import numpy_helper
 
 from tests.engine.test_compression_onnx import exported_onnx
+from worker.demo.models import DigitsCNN, DigitsSplit, train_digits_lstm
 from worker.engine.compression import (
     ActivationQuant,
     ChannelPrune,
@@ -31,7 +32,6 @@ from worker.engine.compression import (
     as_compressible,
     open_compressible,
 )
-from worker.engine.demo_models import DigitsCNN, DigitsSplit, train_digits_lstm
 from worker.engine.errors import EngineError
 from worker.engine.sweep import (
     SweepPoint,

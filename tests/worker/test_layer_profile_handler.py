@@ -17,7 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from backend.contracts import FidelityJobParams
 from backend.settings import Settings
-from worker.engine.demo_models import (
+from worker.demo.models import (
     export_torchscript,
     load_digits_split,
     train_digits_cnn,

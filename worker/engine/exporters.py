@@ -1,7 +1,7 @@
 """Exporting torch models to ONNX, torch.export programs and TorchScript, and int8 QDQ quantization of ONNX
 models with onnxruntime: what sweeps use to export compressed models, and the demo and tests to build models.
 
-(Moved from `demo_models`, which re-exports these names.)
+(Moved from the demo models, `worker/demo/models.py`, which re-exports these names.)
 """
 
 from __future__ import annotations

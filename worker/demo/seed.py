@@ -1,8 +1,8 @@
 """Seed the demo project through the public API: a digits CNN, its int8 version, the digits test set,
 and a fidelity job comparing them. Idempotent: does nothing when the project exists.
 
-    python -m worker.demo_seed --api http://127.0.0.1:8000
-    python -m worker.demo_seed --write-files demo-files   # only write the files, e.g. for the README's examples
+    python -m worker.demo.seed --api http://127.0.0.1:8000
+    python -m worker.demo.seed --write-files demo-files   # only write the files, e.g. for the README's examples
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ log = logging.getLogger("kneeboard.demo")
 
 def seed(api_url: str) -> str | None:
     """Returns the fidelity job id, or None when the demo project already existed."""
-    from worker.engine.demo_models import write_demo_bundle
+    from worker.demo.models import write_demo_bundle
 
     client = KneeboardClient(api_url)
     client.wait_healthy(timeout=120)
@@ -60,7 +60,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     if args.write_files:
-        from worker.engine.demo_models import write_demo_bundle
+        from worker.demo.models import write_demo_bundle
 
         logging.getLogger().setLevel(logging.WARNING)  # the exporters are chatty
         bundle = write_demo_bundle(args.write_files)
