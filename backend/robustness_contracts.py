@@ -3,7 +3,7 @@ The names are the engine's (worker/engine/robustness/transforms.py SLICES); test
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,17 +19,8 @@ RobustnessSlice = Literal[
     "fgsm",
     "pgd",
 ]
-ROBUSTNESS_SLICES: tuple[RobustnessSlice, ...] = (
-    "gaussian_noise",
-    "brightness",
-    "contrast",
-    "gaussian_blur",
-    "occlusion",
-    "jpeg",
-    "token_replacement",
-    "fgsm",
-    "pgd",
-)
+ROBUSTNESS_SLICES: tuple[RobustnessSlice, ...] = get_args(RobustnessSlice)
+"""Every slice, in the order the engine runs them (the Literal is the one list)."""
 
 
 def _all_severities() -> list[Severity]:

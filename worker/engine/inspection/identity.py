@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
 _CALL_SUFFIX = re.compile(r"@\d+$")  # the k-th call of a module ("relu@1"), as in compression's names
+_CALL_INDEX = re.compile(r"@(\d+)$")
 
 
 def name_scopes(node: onnx.NodeProto) -> list[str] | None:
@@ -50,6 +51,21 @@ def onnx_module_path(node: onnx.NodeProto) -> str | None:
         return None
     nested = all(b.startswith(a + ".") for a, b in itertools.pairwise(parts))
     return parts[-1] if nested else ".".join(parts)
+
+
+def module_call(meta: Mapping[str, object]) -> tuple[str, int]:
+    """(module path, call index) of the innermost module a torch.export fx node ran in, from its
+    ``nn_module_stack`` metadata: the path without '@k' parts, the index from the entry's key ('relu@1' is
+    the second call, index 1); ('', 0) in the root module."""
+    stack = meta.get("nn_module_stack") or {}
+    if not isinstance(stack, Mapping) or not stack:
+        return "", 0
+    key, (path, _) = list(stack.items())[-1]
+    if str(path).startswith("_empty_nn_module_stack"):
+        return "", 0
+    match = _CALL_INDEX.search(str(key))
+    name = ".".join(_CALL_SUFFIX.sub("", part) for part in str(path).split("."))
+    return name, int(match.group(1)) if match else 0
 
 
 def node_label(node: onnx.NodeProto, index: int) -> str:

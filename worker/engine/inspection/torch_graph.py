@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from worker.engine.inspection.graph_types import GraphEdge, GraphNode, ModelGraph, group_path
+from worker.engine.inspection.identity import module_call
 from worker.engine.inspection.model import LayerInfo, ModelInspection
 
 if TYPE_CHECKING:
@@ -39,19 +40,6 @@ def _module_calls(program: torch.export.ExportedProgram) -> tuple[set[str], dict
             types.setdefault(name, getattr(module_type, "__name__", str(module_type)).rsplit(".", 1)[-1])
     leaves = {name for name in types if name and not any(o.startswith(f"{name}.") for o in types)}
     return leaves, types
-
-
-def _innermost(node: torch.fx.Node) -> tuple[str, int]:
-    """(module path, call index) of the innermost module the node ran in ('' for the root)."""
-    stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
-        return "", 0
-    key, (path, _) = list(stack.items())[-1]
-    if str(path).startswith("_empty_nn_module_stack"):
-        return "", 0
-    match = _CALL.search(str(key))
-    name = ".".join(_CALL.sub("", part) for part in str(path).split("."))
-    return name, int(match.group(1)) if match else 0
 
 
 class _Ids:
@@ -97,7 +85,7 @@ def torch_export_graph(program: torch.export.ExportedProgram, inspection: ModelI
     for node in program.graph.nodes:
         if node.op != "call_function":
             continue
-        module, call = _innermost(node)
+        module, call = module_call(node.meta)
         if module in leaves:
             display = call_ids.get((module, call))
             if display is None:

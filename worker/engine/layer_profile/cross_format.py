@@ -13,21 +13,13 @@ through a name map."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from worker.engine.inspection.identity import module_call
+
 if TYPE_CHECKING:
     import torch
-
-_CALL = re.compile(r"@(\d+)$")
-
-
-def call_name(key: str, path: str) -> str:
-    """Layer name of the call an nn_module_stack entry describes: 'relu' for 'L__self__relu', 'relu#2' for
-    'L__self__relu@1'."""
-    match = _CALL.search(key)
-    return path if match is None else f"{path}#{int(match.group(1)) + 1}"
 
 
 def torch_call_outputs(program: torch.export.ExportedProgram, leaves: Collection[str]) -> dict[str, str]:
@@ -36,13 +28,9 @@ def torch_call_outputs(program: torch.export.ExportedProgram, leaves: Collection
     for node in program.graph.nodes:
         if node.op != "call_function":
             continue
-        stack = node.meta.get("nn_module_stack") or {}
-        if not stack:
-            continue
-        key, (path, _) = list(stack.items())[-1]
-        path = ".".join(_CALL.sub("", part) for part in str(path).split("."))
+        path, call = module_call(node.meta)
         if path in leaves:
-            last[call_name(str(key), path)] = node.name
+            last[path if call == 0 else f"{path}#{call + 1}"] = node.name
     return last
 
 
