@@ -1,11 +1,12 @@
 // Drives the report's match correction for tests/browser/test_match_correction_browser.py: on the demo
 // fidelity report, pair an unmatched golden layer with a compressed layer still in use (the page refuses it),
-// unmatch that layer's pair (accepted), look at both graphs side by side with the pending matching, re-run,
-// then the model page's side-by-side mode for the same job.
+// unmatch that layer's pair (accepted), look at both graphs side by side with the pending matching and the
+// lines between them, pair a layer by clicking in the graphs (refused: its target is taken) and back, re-run,
+// then the model page's side-by-side mode for the same job (lines follow a pan).
 //
 //   node drive_match_correction.mjs '{"base": URL, "chromium": PATH, "artifacts": DIR, "username": NAME,
 //     "password": P, "job": JOB_ID, "golden": MODEL_ID, "pairGolden": NAME, "target": NAME, "unmatch": NAME,
-//     "pick": NODE, "pendingPick": NODE}'
+//     "pick": NODE, "pendingPick": NODE, "pickLayer": NAME, "pickTarget": NAME}'
 //
 // Prints one JSON line of observations (with "error" when a step failed).
 import { join } from "node:path";
@@ -29,6 +30,19 @@ const panes = (root) =>
       ]),
     ),
   );
+
+/** The lines drawn between the two graphs: [golden box, compressed box, selected], once a click's focus (a
+ * timeout, then a frame) and the redraw it triggers (another frame) have been drawn. */
+const lines = async (root) => {
+  const page = "page" in root ? root.page() : root;
+  await page.waitForTimeout(50);
+  await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+  return root
+    .locator("[data-testid=graph-link-lines] line")
+    .evaluateAll((list) =>
+      list.map((l) => [l.getAttribute("data-golden"), l.getAttribute("data-compressed"), l.classList.contains("selected")]),
+    );
+};
 
 await runSignedIn(config, seen, step, async (page) => {
 
@@ -69,6 +83,32 @@ await runSignedIn(config, seen, step, async (page) => {
   await section.getByTestId("graph-selection").waitFor();
   seen.pendingSelection = await section.getByTestId("graph-selection").textContent();
   seen.pendingPanes = await panes(section);
+  seen.pendingLines = await lines(section);
+
+  step(`pair ${config.pickLayer} by clicking in the graphs: with the corrected layer's target, then back`);
+  const pairTools = section.getByTestId("graph-pair-by-click");
+  const pairBoth = async (compressedNode, compressedLayer) => {
+    await section.locator(`.graph-pane[data-side=golden] [data-node="${config.pick}"]`).click();
+    await section.locator(`.graph-pane[data-side=compressed] [data-node="${compressedNode}"]`).click();
+    for (const [side, layer] of [["Golden", config.pickLayer], ["Compressed", compressedLayer]]) {
+      const choose = pairTools.getByLabel(new RegExp(`^${side} layer of `));
+      if (await choose.count()) await choose.selectOption(layer);
+    }
+    const text = await pairTools.textContent();
+    await pairTools.getByRole("button", { name: "Pair these" }).click();
+    return text;
+  };
+  await section.locator(`.graph-pane[data-side=golden] [data-node="${config.pick}"]`).click();
+  const pickPanes = await panes(section);
+  const pickTarget = pickPanes.compressed.linked[0];
+  const targetNode = seen.pendingPanes.compressed.linked[0];
+  seen.clickPairText = await pairBoth(targetNode, config.target);
+  await section.getByRole("alert").waitFor();
+  seen.clickPairConflict = await section.getByRole("alert").textContent();
+  seen.clickPairRow = await section.locator(`tbody tr[data-golden="${config.pickLayer}"] td`).nth(2).textContent();
+  seen.clickBackText = await pairBoth(pickTarget, config.pickTarget);
+  await section.getByRole("alert").waitFor({ state: "detached" });
+  seen.nameMapAfterClicks = JSON.parse(await section.getByTestId("match-name-map").textContent());
   await page.screenshot({ path: join(config.artifacts, "match-correction.png"), fullPage: true });
 
   step("re-run with the corrected matching");
@@ -86,6 +126,19 @@ await runSignedIn(config, seen, step, async (page) => {
   await page.locator(`.graph-pane[data-side=golden] [data-node="${config.pick}"]`).click();
   seen.modelSelection = await page.getByTestId("graph-selection").textContent();
   seen.modelPanes = await panes(page);
+  seen.modelLines = await lines(page);
+  // Pan the golden graph far right: its boxes leave the canvas and their lines go with them.
+  const canvas = page.locator(".graph-pane[data-side=golden] svg.graph-canvas");
+  const box = await canvas.boundingBox();
+  for (let i = 0; i < 3; i += 1) {
+    await page.mouse.move(box.x + 10, box.y + 20);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width - 10, box.y + 20, { steps: 5 });
+    await page.mouse.up();
+  }
+  seen.linesAfterPan = await lines(page);
+  await page.locator(".graph-pane[data-side=golden] h4").getByRole("button", { name: "Fit" }).click();
+  seen.linesAfterFit = await lines(page);
   // Clicking the linked compressed node selects it there and links back to the golden node.
   const linked = seen.modelPanes.compressed?.linked?.[0];
   if (linked) {

@@ -2,7 +2,8 @@
 the demo project: the report lists the demo job's pairs (all by name) and its unmatched golden layers; pairing
 the unmatched conv2 pre-activation with a compressed layer another golden layer still uses is refused; once
 that layer is unmatched the re-run is allowed, both graphs side by side show the pending matching, and the
-re-run is launched. Everything is then read back through the API: the launched job carries the source's
+re-run is launched; lines join the linked boxes, and a layer paired by clicking in the two graphs shows as a
+correction (refused when its target is taken, undone when paired back). Everything is then read back through the API: the launched job carries the source's
 parameters plus the corrected `layer_name_map`, and its profile pairs the layers as the map says. The model
 page's side-by-side mode for the demo job links the two graphs' nodes."""
 
@@ -40,6 +41,8 @@ def test_correct_a_match_and_rerun_with_the_name_map(
     # its pre-activation tensor.
     pending_pick = next(row["canonical_id"] for row in profile["layers"] if row["name"] == unmatch)
     assert pending_pick in {n["id"] for n in graph["nodes"]}
+    # The output layer, paired by clicking in the graphs with the corrected layer's target, then back.
+    pick_layer = next(row["name"] for row in profile["layers"] if row["canonical_id"] == pick)
 
     config = driver_config(base, chromium, "match_correction") | {
         "job": source["id"],
@@ -49,6 +52,8 @@ def test_correct_a_match_and_rerun_with_the_name_map(
         "unmatch": unmatch,
         "pick": pick,
         "pendingPick": pending_pick,
+        "pickLayer": pick_layer,
+        "pickTarget": pairs[pick_layer],
     }
     seen = run_driver(node, DRIVER, config, proc, timeout=300)
     assert not seen["consoleErrors"], seen["consoleErrors"]
@@ -75,6 +80,19 @@ def test_correct_a_match_and_rerun_with_the_name_map(
     assert pending_pick in selection and "↔" in selection and "edited" in selection, selection
     assert seen["pendingPanes"]["golden"]["selected"] == [pending_pick]
     assert len(seen["pendingPanes"]["compressed"]["linked"]) == 1
+    # A line joins each linked pair of boxes; the selected pair's is the corrected one.
+    pending_lines = seen["pendingLines"]
+    linked_boxes = seen["pendingPanes"]["compressed"]["linked"]
+    assert [(g, c) for g, c, selected in pending_lines if selected] == [(pending_pick, linked_boxes[0])]
+    assert len({(g, c) for g, c, _ in pending_lines}) == len(pending_lines) >= 2, pending_lines
+
+    # Pairing by clicking: the output layer with the corrected layer's target is refused (two golden layers on
+    # one compressed layer) and shown as the user's correction; pairing it back with its own target undoes it.
+    assert pick_layer in seen["clickPairText"] and target in seen["clickPairText"], seen["clickPairText"]
+    assert target in seen["clickPairConflict"] and pick_layer in seen["clickPairConflict"]
+    assert seen["clickPairRow"] == target
+    assert pairs[pick_layer] in seen["clickBackText"]
+    assert seen["nameMapAfterClicks"] == {pair_golden: target, unmatch: ""}
 
     # The launched job: the source's parameters plus the corrected map; its profile pairs as the map says.
     launched = client.http.get(f"/jobs/{seen['launchedJob']}").json()
@@ -101,4 +119,10 @@ def test_correct_a_match_and_rerun_with_the_name_map(
     assert len(linked) == 1
     assert seen["backPanes"]["compressed"]["selected"] == linked
     assert seen["backPanes"]["golden"]["linked"] == [pick]
+    # Lines on the model page: the selected pair's, and none for boxes panned out of the golden canvas; Fit
+    # brings them back.
+    assert [(g, c) for g, c, selected in seen["modelLines"] if selected] == [(pick, linked[0])]
+    assert len(seen["modelLines"]) >= 2, seen["modelLines"]
+    assert seen["linesAfterPan"] == []
+    assert sorted(seen["linesAfterFit"]) == sorted(seen["modelLines"])
     print(f"side by side: {seen['modelLinks']}")

@@ -9,6 +9,11 @@ export interface CanvasHandle {
   /** Centre the view on a box (keeping the zoom, or at 1 when zoomed far out). */
   focus: (id: string) => void;
   fit: () => void;
+  /** Where a box is drawn now, in client (viewport) coordinates: its centre and half its drawn width; null
+   * when the layout has no such box. */
+  locate: (id: string) => { x: number; y: number; halfWidth: number } | null;
+  /** The canvas's own rectangle in client coordinates. */
+  bounds: () => DOMRect | null;
 }
 
 interface Props {
@@ -24,6 +29,8 @@ interface Props {
   linked?: string | null;
   /** Accessible name of the canvas (two canvases on one page need different ones). */
   label?: string;
+  /** Called after each pan, zoom or fit has been drawn (side-by-side mode redraws its link lines). */
+  onView?: () => void;
 }
 
 const NO_MARKS: ReadonlySet<string> = new Set();
@@ -47,12 +54,17 @@ export function GraphCanvas({
   marked = NO_MARKS,
   linked = null,
   label = "Model graph",
+  onView,
 }: Props) {
   const svg = useRef<SVGSVGElement>(null);
   const stage = useRef<SVGGElement>(null);
   const view = useRef<View>({ x: 0, y: 0, k: 1 });
   const frame = useRef<number | null>(null);
   const drag = useRef<{ x: number; y: number; moved: boolean } | null>(null);
+  const viewChanged = useRef(onView);
+  useEffect(() => {
+    viewChanged.current = onView;
+  }, [onView]);
 
   const apply = useCallback(() => {
     if (frame.current !== null) return;
@@ -60,6 +72,7 @@ export function GraphCanvas({
       frame.current = null;
       const { x, y, k } = view.current;
       stage.current?.setAttribute("transform", `translate(${x},${y}) scale(${k})`);
+      viewChanged.current?.();
     });
   }, []);
 
@@ -82,6 +95,14 @@ export function GraphCanvas({
         view.current = { k, x: width / 2 - box.x * k, y: HEIGHT / 2 - box.y * k };
         apply();
       },
+      locate: (id: string) => {
+        const box = layout.boxes.get(id);
+        const rect = svg.current?.getBoundingClientRect();
+        if (!box || !rect) return null;
+        const { x, y, k } = view.current;
+        return { x: rect.left + x + box.x * k, y: rect.top + y + box.y * k, halfWidth: (box.width * k) / 2 };
+      },
+      bounds: () => svg.current?.getBoundingClientRect() ?? null,
     }),
     [apply, fit, layout],
   );

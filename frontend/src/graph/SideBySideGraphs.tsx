@@ -1,22 +1,24 @@
 // A fidelity job's golden and compressed graphs side by side, linked by the job's layer matching: clicking a
 // node selects it and its match in the other graph (revealed and centred there); unmatched layers have a
 // dashed red outline; fills say how sure the match is. Used by the model page's graph section and the report's
-// match correction (which passes the pending corrections as pairings).
+// match correction (which passes the pending corrections as pairings, and takes new pairs clicked in the
+// graphs). Lines join each linked pair of boxes on screen (LinkLines.tsx).
 import { useMemo, useRef, useState, type RefObject } from "react";
 import { useLayerProfile } from "../api/fidelity";
 import type { Job } from "../api/types";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { formatPercent } from "../lib/format";
 import { profileRows } from "../report/matchCorrection";
-import { GROUP_PREFIX, collapsedGroupOf, groupSizes, initialExpanded, visibleGraph } from "./collapse";
+import { GROUP_PREFIX, boxIds, collapsedGroupOf, groupSizes, initialExpanded, visibleGraph } from "./collapse";
 import { GraphCanvas, type CanvasHandle } from "./GraphCanvas";
 import "./graph.css";
 import { layoutGraph } from "./layout";
+import { LinkLines, type LinesHandle } from "./LinkLines";
+import { boxPairs } from "./linkLines";
+import { PairByClicking, type ClickPairing, type Side } from "./PairByClicking";
 import { useModelGraph } from "./queries";
 import { UNMATCHED_FILL, linkFill, linkGraphs, type GraphLinks, type LayerPairing } from "./sideBySide";
 import type { ModelGraph, VisibleItem } from "./types";
-
-type Side = "golden" | "compressed";
 
 interface Props {
   goldenModelId: string;
@@ -24,6 +26,7 @@ interface Props {
   pairings: LayerPairing[];
   unmatchedGolden: readonly string[];
   unmatchedCompressed: readonly string[];
+  pairing?: ClickPairing;
 }
 
 /** The side-by-side graphs of a fidelity job, linked by its stored profile's matching. */
@@ -49,6 +52,7 @@ export function SideBySideGraphs({
   pairings,
   unmatchedGolden,
   unmatchedCompressed,
+  pairing,
 }: Props) {
   const golden = useModelGraph(goldenModelId, true);
   const compressed = useModelGraph(compressedModelId, true);
@@ -64,6 +68,7 @@ export function SideBySideGraphs({
       pairings={pairings}
       unmatchedGolden={unmatchedGolden}
       unmatchedCompressed={unmatchedCompressed}
+      pairing={pairing}
     />
   );
 }
@@ -81,6 +86,7 @@ function LinkedGraphs({
   pairings,
   unmatchedGolden,
   unmatchedCompressed,
+  pairing,
 }: { golden: ModelGraph; compressed: ModelGraph } & Omit<Props, "goldenModelId" | "compressedModelId">) {
   const links = useMemo(
     () => linkGraphs(golden, compressed, pairings, unmatchedGolden, unmatchedCompressed),
@@ -91,16 +97,37 @@ function LinkedGraphs({
     golden: initialExpanded(golden),
     compressed: initialExpanded(compressed),
   }));
-  const canvases = { golden: useRef<CanvasHandle>(null), compressed: useRef<CanvasHandle>(null) };
+  const goldenCanvas = useRef<CanvasHandle>(null);
+  const compressedCanvas = useRef<CanvasHandle>(null);
+  const canvases = { golden: goldenCanvas, compressed: compressedCanvas };
+  const pair = useRef<HTMLDivElement>(null);
+  const lines = useRef<LinesHandle>(null);
   const [selection, setSelection] = useState<Selection | null>(null);
+  // The last node clicked in each graph: pairing by clicking pairs these two.
+  const [picked, setPicked] = useState<Record<Side, string | null>>({ golden: null, compressed: null });
   const link =
     selection === null
       ? undefined
       : (selection.side === "golden" ? links.byGolden : links.byCompressed).get(selection.node);
+  const boxes = useMemo(
+    () => ({ golden: boxIds(golden, expanded.golden), compressed: boxIds(compressed, expanded.compressed) }),
+    [golden, compressed, expanded],
+  );
+  const pairs = useMemo(
+    () =>
+      boxPairs(
+        links.links,
+        (l) => ({ golden: boxes.golden.get(l.golden) ?? null, compressed: boxes.compressed.get(l.compressed) ?? null }),
+        linkFill,
+        (l) => l === link,
+      ),
+    [links, boxes, link],
+  );
 
   /** Select a node, reveal its match in the other graph (expanding the groups around it) and centre it. */
   const pick = (side: Side, node: string) => {
     setSelection({ side, node });
+    setPicked((p) => ({ ...p, [side]: node }));
     const other = OTHER[side];
     const match = (side === "golden" ? links.byGolden : links.byCompressed).get(node)?.[other];
     const target = match === undefined ? undefined : graphs[other].nodes.find((n) => n.id === match);
@@ -125,6 +152,7 @@ function LinkedGraphs({
       selected={chosen(side)}
       origin={selection?.side === side}
       onPick={pick}
+      onView={() => lines.current?.redraw()}
     />
   );
   return (
@@ -135,10 +163,12 @@ function LinkedGraphs({
         {links.unplaced > 0 ? `; ${links.unplaced.toString()} matched layers have no node (graph inputs)` : ""}.
       </p>
       <SelectionLine selection={selection} links={links} />
+      {pairing && <PairByClicking pairing={pairing} golden={golden} compressed={compressed} picked={picked} />}
       <Key />
-      <div className="graph-pair">
+      <div className="graph-pair" ref={pair}>
         {pane("golden")}
         {pane("compressed")}
+        <LinkLines container={pair} golden={goldenCanvas} compressed={compressedCanvas} pairs={pairs} handle={lines} />
       </div>
     </div>
   );
@@ -207,6 +237,7 @@ function GraphPane({
   selected,
   origin,
   onPick,
+  onView,
 }: {
   side: Side;
   graph: ModelGraph;
@@ -218,6 +249,7 @@ function GraphPane({
   /** Whether `selected` was clicked here (drawn as selected) or is the other graph's click's match (linked). */
   origin: boolean;
   onPick: (side: Side, node: string) => void;
+  onView: () => void;
 }) {
   const groups = useMemo(() => groupSizes(graph.nodes), [graph]);
   const visible = useMemo(() => visibleGraph(graph, expanded), [graph, expanded]);
@@ -276,6 +308,7 @@ function GraphPane({
         onPick={pick}
         handle={canvas}
         label={`${title} graph`}
+        onView={onView}
       />
     </div>
   );

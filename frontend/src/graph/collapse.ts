@@ -41,6 +41,17 @@ export function groupsEnclosing(graph: ModelGraph, nodeId: string): string[] {
   return node ? [...node.group_path] : [];
 }
 
+/** node id → the box drawing it now: the node itself, or the collapsed group holding it. */
+export function boxIds(graph: ModelGraph, expanded: Set<string>): Map<string, string> {
+  const groups = groupSizes(graph.nodes);
+  const out = new Map<string, string>();
+  for (const node of graph.nodes) {
+    const group = collapsedGroupOf(node, groups, expanded);
+    out.set(node.id, group === null ? node.id : GROUP_PREFIX + group);
+  }
+  return out;
+}
+
 export function visibleGraph(graph: ModelGraph, expanded: Set<string>): VisibleGraph {
   const groups = groupSizes(graph.nodes);
   const itemOf = new Map<string, string>();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { linkFill, linkGraphs, tensorIndex, type LayerPairing } from "./sideBySide";
+import { layersAtNode, linkFill, linkGraphs, tensorIndex, type LayerPairing } from "./sideBySide";
 import type { GraphNode, ModelGraph } from "./types";
 
 function node(id: string, aliases: string[], kind: GraphNode["kind"] = "op"): GraphNode {
@@ -94,5 +94,24 @@ describe("linking the golden and compressed graphs", () => {
     expect(
       new Set([fill("structure", 0.9), fill("structure", 0.6), fill("structure", 0.3), fill("edited", null)]).size,
     ).toBe(4);
+  });
+
+  it("turns clicked nodes back into the layers they stand for", () => {
+    // conv1 is two profile rows (its pre-activation tensor and relu); a graph input and an unknown name are none.
+    const golden_ = layersAtNode(golden, [
+      { key: "conv2d", names: ["conv1"] },
+      { key: "relu", names: ["relu"] },
+      { key: "x", names: ["x"] },
+      { key: "gone", names: ["nowhere"] },
+    ]);
+    expect(golden_.get("conv1")).toEqual(["conv2d", "relu"]);
+    expect(golden_.has("input:x")).toBe(false);
+    expect([...golden_.keys()]).toEqual(["conv1"]);
+    const compressed_ = layersAtNode(compressed, [
+      { key: "t0_dq", names: ["t0_dq"] },
+      { key: "logits", names: ["logits"] },
+    ]);
+    expect(compressed_.get("op0")).toEqual(["t0_dq"]);
+    expect(compressed_.get("op2")).toEqual(["logits"]);
   });
 });

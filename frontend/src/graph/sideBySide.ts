@@ -97,6 +97,28 @@ export function linkGraphs(
   return out;
 }
 
+/** A layer the matching can pair: its key (the name a name map uses) and every name it goes by. */
+export interface LayerNames {
+  key: string;
+  names: readonly string[];
+}
+
+/** node id → the layers drawn as that node, in `layers` order (pairing by clicking in the graphs turns the two
+ * clicked nodes back into layers). A node can stand for several layers: a conv's pre-activation tensor and
+ * its fused ReLU's output are both the conv node. */
+export function layersAtNode(graph: ModelGraph, layers: readonly LayerNames[]): Map<string, string[]> {
+  const index = tensorIndex(graph);
+  const out = new Map<string, string[]>();
+  for (const layer of layers) {
+    const id = find(index, layer.names);
+    if (id === undefined) continue;
+    const list = out.get(id);
+    if (list) list.push(layer.key);
+    else out.set(id, [layer.key]);
+  }
+  return out;
+}
+
 /** Fill of a linked node: green for a name match or the user's map, amber to red as a structural score falls
  * (a score under 0.5 is a guess), blue for a pending correction. */
 export function linkFill(link: NodeLink): string {

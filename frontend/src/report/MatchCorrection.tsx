@@ -69,6 +69,8 @@ function Correction({ job, profile }: { job: Job; profile: LayerProfile }) {
   const counts = new Map<string, number>();
   for (const row of rows) if (row.method) counts.set(row.method, (counts.get(row.method) ?? 0) + 1);
 
+  // The layers pairing by clicking in the graphs can pair (stable, so the graphs' node lookups are kept).
+  const pairableGolden = useMemo(() => rows.map((r) => ({ key: r.golden, names: r.goldenIds })), [rows]);
   const edit = (golden: string, compressed: string | null) => {
     setEdits(new Map(edits).set(golden, compressed));
     setEditing(null);
@@ -263,6 +265,7 @@ function Correction({ job, profile }: { job: Job; profile: LayerProfile }) {
             pairings={after}
             unmatchedGolden={after.filter((r) => r.compressed === null).map((r) => r.golden)}
             unmatchedCompressed={free}
+            pairing={{ goldenLayers: pairableGolden, compressedLayers: choices, onPair: edit }}
           />
         )}
       </details>
