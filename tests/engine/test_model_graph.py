@@ -14,7 +14,7 @@ from torch import nn
 
 from tests.support.deep_onnx import deep_chain_onnx
 from worker.demo.models import DigitsCNN, export_onnx, quantize_onnx_int8
-from worker.engine.exporters import export_torch_program
+from worker.engine.exporters import export_torch_program, export_torchscript
 from worker.engine.inspection import files as inspection_files
 from worker.engine.inspection import inspect_model, inspect_with_graph
 from worker.engine.inspection.graph import ModelGraph, display_graph, model_graph
@@ -114,11 +114,6 @@ def test_inspect_with_graph_extracts_an_onnx_zip_once(
     assert graph.nodes and graph.edges == model_graph(cnn_files["onnx"], "onnx").edges
 
 
-def test_torchscript_gets_a_note_not_a_graph(tmp_path: Path) -> None:
-    graph = model_graph(tmp_path / "missing.pt", "torchscript")
-    assert graph.nodes == [] and "torch.export" in graph.notes[0]
-
-
 class _Residual(nn.Module):
     """Nested modules, a skip connection, a module called twice and a functional op in the root."""
 
@@ -186,6 +181,43 @@ def test_torch_export_graph_equals_the_onnx_export_of_the_same_model(
     assert all(order[e.source] < order[e.target] for e in graph.edges if not e.target.startswith("output:"))
     assert any(e.source.startswith("input:") for e in graph.edges)
     assert any(e.target.startswith("output:") for e in graph.edges)
+
+
+@pytest.mark.parametrize("which", ["digits", "residual"])
+@pytest.mark.parametrize("how", ["trace", "script"])
+def test_torchscript_graph_equals_the_onnx_export_of_the_same_model(
+    digits_cnn: DigitsCNN, tmp_path: Path, which: str, how: str
+) -> None:
+    """The TorchScript graph is read from the module's IR (CallMethod of GetAttr, walked into modules with
+    submodules); the reference is again the dynamo ONNX export read by the ONNX path. Module nodes get the
+    same ids (a traced second call is a method of its own, forward1: still '#2'), parameters and wiring;
+    MACs are unknown for TorchScript, as inspection says; the ids are inspection's layer names."""
+    model = digits_cnn if which == "digits" else _Residual().eval()
+    x = np.random.default_rng(1).random((2, 1, 8, 8), dtype=np.float32)
+    if how == "trace":
+        path = export_torchscript(model, x, tmp_path / "m.pt")
+    else:
+        path = tmp_path / "m.pt"
+        torch.jit.save(torch.jit.script(model), str(path))
+    inspection, graph = inspect_with_graph(path, "torchscript")
+    reference = model_graph(export_onnx(model, x, tmp_path / "m.onnx"), "onnx")
+    assert graph.notes == [] and graph.format == "torchscript"
+    firsts, edges = _module_structure(graph)
+    reference_firsts, reference_edges = _module_structure(reference)
+    assert [(i, p) for i, p, _ in firsts] == [(i, p) for i, p, _ in reference_firsts]
+    assert all(macs is None for _, _, macs in firsts)
+    assert edges == reference_edges
+    assert {n.id for n in graph.nodes if n.params} == {
+        layer.name for layer in inspection.layers if layer.params
+    }
+    assert sum(n.params for n in graph.nodes) == inspection.total_params
+    ids = [n.id for n in graph.nodes]
+    assert len(ids) == len(set(ids))
+    order = {node_id: i for i, node_id in enumerate(ids)}
+    assert all(order[e.source] < order[e.target] for e in graph.edges if not e.target.startswith("output:"))
+    assert [n.id for n in graph.nodes if n.kind == "input"] == [
+        "input:input" if how == "trace" else "input:x"
+    ]
 
 
 def test_a_graph_that_cannot_be_built_is_a_note_not_a_failure(tmp_path: Path) -> None:

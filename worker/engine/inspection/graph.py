@@ -34,11 +34,6 @@ if TYPE_CHECKING:
 # weight-only int8 export: int8 weight -> Cast -> Mul by the scale -> MatMul; the Mul owns the weight).
 _LOW_BIT_TYPES = frozenset({2, 3, 21, 22})  # TensorProto.UINT8, INT8, UINT4, INT4
 QDQ_PLUMBING = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
-NO_GRAPH_NOTE = (
-    "The graph view draws ONNX and torch.export (.pt2) models; TorchScript keeps no module-level graph "
-    "to draw. Export the model with torch.export (or to ONNX with torch.onnx.export(..., dynamo=True), which "
-    "keeps the module paths) and upload that to see its graph."
-)
 
 
 def model_graph(
@@ -47,8 +42,8 @@ def model_graph(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     inspection: ModelInspection | None = None,
 ) -> ModelGraph:
-    """The display graph of a model file; TorchScript gets an empty graph with a note. A torch.export
-    program's nodes take their layers' MACs from `inspection` (inspected here when not given)."""
+    """The display graph of a model file. A torch.export program's nodes take their layers' MACs from
+    `inspection` (inspected here when not given); TorchScript's have none (its interpreter hides them)."""
     if fmt in ("onnx", "onnx_zip"):
         with readable_model(path, fmt) as (onnx_path, _):
             return onnx_graph(_read_onnx(onnx_path), input_shapes)
@@ -58,7 +53,12 @@ def model_graph(
 
         program = load_program(path)
         return torch_export_graph(program, inspection or inspect_torch_export(path, input_shapes))
-    return ModelGraph(format=fmt, nodes=[], edges=[], notes=[NO_GRAPH_NOTE.format(fmt=fmt)])
+    from worker.engine.inspection.torch_side import load_torchscript_runner
+    from worker.engine.inspection.torchscript_graph import torchscript_graph
+
+    runner = load_torchscript_runner(path)
+    outputs = None if runner.outputs is None else [spec.name for spec in runner.outputs]
+    return torchscript_graph(runner.module, [spec.name for spec in runner.inputs], outputs)
 
 
 def display_graph(
@@ -68,12 +68,13 @@ def display_graph(
     inspection: ModelInspection | None = None,
 ) -> ModelGraph:
     """model_graph for the inspect job: a graph that cannot be built is a note, not a failed inspection (the
-    model itself was inspected and runs). Cancellation and time limits are not caught."""
+    model itself was inspected and runs; RuntimeError is what TorchScript's IR raises on a method it cannot
+    give). Cancellation and time limits are not caught."""
     try:
         return model_graph(path, fmt, input_shapes, inspection)
     except JobCancelled:
         raise
-    except (EngineError, ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+    except (EngineError, ValueError, KeyError, IndexError, TypeError, AttributeError, RuntimeError) as exc:
         note = (
             f"The graph could not be built ({type(exc).__name__}: {exc}); the rest of the inspection stands."
         )

@@ -162,6 +162,11 @@ def _load_torch(path: Path, fmt: ModelFormat) -> TorchRunner:
     return runner
 
 
+def load_torchscript_runner(path: Path) -> TorchRunner:
+    """A TorchScript file loaded as the runner loads it (its module and input / output specs)."""
+    return _load_torch(path, "torchscript")
+
+
 def load_program(path: Path) -> torch.export.ExportedProgram:
     """The exported program of a .pt2 file, loaded as the runner loads it."""
     program = _load_torch(path, "torch_export").program
