@@ -449,6 +449,7 @@ def test_to_dict_is_strict_json_with_the_documented_keys(models: Models, digits_
         "unmatched_compressed",
         "notes",
         "likely_causes",
+        "not_applicable",
     }
     for layer in data["layers"]:
         assert set(layer) == LAYER_KEYS

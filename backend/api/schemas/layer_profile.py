@@ -111,6 +111,13 @@ class LayerProfileOut(BaseModel):
         "(KNEEBOARD_PROFILE_MEMORY_BUDGET_MB) after a one-sample probe, independent of the job's batch_size "
         "(it may exceed the samples there are). 0 for profiles stored before it was recorded.",
     )
+    not_applicable: str | None = Field(
+        default=None,
+        description="Why a per-layer comparison does not apply to these two models (no inner layer of the "
+        "golden model has a counterpart: different architectures, e.g. a distilled student of another "
+        "design); the layers then hold at most the model outputs. None when it applies, and in profiles "
+        "stored before it existed.",
+    )
     layers: list[LayerFidelityOut] = Field(default_factory=list)
     unmatched_golden: list[str] = Field(default_factory=list)
     unmatched_compressed: list[str] = Field(default_factory=list)

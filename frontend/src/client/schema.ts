@@ -3495,6 +3495,11 @@ export interface components {
              * @default 0
              */
             n_samples: number;
+            /**
+             * Not Applicable
+             * @description Why a per-layer comparison does not apply to these two models (no inner layer of the golden model has a counterpart: different architectures, e.g. a distilled student of another design); the layers then hold at most the model outputs. None when it applies, and in profiles stored before it existed.
+             */
+            not_applicable?: string | null;
             /** Notes */
             notes?: string[];
             /**

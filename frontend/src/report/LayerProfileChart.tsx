@@ -87,9 +87,14 @@ function Profile({ profile }: { profile: LayerProfile }) {
           stands.)
         </p>
       )}
+      {profile.not_applicable && (
+        <p className="warning" role="status" data-testid="profile-not-applicable">
+          <strong>No per-layer comparison for these two models.</strong> {profile.not_applicable}
+        </p>
+      )}
       {layers.length === 0 ? (
         !profile.error && <Empty>No layer of the golden model could be matched to one of the compressed model.</Empty>
-      ) : (
+      ) : profile.not_applicable ? null : (
         <>
           <KernelGapCallout profile={profile} />
           <WorstLayer worst={worst} />

@@ -125,6 +125,8 @@ class LayerProfile:
     profile_batch_size: int = 0
     likely_causes: list[LikelyCause] = field(default_factory=list)
     """Ranked likely causes of the divergence, each with the numbers behind it (causes.py)."""
+    not_applicable: str | None = None
+    """Why a per-layer comparison does not apply (different architectures: run.architecture_note)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: non-finite numbers become None (SQNR +inf is flagged by ``sqnr_db_infinite``)."""
@@ -136,4 +138,5 @@ class LayerProfile:
             "unmatched_compressed": list(self.unmatched_compressed),
             "notes": list(self.notes),
             "likely_causes": [cause.to_dict() for cause in self.likely_causes],
+            "not_applicable": self.not_applicable,
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from itertools import chain
 from pathlib import Path
 
@@ -274,6 +274,30 @@ def _finish(pairs: list[LayerPair], notes: list[str]) -> list[LayerFidelity]:
     return layers
 
 
+def _outputs(side: OnnxSide | TorchSide) -> set[str]:
+    """The model's output tensors among its layer candidates (ONNX; a torch model's are module calls)."""
+    return {o.name for o in side.model.graph.output} if isinstance(side, OnnxSide) else set()
+
+
+def architecture_note(
+    layers: list[LayerFidelity], golden_inner: Collection[str], compressed_inner: int
+) -> str | None:
+    """Why the profile does not apply, when no inner layer of the golden model (none but its outputs) has a
+    counterpart in the compressed one: a distilled student of another design, say. None otherwise."""
+    if not golden_inner or any(layer.name in golden_inner for layer in layers):
+        return None
+    names = ", ".join(layer.name for layer in layers)
+    compared = f"only the model outputs ({names}) are compared" if layers else "nothing is compared"
+    return (
+        f"The per-layer profile does not apply to these two models: none of the golden model's "
+        f"{len(golden_inner)} inner layers has a counterpart among the compressed model's {compressed_inner} "
+        f"({compared}). They have different architectures, as a distilled student of another design has; a "
+        "per-layer comparison needs the layers two models share. The output-level report (every output "
+        "metric, per sample) is complete. If the models do share layers under other names, pair them with "
+        "layer_name_map."
+    )
+
+
 def profile_layers(
     golden_path: Path,
     golden_fmt: ModelFormat,
@@ -325,12 +349,18 @@ def profile_layers(
     matched_g = {p.golden for p in pairs}
     matched_c = {p.compressed for p in pairs}
     layers = annotate(_finish(pairs, notes), details)
+    unmatched_g = [name for name in golden.candidates if name not in matched_g]
+    inner = {
+        side.role: [n for n in side.candidates if n not in _outputs(side)] for side in (golden, compressed)
+    }
+    why_not = architecture_note(layers, inner["golden"], len(inner["compressed"]))
     return LayerProfile(
         likely_causes=likely_causes(layers),
         layers=layers,
-        unmatched_golden=[name for name in golden.candidates if name not in matched_g],
+        unmatched_golden=unmatched_g,
         unmatched_compressed=[name for name in compressed.candidates if name not in matched_c],
         notes=notes,
+        not_applicable=why_not,
         n_samples=n,
         profile_batch_size=rebatched.size,
     )
