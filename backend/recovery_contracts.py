@@ -111,13 +111,15 @@ def parse_point_id(point_id: str) -> tuple[uuid.UUID, int]:
 
 class RecoveryJobParams(BaseModel):
     """Recover fidelity lost to compression (equalization, SmoothQuant, AdaRound, bias correction, distillation, QAT, in
-    the order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
+    the order given), on a torch golden model (.pt2), or AdaRound and bias correction on an ONNX golden model;
+    stores the recovered model as a new model with its lineage
     and a before/after report on a held-out split."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     golden_model_id: uuid.UUID = Field(
-        description="The golden (uncompressed) model: a .pt2 torch.export file."
+        description="The golden (uncompressed) model: a .pt2 torch.export file (every method), or ONNX "
+        "(adaround and bias_correction)."
     )
     config: CompressionConfigIn | None = Field(
         default=None, description="The compression configuration to recover (as sweeps take it)."

@@ -1,5 +1,5 @@
 """Recovery jobs: recovery of a compressed torch model (worker/engine/recovery: training-free methods,
-distillation, QAT), stored as a new model with its lineage, plus the before/after summary
+distillation, QAT) or ONNX model (AdaRound and bias correction), stored as a new model with its lineage, plus the before/after summary
 ("recovery.summary").
 
 The dataset is split once, deterministically (a seeded permutation): the held-out share measures the

@@ -15,7 +15,7 @@ import torch
 from scipy.special import rel_entr, softmax
 
 from tests.e2e.conftest import Stack
-from worker.demo.models import export_torch_program, load_digits_split, train_digits_cnn
+from worker.demo.models import export_onnx, export_torch_program, load_digits_split, train_digits_cnn
 from worker.recovery_handler import split_indices
 
 pytestmark = pytest.mark.e2e
@@ -118,6 +118,21 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
     refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": fp32})
     assert refused.status_code == 422 and "uncompressed" in refused.json()["detail"]
 
-    bad = dict(params, golden_model_id=recovered["id"])  # an ONNX golden model: refused before queuing
+    # An ONNX golden model: equalization needs a torch module, refused before queuing; AdaRound and bias
+    # correction run on it.
+    onnx_golden = c.upload_model(project["id"], export_onnx(cnn, split.x_test[:2], tmp_path / "cnn.onnx"))
+    assert c.wait_model(onnx_golden["id"], timeout=120)["status"] == "ready"
+    bad = dict(params, golden_model_id=onnx_golden["id"])
     refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": bad})
-    assert refused.status_code == 422 and "torch.export" in refused.json()["detail"]
+    assert refused.status_code == 422 and "equalization need(s) a torch.export" in refused.json()["detail"]
+    on_onnx = dict(bad, methods=params["methods"][1:])
+    response = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": on_onnx})
+    assert response.status_code == 201, response.text
+    assert c.wait_job(response.json()["id"], timeout=300)["status"] == "succeeded"
+    third = c.http.get(f"/jobs/{response.json()['id']}/recovery").json()
+    assert [s["method"] for s in third["steps"]] == ["before", "adaround", "bias_correction"]
+    assert third["after"]["kl_mean"] < third["before"]["kl_mean"]
+    assert (
+        c.http.get(f"/models/{third['model_id']}").json()["lineage"]["parent_model_id"] == onnx_golden["id"]
+    )
+    np.testing.assert_allclose(third["export"]["measured"]["kl_mean"], third["after"]["kl_mean"], rtol=1e-3)

@@ -26,7 +26,10 @@ from backend.services.jobs import dispatch, new_job
 
 router = APIRouter(tags=["recovery"])
 
-RECOVERABLE_FORMATS = ("torch_export",)
+RECOVERABLE_FORMATS = ("torch_export", "onnx", "onnx_zip")
+ONNX_METHODS = ("adaround", "bias_correction")
+"""What recovery runs on an ONNX golden model (worker/engine/recovery/onnx_model.py); the other methods
+rewrite or train a torch module."""
 
 
 @router.post(
@@ -47,8 +50,15 @@ def create_recovery_job(
         raise Conflict(f"model {golden.name!r} ({golden.id}) is invalid: {golden.error}")
     if golden.format not in RECOVERABLE_FORMATS:
         raise InvalidRequest(
-            f"params.golden_model_id: recovery runs on torch.export (.pt2) models; {golden.name!r} is "
-            f"{golden.format} (ONNX and TorchScript golden models are not supported yet)"
+            f"params.golden_model_id: recovery runs on torch.export (.pt2) and ONNX models; {golden.name!r} "
+            f"is {golden.format} (TorchScript runs its layers inside its interpreter, where recovery cannot "
+            "reach them: export it with torch.export or to ONNX)"
+        )
+    torch_only = [m.name for m in params.methods if m.name not in ONNX_METHODS]
+    if golden.format != "torch_export" and torch_only:
+        raise InvalidRequest(
+            f"params.methods: {', '.join(torch_only)} need(s) a torch.export (.pt2) golden model; on "
+            f"{golden.format} model {golden.name!r} recovery runs {' and '.join(ONNX_METHODS)}"
         )
     get_in_project_or_404(session, Dataset, params.dataset_id, body.project_id, caller)
     if params.sweep_point_id is not None:

@@ -4546,7 +4546,8 @@ export interface components {
         /**
          * RecoveryJobParams
          * @description Recover fidelity lost to compression (equalization, SmoothQuant, AdaRound, bias correction, distillation, QAT, in
-         *     the order given), on a torch golden model (.pt2); stores the recovered model as a new model with its lineage
+         *     the order given), on a torch golden model (.pt2), or AdaRound and bias correction on an ONNX golden model;
+         *     stores the recovered model as a new model with its lineage
          *     and a before/after report on a held-out split.
          */
         RecoveryJobParams: {
@@ -4569,7 +4570,7 @@ export interface components {
             /**
              * Golden Model Id
              * Format: uuid
-             * @description The golden (uncompressed) model: a .pt2 torch.export file.
+             * @description The golden (uncompressed) model: a .pt2 torch.export file (every method), or ONNX (adaround and bias_correction).
              */
             golden_model_id: string;
             /**

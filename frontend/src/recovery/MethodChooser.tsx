@@ -18,7 +18,16 @@ const FIELDS: { key: keyof TrainingChoice; label: string; step: string; hint: st
   { key: "patience", label: "Patience", step: "1", hint: "held-out checks without improvement; 0: never stop early" },
 ];
 
-export function MethodChooser({ choice, onChange }: { choice: MethodChoice; onChange: (c: MethodChoice) => void }) {
+export function MethodChooser({
+  choice,
+  onChange,
+  available = METHOD_ORDER,
+}: {
+  choice: MethodChoice;
+  onChange: (c: MethodChoice) => void;
+  /** The methods the golden model's format allows (an ONNX model: AdaRound and bias correction). */
+  available?: readonly MethodName[];
+}) {
   const id = useId();
   const toggle = (m: MethodName, on: boolean) => {
     const chosen = new Set(choice.chosen);
@@ -30,7 +39,13 @@ export function MethodChooser({ choice, onChange }: { choice: MethodChoice; onCh
   return (
     <fieldset className="recovery-methods">
       <legend>Methods (applied in this order)</legend>
-      {METHOD_ORDER.map((m) => (
+      {available.length < METHOD_ORDER.length && (
+        <p className="muted small-text">
+          On an ONNX model recovery runs AdaRound and bias correction (each layer as the equivalent torch op);
+          equalization, SmoothQuant, distillation and QAT need a torch.export (.pt2) model.
+        </p>
+      )}
+      {available.map((m) => (
         <label key={m}>
           <input
             type="checkbox"

@@ -1,7 +1,8 @@
 // "Recover this" on a sweep point: choose the methods (by default equalization → AdaRound → bias correction;
 // SmoothQuant with its α, distillation and QAT with their training parameters), launch a recovery job on the
 // sweep's model and dataset, watch its progress (a training step's loss and held-out KL, drawn live), then its
-// before/after result and loss curve. Shown for sweeps of torch.export (.pt2) models, the golden models recovery runs on.
+// before/after result and loss curve. Shown for sweeps of torch.export (.pt2) models (every method) and ONNX
+// models (AdaRound and bias correction), the golden models recovery runs on.
 import { useState } from "react";
 import { useJob } from "../api/jobs";
 import { isActive } from "../api/polling";
@@ -10,7 +11,14 @@ import { useCreateRecovery, useModelWhenKnown } from "./queries";
 import { LiveLossCurve } from "./LiveLossCurve";
 import { MethodChooser } from "./MethodChooser";
 import { RecoveryResult } from "./RecoveryResult";
-import { choiceProblem, DEFAULT_CHOICE, methodsToLaunch, type MethodChoice } from "./training";
+import {
+  choiceProblem,
+  DEFAULT_CHOICE,
+  defaultChoice,
+  methodsFor,
+  methodsToLaunch,
+  type MethodChoice,
+} from "./training";
 
 function Launched({ jobId }: { jobId: string }) {
   const job = useJob(jobId);
@@ -41,9 +49,10 @@ export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index
   const [open, setOpen] = useState(false);
   const [choice, setChoice] = useState<MethodChoice>(DEFAULT_CHOICE);
   const params = sweep.data?.params as { model_id?: string; dataset_id?: string } | undefined;
-  // recovery runs on torch.export (.pt2) golden models only: no button that could only be refused
+  // recovery runs on torch.export (.pt2) and ONNX golden models: no button that could only be refused
   const golden = useModelWhenKnown(params?.model_id);
-  if (index === 0 || !params?.model_id || !params.dataset_id || golden.data?.format !== "torch_export") return null;
+  const available = methodsFor(golden.data?.format);
+  if (index === 0 || !params?.model_id || !params.dataset_id || available.length === 0) return null;
   const { model_id: modelId, dataset_id: datasetId } = params;
   const problem = choiceProblem(choice);
   return (
@@ -52,6 +61,7 @@ export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index
         <button
           type="button"
           onClick={() => {
+            setChoice(defaultChoice(golden.data?.format));
             setOpen(true);
           }}
         >
@@ -77,7 +87,7 @@ export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index
             );
           }}
         >
-          <MethodChooser choice={choice} onChange={setChoice} />
+          <MethodChooser choice={choice} onChange={setChoice} available={available} />
           {problem && <p className="error">{problem}</p>}
           <button type="submit" disabled={create.isPending || problem !== null}>
             Launch recovery

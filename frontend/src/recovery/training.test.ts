@@ -4,11 +4,30 @@ import {
   choiceProblem,
   DEFAULT_CHOICE,
   DEFAULT_TRAINING,
+  defaultChoice,
   lossCurves,
+  METHOD_ORDER,
+  methodsFor,
   methodsToLaunch,
   trainingProblem,
   type MethodName,
 } from "./training";
+
+describe("methods by golden format", () => {
+  it("offers every method on .pt2, AdaRound and bias correction on ONNX, nothing on TorchScript", () => {
+    expect(methodsFor("torch_export")).toEqual(METHOD_ORDER);
+    expect(methodsFor("onnx")).toEqual(["adaround", "bias_correction"]);
+    expect(methodsFor("onnx_zip")).toEqual(["adaround", "bias_correction"]);
+    expect(methodsFor("torchscript")).toEqual([]);
+    expect(methodsFor(undefined)).toEqual([]);
+  });
+
+  it("starts an ONNX launch from the default methods it can run", () => {
+    expect([...defaultChoice("onnx").chosen]).toEqual(["adaround", "bias_correction"]);
+    expect(methodsToLaunch(defaultChoice("onnx")).map((m) => m.name)).toEqual(["adaround", "bias_correction"]);
+    expect(defaultChoice("torch_export").chosen).toEqual(DEFAULT_CHOICE.chosen);
+  });
+});
 
 describe("methodsToLaunch", () => {
   it("sends the chosen methods in the pipeline order, training ones with their parameters", () => {

@@ -56,6 +56,22 @@ export const DEFAULT_CHOICE: MethodChoice = {
   smoothAlpha: 0.5,
 };
 
+/** What recovery runs on an ONNX golden model (the others rewrite or train a torch module). */
+export const ONNX_METHODS: ReadonlySet<MethodName> = new Set(["adaround", "bias_correction"]);
+
+/** The methods a golden model of this format can be recovered with, in METHOD_ORDER; none for TorchScript. */
+export function methodsFor(format: string | undefined): readonly MethodName[] {
+  if (format === "torch_export") return METHOD_ORDER;
+  if (format === "onnx" || format === "onnx_zip") return METHOD_ORDER.filter((m) => ONNX_METHODS.has(m));
+  return [];
+}
+
+/** The launch form's starting choice for a golden model of this format: the default methods it can run. */
+export function defaultChoice(format: string | undefined): MethodChoice {
+  const available = new Set(methodsFor(format));
+  return { ...DEFAULT_CHOICE, chosen: new Set([...DEFAULT_CHOICE.chosen].filter((m) => available.has(m))) };
+}
+
 export type LaunchMethod = { name: MethodName } & Partial<TrainingChoice>;
 
 /** The request's method list: the chosen methods in METHOD_ORDER, the training ones with their parameters,

@@ -104,6 +104,20 @@ class OnnxCompressible(CompressibleModel):
         array = self._values[value][index] if index else self._values[value]
         return torch.from_numpy(np.array(array, dtype=np.float32, copy=True))
 
+    def tensor_value(self, key: str) -> tuple[str, tuple[Any, ...] | None]:
+        """The value (initializer or constant) a weight / bias key lives in, and its index there (None when
+        the key is the whole value)."""
+        value, index = self._tensors[key]
+        return value, (index or None)
+
+    def consumers_of(self, value: str) -> list[onnx.NodeProto]:
+        """The nodes reading a value."""
+        return [self.model.graph.node[i] for i in self._consumers.get(value, [])]
+
+    @property
+    def threads(self) -> int | None:
+        return self._threads
+
     def output_keys(self, layer: str) -> list[str]:
         return list(self._outputs_of.get(layer, []))
 

@@ -1,4 +1,5 @@
-"""Recovery of a compressed torch model: methods applied in order to a float copy of the golden model,
+"""Recovery of a compressed model: methods applied in order to a float copy of the golden model (a torch
+module; for an ONNX golden model, its initializers rewritten: onnx_model.py),
 the compressed model (that copy compressed by the unchanged plan) measured on a held-out split before any
 method and after each one.
 
@@ -15,13 +16,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from torch import nn
 
 from worker.engine.compression import CompressibleModel, compressed
 from worker.engine.compression.model import Calibration, Feeds, first_sample
+from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.fidelity import FidelityParams, bind_inputs, compare_models
 from worker.engine.recovery.adaround import AdaRoundParams, adaround
 from worker.engine.recovery.bias_correction import correct_biases
@@ -35,9 +37,13 @@ from worker.engine.recovery.common import (
 )
 from worker.engine.recovery.distill import TrainingParams, TrainingStep, finetune
 from worker.engine.recovery.equalization import equalize
+from worker.engine.recovery.onnx_model import ONNX_METHODS, OnnxRecovery, adaround_onnx, correct_biases_onnx
 from worker.engine.recovery.smoothquant import SmoothQuantParams, smooth
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
 from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
+
+if TYPE_CHECKING:
+    import onnx
 
 METHODS = ("equalization", "smoothquant", "adaround", "bias_correction", "distill", "qat")
 TRAINING = ("distill", "qat")
@@ -106,15 +112,19 @@ class Step:
 
 @dataclass
 class RecoveryOutcome:
-    module: nn.Module
-    """The recovered float model: compressed by `plan` it is the recovered compressed model."""
+    module: nn.Module | onnx.ModelProto
+    """The recovered float model (a torch module, or an ONNX model for an ONNX golden model): compressed by
+    `plan` it is the recovered compressed model."""
     plan_id: str
     plan: dict[str, Any]
     steps: list[Step]
     input_names: list[str]
+    threads: int | None = None
 
     def handle(self) -> CompressibleModel:
-        return compressed_handle(self.module, self.input_names)
+        if isinstance(self.module, nn.Module):
+            return compressed_handle(self.module, self.input_names)
+        return OnnxCompressible(self.module, intra_op_threads=self.threads)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready: {"point_id", "before": fidelity, "after": fidelity, "steps": [{method, seconds,
@@ -183,6 +193,10 @@ def recover(
                 f"{name} must come first (before {earlier[0]}): it rescales weights, which would move "
                 "AdaRound's weights off their grid and change what bias correction measured"
             )
+    if isinstance(golden, OnnxCompressible):
+        return _recover_onnx(
+            golden, config_or_plan, calibration_feeds, heldout_feeds, labels, methods, batch_size, progress
+        )
     source = _python_module(golden)
     calib = bind_inputs(calibration_feeds, golden.inputs)
     heldout = bind_inputs(heldout_feeds, golden.inputs)
@@ -248,6 +262,60 @@ def recover(
         progress(method.name, 1, 1, f"{method.name}: measuring on the held-out split")
         steps.append(Step(method.name, seconds, evaluate(), details))
     return RecoveryOutcome(recovered, spec.id, spec.to_dict(), steps, names)
+
+
+def _recover_onnx(
+    golden: OnnxCompressible,
+    config_or_plan: Any,
+    calibration_feeds: Feeds,
+    heldout_feeds: Feeds,
+    labels: np.ndarray | None,
+    methods: Sequence[MethodSpec],
+    batch_size: int,
+    progress: Progress,
+) -> RecoveryOutcome:
+    """`recover` for an ONNX golden model (onnx_model.py): AdaRound and bias correction only."""
+    others = [method.name for method in methods if method.name not in ONNX_METHODS]
+    if others:
+        raise RecoveryError(
+            f"{', '.join(others)} need(s) a torch golden model (.pt2): on an ONNX model recovery runs "
+            f"{' and '.join(ONNX_METHODS)} (equalization and SmoothQuant rewrite a torch module's graph, "
+            "distillation and QAT train it)"
+        )
+    calib = bind_inputs(calibration_feeds, golden.inputs)
+    heldout = bind_inputs(heldout_feeds, golden.inputs)
+    golden.prepare(first_sample(calib))
+    spec = point_spec(golden, config_or_plan)
+    if not spec.plan:
+        raise RecoveryError("the configuration compresses nothing: there is nothing to recover")
+    recovery = OnnxRecovery(golden)
+    reference = GoldenReference(golden, heldout, batch_size)
+
+    def evaluate() -> dict[str, Any]:
+        return measure(reference, recovery.handle(), spec.plan, calib, heldout, labels, batch_size)
+
+    progress("before", 0, 1, "measuring the compressed model")
+    steps = [Step("before", 0.0, evaluate(), {})]
+    float_model = OnnxRecovery(golden)  # the float model the compressed one should match (before AdaRound)
+    for method in methods:
+        started = time.perf_counter()
+        if method.name == "bias_correction":
+            details = asdict(
+                correct_biases_onnx(
+                    recovery, spec.plan, calib, float_model, batch_size=batch_size, progress=progress
+                )
+            )
+        else:
+            params = method.adaround_params()
+            details = asdict(
+                adaround_onnx(recovery, spec.plan, calib, params, batch_size=batch_size, progress=progress)
+            )
+            details["params"] = asdict(params)
+        seconds = time.perf_counter() - started
+        progress(method.name, 1, 1, f"{method.name}: measuring on the held-out split")
+        steps.append(Step(method.name, seconds, evaluate(), details))
+    names = [spec_.name for spec_ in golden.inputs]
+    return RecoveryOutcome(recovery.model(), spec.id, spec.to_dict(), steps, names, golden.threads)
 
 
 def _train(

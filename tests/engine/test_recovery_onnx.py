@@ -1,0 +1,161 @@
+"""Training-free recovery of an ONNX golden model (issue 14): the digits CNN trained in the test, exported
+to ONNX, 4-bit per-channel weights compressed by the ONNX backend. Bias correction's shifts equal the mean
+output errors written out in numpy; AdaRound (each layer run as the equivalent torch op) halves the
+held-out KL, rounds within one step of nearest and leaves fixed points of the plan's quantizer; the exported
+file reproduces the stored figures in onnxruntime (KL recomputed with scipy); the torch-only methods are
+refused with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from onnx import numpy_helper
+from scipy.special import rel_entr, softmax
+
+from tests.engine.test_recovery import ORDER, PLAN, W4, _channel_mean, _layer_outputs, _params
+from worker.demo.models import DigitsCNN, DigitsSplit, export_onnx
+from worker.engine.compression import open_compressible
+from worker.engine.compression.onnx_backend import OnnxCompressible
+from worker.engine.compression.ops import fake_quant_weight
+from worker.engine.recovery import MethodSpec, RecoveryError, RecoveryOutcome, export_recovered, recover
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def cnn_onnx(
+    digits_cnn: DigitsCNN, digits_split: DigitsSplit, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    return export_onnx(
+        digits_cnn, digits_split.x_test[:2], tmp_path_factory.mktemp("onnx_recovery") / "cnn.onnx"
+    )
+
+
+def _golden(path: Path) -> OnnxCompressible:
+    handle = open_compressible(path, "onnx", intra_op_threads=1)
+    assert isinstance(handle, OnnxCompressible)
+    assert [layer.name for layer in handle.layers()] == ORDER  # inspection's ids: conv1, conv2, fc
+    return handle
+
+
+def _calib(split: DigitsSplit) -> dict[str, np.ndarray]:
+    return {"input": split.x_train[:512]}
+
+
+def _held(split: DigitsSplit) -> dict[str, np.ndarray]:
+    return {"input": split.x_test}
+
+
+def _initializers(model: onnx.ModelProto, handle: OnnxCompressible) -> dict[str, np.ndarray]:
+    """The recovered model's conv1/conv2/fc weights and biases, by their torch names."""
+    values = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    out = {}
+    for layer in handle.layers():
+        for spec in [*layer.weights, *layer.biases]:
+            value, _ = handle.tensor_value(spec.key)
+            suffix = "weight" if spec in layer.weights else "bias"
+            out[f"{layer.name}.{suffix}"] = values.get(f"{value}__kneeboard", values[value])
+    return out
+
+
+@pytest.fixture(scope="module")
+def corrected(cnn_onnx: Path, digits_split: DigitsSplit) -> RecoveryOutcome:
+    return recover(
+        _golden(cnn_onnx),
+        W4,
+        _calib(digits_split),
+        _held(digits_split),
+        digits_split.y_test,
+        [MethodSpec("bias_correction")],
+    )
+
+
+@pytest.fixture(scope="module")
+def adarounded(cnn_onnx: Path, digits_split: DigitsSplit) -> RecoveryOutcome:
+    return recover(
+        _golden(cnn_onnx),
+        W4,
+        _calib(digits_split),
+        _held(digits_split),
+        digits_split.y_test,
+        [MethodSpec("adaround")],
+    )
+
+
+def test_bias_correction_shifts_equal_the_mean_errors_in_numpy(
+    corrected: RecoveryOutcome, cnn_onnx: Path, digits_cnn: DigitsCNN, digits_split: DigitsSplit
+) -> None:
+    assert isinstance(corrected.module, onnx.ModelProto)
+    original = _params(digits_cnn)
+    after = _initializers(corrected.module, _golden(cnn_onnx))
+    shifts = corrected.steps[-1].details["shifts"]
+    x = _calib(digits_split)["input"]
+    golden = _layer_outputs(original, x, quantized=False)
+    for index, name in enumerate(ORDER):
+        params = dict(original)
+        for earlier in ORDER[:index]:
+            params[f"{earlier}.bias"] = after[f"{earlier}.bias"]
+        error = _channel_mean(_layer_outputs(params, x, quantized=True)[name]) - _channel_mean(golden[name])
+        np.testing.assert_allclose(shifts[name], -error, rtol=2e-3, atol=1e-6)
+        np.testing.assert_allclose(
+            after[f"{name}.bias"] - original[f"{name}.bias"], -error, rtol=2e-3, atol=1e-6
+        )
+    assert corrected.steps[-1].fidelity["kl_mean"] < corrected.steps[0].fidelity["kl_mean"]
+
+
+def test_adaround_halves_the_held_out_kl_within_one_step_on_its_grid(
+    adarounded: RecoveryOutcome, cnn_onnx: Path, digits_cnn: DigitsCNN
+) -> None:
+    before, after = adarounded.steps[0].fidelity, adarounded.steps[-1].fidelity
+    assert before["kl_mean"] > 1e-4 and after["kl_mean"] <= 0.5 * before["kl_mean"]
+    for layer in adarounded.steps[-1].details["layers"]:
+        assert layer["loss_adaround"] < layer["loss_nearest"] and 0 < layer["flipped"] < layer["total"]
+    assert isinstance(adarounded.module, onnx.ModelProto)
+    original, learned = _params(digits_cnn), _initializers(adarounded.module, _golden(cnn_onnx))
+    for name in ORDER:
+        w, w_hat = original[f"{name}.weight"], learned[f"{name}.weight"]
+        flat, flat_hat = (
+            w.reshape(len(w), -1).astype(np.float64),
+            w_hat.reshape(len(w), -1).astype(np.float64),
+        )
+        step = np.abs(flat).max(axis=1, keepdims=True) / 7
+        q = flat_hat / step
+        np.testing.assert_allclose(q, np.round(q), atol=1e-4)
+        assert np.all(np.abs(np.round(q) - flat / step) < 1 + 1e-4)
+        requant = fake_quant_weight(torch.from_numpy(w_hat), 4, True, True).numpy()
+        np.testing.assert_allclose(requant, w_hat, rtol=0, atol=1e-6 * np.abs(w_hat).max())
+        np.testing.assert_array_equal(learned[f"{name}.bias"], original[f"{name}.bias"])
+
+
+def test_the_exported_recovered_onnx_model_reproduces_the_stored_figures(
+    adarounded: RecoveryOutcome, cnn_onnx: Path, digits_split: DigitsSplit, tmp_path: Path
+) -> None:
+    path, manifest = export_recovered(
+        _golden(cnn_onnx),
+        adarounded,
+        tmp_path,
+        _calib(digits_split),
+        _held(digits_split),
+        digits_split.y_test,
+    )
+    x = digits_split.x_test
+    out = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    ref = ort.InferenceSession(str(cnn_onnx), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    p, q = softmax(ref.astype(np.float64), axis=1), softmax(out.astype(np.float64), axis=1)
+    kl = rel_entr(p, q).sum(axis=1).mean()
+    np.testing.assert_allclose(kl, adarounded.summary()["after"]["kl_mean"], rtol=1e-3)
+    np.testing.assert_allclose(kl, manifest["metrics"]["measured"]["kl_mean"], rtol=1e-6)
+    assert manifest["kind"] == "real-int8-weights" and manifest["matches_simulation"]
+
+
+def test_torch_only_methods_are_refused_on_onnx(cnn_onnx: Path, digits_split: DigitsSplit) -> None:
+    for method in ("equalization", "smoothquant", "distill", "qat"):
+        with pytest.raises(RecoveryError, match=r"torch golden model \(\.pt2\)"):
+            recover(
+                _golden(cnn_onnx), PLAN, _calib(digits_split), _held(digits_split), None, [MethodSpec(method)]
+            )
