@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import report
+from bench.common import photo_crops, report
 
 CONFIGS = [{"type": "weight_quant", "bits": 8}, {"type": "weight_quant", "bits": 4}]
 METRICS = ("kl_mean", "kl_max", "top1_agreement", "sqnr_db", "mse")
@@ -37,35 +37,13 @@ THREADS = 1
 # ------------------------------------------------------------------------------------------- models
 
 
-def _photo_crops(n: int, size: int, seed: int = 0) -> np.ndarray:
-    """`n` square crops of scikit-learn's two sample photos (random position and scale, some mirrored),
-    resized to `size` and scaled as EfficientNet-Lite expects."""
-    from PIL import Image
-    from sklearn.datasets import load_sample_images
-
-    from tests.support.pretrained import normalise
-
-    rng = np.random.default_rng(seed)
-    photos = [Image.fromarray(p) for p in load_sample_images().images]
-    crops = []
-    for i in range(n):
-        photo = photos[i % len(photos)]
-        side = int(rng.integers(min(photo.size) // 3, min(photo.size)))
-        x, y = int(rng.integers(0, photo.size[0] - side)), int(rng.integers(0, photo.size[1] - side))
-        pixels = np.asarray(
-            photo.crop((x, y, x + side, y + side)).resize((size, size), Image.Resampling.BICUBIC)
-        )
-        crops.append(pixels[:, ::-1] if rng.random() < 0.5 else pixels)
-    return normalise(np.ascontiguousarray(np.stack(crops), dtype=np.uint8))
-
-
 def _efficientnet(folder: Path, samples: int) -> tuple[Path, np.ndarray]:
     import torch
 
     from tests.support.pretrained import efficientnet_lite0
     from worker.demo.models import export_onnx
 
-    images = _photo_crops(samples, 224)
+    images = photo_crops(samples, 224)
     with torch.inference_mode():
         path = export_onnx(efficientnet_lite0().eval(), images[:2], folder / "efficientnet_lite0.onnx")
     return path, images
@@ -101,7 +79,7 @@ def _resnet18_shape(folder: Path, samples: int, size: int = 64) -> tuple[Path, n
         if isinstance(module, nn.BatchNorm2d):
             module.running_var.uniform_(0.5, 1.5)  # type: ignore[union-attr]
             module.weight.data.uniform_(0.5, 1.5)
-    images = _photo_crops(samples, size, seed=1)
+    images = photo_crops(samples, size, seed=1)
     with torch.inference_mode():
         path = export_onnx(model.eval(), images[:2], folder / "resnet18_shape.onnx")
     return path, images

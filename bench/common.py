@@ -1,9 +1,12 @@
-"""Timing helpers: best-of-N wall time, and ratios against a baseline measured in the same run."""
+"""Timing helpers (best-of-N wall time, ratios against a baseline measured in the same run) and the real
+photos the benches run 224-px models on."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
+import numpy as np
 
 
 def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
@@ -18,3 +21,25 @@ def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
 
 def report(name: str, seconds: float, baseline_name: str, baseline_seconds: float) -> None:
     print(f"{name:<46} {seconds * 1000:10.1f} ms   {seconds / baseline_seconds:6.2f}x {baseline_name}")
+
+
+def photo_crops(n: int, size: int, seed: int = 0) -> np.ndarray:
+    """`n` square crops of scikit-learn's two sample photos (random position and scale, some mirrored),
+    resized to `size` and scaled as EfficientNet-Lite expects."""
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    from tests.support.pretrained import normalise
+
+    rng = np.random.default_rng(seed)
+    photos = [Image.fromarray(p) for p in load_sample_images().images]
+    crops = []
+    for i in range(n):
+        photo = photos[i % len(photos)]
+        side = int(rng.integers(min(photo.size) // 3, min(photo.size)))
+        x, y = int(rng.integers(0, photo.size[0] - side)), int(rng.integers(0, photo.size[1] - side))
+        pixels = np.asarray(
+            photo.crop((x, y, x + side, y + side)).resize((size, size), Image.Resampling.BICUBIC)
+        )
+        crops.append(pixels[:, ::-1] if rng.random() < 0.5 else pixels)
+    return normalise(np.ascontiguousarray(np.stack(crops), dtype=np.uint8))

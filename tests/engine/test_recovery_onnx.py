@@ -159,3 +159,36 @@ def test_torch_only_methods_are_refused_on_onnx(cnn_onnx: Path, digits_split: Di
             recover(
                 _golden(cnn_onnx), PLAN, _calib(digits_split), _held(digits_split), None, [MethodSpec(method)]
             )
+
+
+def test_a_conv_with_asymmetric_pads_runs_as_its_torch_op(tmp_path: Path) -> None:
+    """TensorFlow-style "same" convolutions (EfficientNet-Lite's stride-2 layers) pad one side more: the torch
+    op pads the input first with F.pad, and equals onnxruntime's Conv."""
+    from onnx import TensorProto, helper
+
+    from worker.engine.recovery.onnx_model import layer_ops
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", strides=[2, 2], pads=[0, 0, 1, 1])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3, 9, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    path = tmp_path / "pads.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    handle = open_compressible(path, "onnx")
+    assert isinstance(handle, OnnxCompressible)
+    [op] = layer_ops(handle, [layer.name for layer in handle.layers()])
+    assert op.pre_pad == (0, 1, 0, 1) and op.output == "y" and op.bias_key is not None
+    x = rng.standard_normal((2, 3, 9, 9)).astype(np.float32)
+    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    with torch.no_grad():
+        got = (
+            op.module(torch.nn.functional.pad(torch.from_numpy(x), op.pre_pad)).numpy()
+            + b[None, :, None, None]
+        )
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

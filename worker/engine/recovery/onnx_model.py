@@ -55,6 +55,8 @@ class OnnxLayerOp:
     module: Layer
     transposed: bool
     """The ONNX weight is (in, out) (Gemm transB=0, MatMul): the torch weight is its transpose."""
+    pre_pad: tuple[int, ...] | None = None
+    """F.pad of the input before `module` (asymmetric Conv pads; the module then pads nothing)."""
 
 
 def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
@@ -63,29 +65,31 @@ def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
 
 
-def _torch_layer(node: onnx.NodeProto, w: torch.Tensor) -> tuple[Layer, bool]:
-    """The torch layer computing `node` (bias left out) with weight `w`, and whether `w` was transposed;
+def _torch_layer(node: onnx.NodeProto, w: torch.Tensor) -> tuple[Layer, bool, tuple[int, ...] | None]:
+    """The torch layer computing `node` (bias left out) with weight `w`, whether `w` was transposed, and the
+    F.pad to apply to its input first (asymmetric ONNX pads, as TensorFlow-style "same" convolutions have);
     RecoveryError for the forms it does not cover."""
     attrs = _attrs(node)
     if node.op_type == "Conv" and w.dim() in (3, 4):
         dims = w.dim() - 2
-        pads = list(attrs.get("pads", [0] * 2 * dims))
-        if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or pads[:dims] != pads[dims:]:
-            raise RecoveryError(f"{node.name}: only Conv with explicit, symmetric pads is supported")
+        pads = [int(p) for p in attrs.get("pads", [0] * 2 * dims)]
+        if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise RecoveryError(f"{node.name}: only Conv with explicit pads is supported (not auto_pad)")
+        pre_pad: tuple[int, ...] | None = None
+        if pads[:dims] != pads[dims:]:  # ONNX: begins then ends, first axis first; F.pad: last axis first
+            pre_pad = tuple(p for axis in reversed(range(dims)) for p in (pads[axis], pads[dims + axis]))
+            pads = [0] * 2 * dims
         group = int(attrs.get("group", 1))
         kind = nn.Conv1d if dims == 1 else nn.Conv2d
-        conv = kind(
-            w.shape[1] * group,
-            w.shape[0],
-            tuple(w.shape[2:]),  # type: ignore[arg-type]  # 1 or 2 entries, as the Conv's rank
-            stride=tuple(attrs.get("strides", [1] * dims)),
-            padding=tuple(pads[:dims]),
-            dilation=tuple(attrs.get("dilations", [1] * dims)),
-            groups=group,
-            bias=False,
-        )
+        geometry: dict[str, Any] = {  # tuples of the Conv's rank
+            "kernel_size": tuple(w.shape[2:]),
+            "stride": tuple(attrs.get("strides", [1] * dims)),
+            "padding": tuple(pads[:dims]),
+            "dilation": tuple(attrs.get("dilations", [1] * dims)),
+        }
+        conv = kind(w.shape[1] * group, w.shape[0], groups=group, bias=False, **geometry)
         conv.weight.data = w.clone()
-        return conv, False
+        return conv, False, pre_pad
     if node.op_type in ("Gemm", "MatMul") and w.dim() == 2:
         if node.op_type == "Gemm" and (
             attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0
@@ -95,7 +99,7 @@ def _torch_layer(node: onnx.NodeProto, w: torch.Tensor) -> tuple[Layer, bool]:
         torch_w = w.t().contiguous() if transposed else w.clone()
         linear = nn.Linear(torch_w.shape[1], torch_w.shape[0], bias=False)
         linear.weight.data = torch_w
-        return linear, transposed
+        return linear, transposed, None
     raise RecoveryError(f"{node.name}: recovery covers Conv, Gemm and MatMul layers, not {node.op_type}")
 
 
@@ -113,7 +117,7 @@ def layer_ops(handle: OnnxCompressible, names: Sequence[str]) -> list[OnnxLayerO
         if index is not None or len(readers) != 1 or value not in readers[0].input[1:]:
             raise RecoveryError(f"{layer.name}: its weight is not the second input of one Conv/Gemm/MatMul")
         node = readers[0]
-        module, transposed = _torch_layer(node, handle.read(key))
+        module, transposed, pre_pad = _torch_layer(node, handle.read(key))
         if weight.quant_axis != (1 if transposed else 0):
             raise RecoveryError(
                 f"{layer.name}: its weight is quantized along axis {weight.quant_axis}, not its outputs"
@@ -134,6 +138,7 @@ def layer_ops(handle: OnnxCompressible, names: Sequence[str]) -> list[OnnxLayerO
                 1 if node.op_type == "Conv" else -1,
                 module,
                 transposed,
+                pre_pad,
             )
         )
     return ops
@@ -226,6 +231,8 @@ def adaround_onnx(
         x = torch.from_numpy(np.concatenate(seen[op.input]))
         if isinstance(module, nn.Linear):
             x = x.reshape(-1, x.shape[-1])
+        elif op.pre_pad is not None:
+            x = nn.functional.pad(x, op.pre_pad)
         learned, report = round_layer(module, x, grid_of(w, wq), params, wq.per_channel)
         report.name = op.name
         recovery.tensors[op.weight_key] = learned.t().contiguous() if op.transposed else learned
