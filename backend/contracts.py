@@ -274,6 +274,7 @@ RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
 RESULT_SENSITIVITY_PLANS = "sensitivity.plans"
 RESULT_SENSITIVITY_IMPORTANCE = "sensitivity.importance"
 RESULT_RECOVERY_SUMMARY = "recovery.summary"
+RESULT_RECOVERY_LAYERS = "recovery.layers"  # per-layer profiles before and after recovery (held-out split)
 RESULT_MODEL_GRAPH = "model.graph"  # the inspect job's display graph of its model (GET /models/{id}/graph)
 
 

@@ -278,10 +278,10 @@ def _layer_profile(
         raise
     except Exception as exc:  # the profile is extra: whatever stops it must not take the report with it
         raise_if_stopping(exc)  # the engine wraps runtime failures; a stop inside one still stops
-        return {"error": _profile_error(exc, out_of_memory(exc), budget)}
+        return {"error": profile_error(exc, out_of_memory(exc), budget)}
 
 
-def _profile_error(exc: Exception, memory: bool, budget_mb: float) -> str:
+def profile_error(exc: Exception, memory: bool, budget_mb: float) -> str:
     """Why the profile is missing, and what to change."""
     import logging
     import traceback

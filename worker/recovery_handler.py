@@ -23,13 +23,14 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backend.contracts import RESULT_RECOVERY_SUMMARY
+from backend.contracts import RESULT_RECOVERY_LAYERS, RESULT_RECOVERY_SUMMARY
 from backend.db.models import Artifact, Dataset, JobResult, Model, ModelStatus, SweepPoint
 from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.storage import copy_file_to_staging
 from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
 from worker.handlers import detached_row, load_dataset
 from worker.model_files import model_file
+from worker.recovery_layers import layers_before_after
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 SPLIT_SEED = 0
@@ -68,7 +69,7 @@ class RecoveryHandler:
 
         from worker.engine.compression import open_compressible
         from worker.engine.inspection import inspect_model
-        from worker.engine.recovery import MethodSpec, export_recovered, recover
+        from worker.engine.recovery import MethodSpec, export_recovered, export_unrecovered, recover
 
         params = RecoveryJobParams.model_validate(ctx.params)
         torch.set_num_threads(params.threads)
@@ -91,7 +92,7 @@ class RecoveryHandler:
         calib_labels = None if labels is None else np.asarray(labels[:n])[calib_index]
         golden = open_compressible(*model_file(ctx, golden_row), intra_op_threads=params.threads)
 
-        stages = len(methods) + 2  # "before", each method, the export
+        stages = len(methods) + 3  # "before", each method, the export, the per-layer before/after
 
         def progress(method: str, done: int, total: int, message: str) -> None:
             position = 0 if method == "before" else 1 + [m.name for m in methods].index(method)
@@ -108,7 +109,7 @@ class RecoveryHandler:
             progress=progress,
             calibration_labels=calib_labels,
         )
-        ctx.progress((stages - 1) / stages, "exporting the recovered model and running it in onnxruntime")
+        ctx.progress((stages - 2) / stages, "exporting the recovered model and running it in onnxruntime")
         with tempfile.TemporaryDirectory(prefix="kneeboard-recovery-") as tmp:
             path, manifest = export_recovered(
                 golden, outcome, Path(tmp), calib, held, held_labels, batch_size=params.batch_size
@@ -116,6 +117,18 @@ class RecoveryHandler:
             inspection = json_safe(inspect_model(path, "onnx", None).to_dict())
             staged = copy_file_to_staging(path, ctx.store)
             ctx.store.put(staged)
+            before = export_unrecovered(
+                golden, outcome, Path(tmp) / "before", calib, batch_size=params.batch_size
+            )
+            layers = layers_before_after(
+                ctx,
+                model_file(ctx, golden_row),
+                {"before": before, "after": path},
+                held,
+                params.threads,
+                (stages - 1) / stages,
+                0.99,
+            )
         model_id = uuid.uuid4()
         method_docs = [m.model_dump(mode="json") for m in params.methods]
         lineage = {
@@ -137,6 +150,7 @@ class RecoveryHandler:
                 "lineage": lineage,
                 "n_calibration": len(calib_index),
                 "n_heldout": len(held_index),
+                "heldout_index": [int(i) for i in held_index],
                 "labelled": held_labels is not None,
                 "export": {
                     "kind": manifest["kind"],
@@ -170,6 +184,7 @@ class RecoveryHandler:
                 )
             )
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_RECOVERY_SUMMARY, payload=summary))
+            session.add(JobResult(job_id=ctx.job_id, key=RESULT_RECOVERY_LAYERS, payload=layers))
 
         return write
 

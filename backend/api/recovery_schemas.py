@@ -12,6 +12,7 @@ from backend.api.recovery_smoothquant_schemas import SmoothQuantDetailsFields
 from backend.api.recovery_training_schemas import TrainingDetailsFields, TrainingMethodFields
 from backend.api.result_schemas.common import CompressionConfigOut, ResultModel
 from backend.api.result_schemas.sweep import PointFidelityOut
+from backend.api.schemas.layer_profile import LayerProfileOut
 from backend.recovery_contracts import RecoveryJobParams
 
 
@@ -107,6 +108,20 @@ class RecoveryMethodOut(TrainingMethodFields):
 RecoveryLineageOut.model_rebuild()
 
 
+class RecoveryPerSampleOut(ResultModel):
+    """Each held-out sample before and after recovery, in the order of the summary's heldout_index."""
+
+    kl_before: list[float | None] = Field(
+        default_factory=list,
+        description="KL(golden ‖ compressed) in nats per sample before recovery (null: not finite).",
+    )
+    kl_after: list[float | None] = Field(default_factory=list, description="The same after the last method.")
+    top1_before: list[bool] = Field(
+        default_factory=list, description="Top-1 class agrees with the golden model."
+    )
+    top1_after: list[bool] = Field(default_factory=list)
+
+
 class RecoverySummaryOut(ResultModel):
     job_id: uuid.UUID
     model_id: uuid.UUID = Field(description="The recovered model (a new model of the project).")
@@ -119,6 +134,24 @@ class RecoverySummaryOut(ResultModel):
     n_heldout: int
     labelled: bool
     export: RecoveryExportOut
+    heldout_index: list[int] = Field(
+        default_factory=list,
+        description="The dataset index of each held-out sample (empty for jobs run before it was recorded).",
+    )
+    per_sample: RecoveryPerSampleOut = Field(
+        default_factory=RecoveryPerSampleOut,
+        description="Per held-out sample, before and after (empty lists for jobs run before it was recorded).",
+    )
+
+
+class RecoveryLayersOut(ResultModel):
+    """The golden model profiled layer by layer against the compressed model before recovery and against the
+    recovered one, on the held-out split (each the fidelity job's layer profile; a side that could not be
+    made has its ``error``)."""
+
+    job_id: uuid.UUID
+    before: LayerProfileOut
+    after: LayerProfileOut
 
 
 class RecoveryJobCreate(BaseModel):

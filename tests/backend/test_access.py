@@ -164,6 +164,7 @@ CASES: dict[str, Case] = {
     "exportJobReport": Case("team"),
     "createRecoveryJob": Case("team", body=lambda w: _recovery_body(w)),
     "getRecoverySummary": Case("team", job_kind="recovery"),
+    "getRecoveryLayers": Case("team", job_kind="recovery"),
     "downloadRecoveredModel": Case("team", job_kind="recovery"),
     "listBudgets": Case("team"),
     "createBudget": Case("team", body=lambda w: _budget_body()),

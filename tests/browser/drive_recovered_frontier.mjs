@@ -72,4 +72,15 @@ await runSignedIn(config, observations, step, async (page) => {
   });
   observations.liveCaption = await live.locator("figcaption").innerText().catch(() => null);
   await page.screenshot({ path: join(config.artifacts, "recovery-live-curve.png"), fullPage: true });
+
+  step("the finished recovery: before/after per sample and per layer");
+  const beforeAfter = page.getByTestId("recovery-before-after");
+  await beforeAfter.locator(".js-plotly-plot").nth(1).waitFor({ state: "attached", timeout: 600_000 });
+  observations.beforeAfter = {
+    captions: await beforeAfter.locator("figcaption").allInnerTexts(),
+    traces: await beforeAfter
+      .locator(".js-plotly-plot")
+      .evaluateAll((gds) => gds.map((gd) => gd.data.map((t) => ({ name: t.name, x: t.x, y: t.y })))),
+  };
+  await page.screenshot({ path: join(config.artifacts, "recovery-before-after.png"), fullPage: true });
 });

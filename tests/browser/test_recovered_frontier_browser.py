@@ -112,3 +112,27 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
         assert loss == pytest.approx(by_step[step]["loss"], rel=1e-4), (step, loss)  # the message's 5 digits
     for step, kl in zip(live["klSteps"], live["kl"], strict=True):
         assert kl == pytest.approx(by_step[step]["heldout_kl"], rel=1e-4), (step, kl)
+
+    # The finished job's before/after: each held-out sample's KL before vs after, as the API stores them, with
+    # the count of samples that improved; each golden layer's SQNR before and after, as its layer profiles.
+    qat_summary = client.http.get(f"/jobs/{qat['id']}/recovery").json()
+    samples = qat_summary["per_sample"]
+    per_sample, per_layer = seen["beforeAfter"]["traces"]
+    drawn = next(t for t in per_sample if t["name"] == "held-out samples")
+    assert drawn["x"] == pytest.approx(samples["kl_before"]) and drawn["y"] == pytest.approx(
+        samples["kl_after"]
+    )
+    improved = sum(a < b for a, b in zip(samples["kl_after"], samples["kl_before"], strict=True))
+    assert (
+        f"{improved} of {qat_summary['n_heldout']} held-out samples closer"
+        in seen["beforeAfter"]["captions"][0]
+    )
+    layers = client.http.get(f"/jobs/{qat['id']}/recovery/layers").json()
+    lines = {t["name"]: t for t in per_layer}
+    for side, name in (("before", "before recovery"), ("after", "after")):
+        rows = layers[side]["layers"]
+        assert len(rows) >= 3, layers[side]
+        by_name = dict(zip(lines[name]["x"], lines[name]["y"], strict=True))
+        assert [by_name[row["name"]] for row in rows] == pytest.approx(
+            [row["accumulated"]["sqnr_db"] for row in rows]
+        )

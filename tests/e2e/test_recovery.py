@@ -136,3 +136,27 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
         c.http.get(f"/models/{third['model_id']}").json()["lineage"]["parent_model_id"] == onnx_golden["id"]
     )
     np.testing.assert_allclose(third["export"]["measured"]["kl_mean"], third["after"]["kl_mean"], rtol=1e-3)
+
+    # Before/after per sample and per layer. Per sample: the held-out samples' KL and top-1 match, whose
+    # means are the summary's figures.
+    for doc in (summary, third):
+        samples = doc["per_sample"]
+        assert (
+            len(samples["kl_before"])
+            == len(samples["kl_after"])
+            == doc["n_heldout"]
+            == len(doc["heldout_index"])
+        )
+        assert np.mean(samples["kl_before"]) == pytest.approx(doc["before"]["kl_mean"], rel=1e-9)
+        assert np.mean(samples["kl_after"]) == pytest.approx(doc["after"]["kl_mean"], rel=1e-9)
+        assert np.mean(samples["top1_after"]) == pytest.approx(doc["after"]["top1_agreement"], rel=1e-9)
+    assert sorted(summary["heldout_index"]) == sorted(int(i) for i in held)
+    # Per layer: the ONNX golden model's layers profiled against both exported models, matched by name; the
+    # recovered model is closer to the golden one at the output.
+    pt2_layers = c.http.get(f"/jobs/{job['id']}/recovery/layers").json()  # across formats, by module call
+    assert {row["name"] for row in pt2_layers["after"]["layers"]} >= {"conv1", "conv2", "fc"}
+    layers = c.http.get(f"/jobs/{response.json()['id']}/recovery/layers").json()
+    names = [row["name"] for row in layers["before"]["layers"]]
+    assert names == [row["name"] for row in layers["after"]["layers"]] and len(names) >= 3
+    last = {side: layers[side]["layers"][-1]["accumulated"]["sqnr_db"] for side in ("before", "after")}
+    assert last["after"] > last["before"], last

@@ -14,11 +14,11 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.job_view import job_out
-from backend.api.recovery_schemas import RecoveryJobCreate, RecoverySummaryOut
+from backend.api.recovery_schemas import RecoveryJobCreate, RecoveryLayersOut, RecoverySummaryOut
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, job_result, succeeded_job
 from backend.api.schemas import JobOut
 from backend.audit import AuditAction, record
-from backend.contracts import RESULT_RECOVERY_SUMMARY, JobKind
+from backend.contracts import RESULT_RECOVERY_LAYERS, RESULT_RECOVERY_SUMMARY, JobKind
 from backend.db.models import Dataset, Job, Model, ModelStatus, Project, SweepPoint
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound, QueueUnavailable
 from backend.recovery_contracts import parse_point_id
@@ -100,6 +100,27 @@ def get_recovery_summary(job_id: uuid.UUID, session: SessionDep, caller: CallerD
     job = succeeded_job(session, job_id, JobKind.recovery, caller)
     doc = job_result(session, job.id, RESULT_RECOVERY_SUMMARY, f"job {job_id} stored no recovery summary")
     return RecoverySummaryOut.model_validate(doc | {"job_id": job.id})
+
+
+@router.get(
+    "/jobs/{job_id}/recovery/layers",
+    operation_id="getRecoveryLayers",
+    responses=error_responses(NotFound, Conflict),
+)
+def get_recovery_layers(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> RecoveryLayersOut:
+    """The per-layer before/after: the golden model profiled layer by layer against the compressed model
+    before recovery and against the recovered one, on the held-out split (404 for jobs run before it
+    existed)."""
+    job = succeeded_job(session, job_id, JobKind.recovery, caller)
+    doc = job_result(
+        session,
+        job.id,
+        RESULT_RECOVERY_LAYERS,
+        f"job {job_id} stored no per-layer before/after (run before it existed)",
+    )
+    return RecoveryLayersOut.model_validate(
+        {"job_id": job.id} | {side: {"job_id": job.id, **doc.get(side, {})} for side in ("before", "after")}
+    )
 
 
 @router.get(

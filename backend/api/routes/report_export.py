@@ -84,6 +84,7 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/sweep/points/{index}/export": "not in the file: a model download",
     "/recovery": "not exported: recovery jobs have no report page to export",
     "/recovery/model": "not exported: a model download",
+    "/recovery/layers": "not exported: recovery jobs have no report page to export",
     "/export.html": "this route",
     "/samples/{index}": "embedded for the worst samples by KL (backend/api/offline_inspections.py: at most "
     "INSPECT_MAX, their rows added to the embedded per-sample rows); other samples answer 404 in the file",

@@ -519,6 +519,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/recovery/layers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Recovery Layers
+         * @description The per-layer before/after: the golden model profiled layer by layer against the compressed model
+         *     before recovery and against the recovered one, on the held-out split (404 for jobs run before it
+         *     existed).
+         */
+        get: operations["getRecoveryLayers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/recovery/model": {
         parameters: {
             query?: never;
@@ -4607,6 +4629,23 @@ export interface components {
              */
             threads: number;
         };
+        /**
+         * RecoveryLayersOut
+         * @description The golden model profiled layer by layer against the compressed model before recovery and against the
+         *     recovered one, on the held-out split (each the fidelity job's layer profile; a side that could not be
+         *     made has its ``error``).
+         */
+        RecoveryLayersOut: {
+            after: components["schemas"]["LayerProfileOut"];
+            before: components["schemas"]["LayerProfileOut"];
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** RecoveryLineageOut */
         RecoveryLineageOut: {
             config: components["schemas"]["CompressionConfigOut"] | null;
@@ -4691,6 +4730,31 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * RecoveryPerSampleOut
+         * @description Each held-out sample before and after recovery, in the order of the summary's heldout_index.
+         */
+        RecoveryPerSampleOut: {
+            /**
+             * Kl After
+             * @description The same after the last method.
+             */
+            kl_after: (number | null)[];
+            /**
+             * Kl Before
+             * @description KL(golden ‖ compressed) in nats per sample before recovery (null: not finite).
+             */
+            kl_before: (number | null)[];
+            /** Top1 After */
+            top1_after: boolean[];
+            /**
+             * Top1 Before
+             * @description Top-1 class agrees with the golden model.
+             */
+            top1_before: boolean[];
+        } & {
+            [key: string]: unknown;
+        };
         /** RecoveryStepOut */
         RecoveryStepOut: {
             details: components["schemas"]["RecoveryDetailsOut"];
@@ -4713,6 +4777,11 @@ export interface components {
             before: components["schemas"]["PointFidelityOut"];
             export: components["schemas"]["RecoveryExportOut"];
             /**
+             * Heldout Index
+             * @description The dataset index of each held-out sample (empty for jobs run before it was recorded).
+             */
+            heldout_index: number[];
+            /**
              * Job Id
              * Format: uuid
              */
@@ -4730,6 +4799,8 @@ export interface components {
             n_calibration: number;
             /** N Heldout */
             n_heldout: number;
+            /** @description Per held-out sample, before and after (empty lists for jobs run before it was recorded). */
+            per_sample: components["schemas"]["RecoveryPerSampleOut"];
             /** Point Id */
             point_id: string;
             /** Steps */
@@ -7826,6 +7897,64 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RecoverySummaryOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getRecoveryLayers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryLayersOut"];
                 };
             };
             /** @description Unauthorized: error is unauthenticated. */

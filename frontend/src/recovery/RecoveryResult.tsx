@@ -1,8 +1,9 @@
 // A recovery job's result: the lineage line, the before/after table per method step, the loss curve of the
-// training steps (distill, qat), and the links to the recovered model (its page and its ONNX file).
+// training steps (distill, qat), before/after per sample and per layer (BeforeAfter.tsx), and the links to the recovered model (its page and its ONNX file).
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { href } from "../lib/route";
 import { useRecoverySummary, recoveredModelHref } from "./queries";
+import { BeforeAfter } from "./BeforeAfter";
 import { LossCurveChart } from "./LossCurveChart";
 import { lineageLine, stepRows, type RecoverySummary } from "./recovery";
 import { lossCurves } from "./training";
@@ -58,6 +59,7 @@ export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showMo
       </p>
       <StepsTable summary={s} />
       {curves.length > 0 && <LossCurveChart curves={curves} />}
+      <BeforeAfter jobId={jobId} summary={s} />
       <p className="muted">
         {s.n_heldout} held-out and {s.n_calibration} calibration samples. Exported as <code>{s.export.kind}</code>
         {s.export.measured ? `, KL ${s.export.measured.kl_mean?.toPrecision(4) ?? "—"} in onnxruntime` : ""}.{" "}

@@ -15,6 +15,17 @@ export function useRecoverySummary(jobId: string, enabled: boolean) {
   });
 }
 
+/** The per-layer before/after of a recovery job (404 for jobs run before it was recorded). */
+export function useRecoveryLayers(jobId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: ["recovery", jobId, "layers"] as const,
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/recovery/layers", { params: { path: { job_id: jobId } } })),
+    enabled,
+    staleTime: Infinity,
+    retry: false,
+  });
+}
+
 /** The model (once its id is known): the "recover this" button needs its format. */
 export function useModelWhenKnown(modelId: string | undefined) {
   return useQuery({

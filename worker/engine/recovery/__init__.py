@@ -17,7 +17,9 @@ from worker.engine.recovery.distill import (
     temperature_kl,
 )
 from worker.engine.recovery.equalization import EqualizationResult, equalize
-from worker.engine.recovery.runner import METHODS, MethodSpec, RecoveryOutcome, export_recovered, recover
+from worker.engine.recovery.export import export_recovered, export_unrecovered
+from worker.engine.recovery.outcome import RecoveryOutcome
+from worker.engine.recovery.runner import METHODS, MethodSpec, recover
 from worker.engine.recovery.smoothquant import SmoothQuantParams, SmoothQuantResult, smooth
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "correct_biases",
     "equalize",
     "export_recovered",
+    "export_unrecovered",
     "finetune",
     "recover",
     "smooth",

@@ -15,16 +15,15 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from torch import nn
 
-from worker.engine.compression import CompressibleModel, compressed
-from worker.engine.compression.model import Calibration, Feeds, first_sample
+from worker.engine.compression import CompressibleModel
+from worker.engine.compression.model import Feeds, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
-from worker.engine.fidelity import FidelityParams, bind_inputs, compare_models
+from worker.engine.fidelity import bind_inputs
 from worker.engine.recovery.adaround import AdaRoundParams, adaround
 from worker.engine.recovery.bias_correction import correct_biases
 from worker.engine.recovery.common import (
@@ -38,12 +37,13 @@ from worker.engine.recovery.common import (
 from worker.engine.recovery.distill import TrainingParams, TrainingStep, finetune
 from worker.engine.recovery.equalization import equalize
 from worker.engine.recovery.onnx_model import ONNX_METHODS, OnnxRecovery, adaround_onnx, correct_biases_onnx
+from worker.engine.recovery.outcome import RecoveryOutcome, Step, measure
 from worker.engine.recovery.smoothquant import SmoothQuantParams, smooth
-from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
+from worker.engine.sweep.golden import GoldenReference, point_spec
 from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
 if TYPE_CHECKING:
-    import onnx
+    pass
 
 METHODS = ("equalization", "smoothquant", "adaround", "bias_correction", "distill", "qat")
 TRAINING = ("distill", "qat")
@@ -102,43 +102,6 @@ class MethodSpec:
         return params
 
 
-@dataclass
-class Step:
-    method: str
-    seconds: float
-    fidelity: dict[str, Any]
-    details: dict[str, Any]
-
-
-@dataclass
-class RecoveryOutcome:
-    module: nn.Module | onnx.ModelProto
-    """The recovered float model (a torch module, or an ONNX model for an ONNX golden model): compressed by
-    `plan` it is the recovered compressed model."""
-    plan_id: str
-    plan: dict[str, Any]
-    steps: list[Step]
-    input_names: list[str]
-    threads: int | None = None
-
-    def handle(self) -> CompressibleModel:
-        if isinstance(self.module, nn.Module):
-            return compressed_handle(self.module, self.input_names)
-        return OnnxCompressible(self.module, intra_op_threads=self.threads)
-
-    def summary(self) -> dict[str, Any]:
-        """JSON-ready: {"point_id", "before": fidelity, "after": fidelity, "steps": [{method, seconds,
-        fidelity, details}]}; "before" is the compressed model without recovery."""
-        return json_safe(
-            {
-                "point_id": self.plan_id,
-                "before": self.steps[0].fidelity,
-                "after": self.steps[-1].fidelity,
-                "steps": [asdict(step) for step in self.steps],
-            }
-        )
-
-
 def _python_module(golden: CompressibleModel) -> nn.Module:
     module = getattr(golden, "module", None)
     if (
@@ -152,21 +115,6 @@ def _python_module(golden: CompressibleModel) -> nn.Module:
             + (" run by the TorchScript interpreter" if golden.backend == "torch" else "")
         )
     return module
-
-
-def measure(
-    reference: GoldenReference,
-    handle: CompressibleModel,
-    plan: Mapping[str, Any],
-    calibration_feeds: Feeds,
-    heldout: Feeds,
-    labels: np.ndarray | None,
-    batch_size: int,
-) -> dict[str, Any]:
-    handle.prepare(first_sample(heldout))
-    with compressed(handle, plan, Calibration(handle, calibration_feeds, batch_size)) as (runner, _):
-        report = compare_models(reference, runner, heldout, labels, FidelityParams(batch_size=batch_size))
-    return fidelity_summary(report)
 
 
 def recover(
@@ -215,13 +163,23 @@ def recover(
         )
     reference = GoldenReference(golden, heldout, batch_size)
 
+    samples: dict[str, list[Any]] = {}
+
     def evaluate() -> dict[str, Any]:
         return measure(
-            reference, compressed_handle(recovered, names), spec.plan, calib, heldout, labels, batch_size
+            reference,
+            compressed_handle(recovered, names),
+            spec.plan,
+            calib,
+            heldout,
+            labels,
+            batch_size,
+            samples,
         )
 
     progress("before", 0, 1, "measuring the compressed model")
     steps = [Step("before", 0.0, evaluate(), {})]
+    before_samples = dict(samples)
     # the float model the compressed one should match: the golden function, in the equalized
     # parametrisation once equalization ran (AdaRound then puts the quantized weights into `recovered`)
     float_model = private_copy(recovered)
@@ -261,7 +219,8 @@ def recover(
         seconds = time.perf_counter() - started
         progress(method.name, 1, 1, f"{method.name}: measuring on the held-out split")
         steps.append(Step(method.name, seconds, evaluate(), details))
-    return RecoveryOutcome(recovered, spec.id, spec.to_dict(), steps, names)
+    per_sample = {"before": before_samples, "after": dict(samples)}
+    return RecoveryOutcome(recovered, spec.id, spec.to_dict(), steps, names, per_sample=per_sample)
 
 
 def _recover_onnx(
@@ -291,11 +250,14 @@ def _recover_onnx(
     recovery = OnnxRecovery(golden)
     reference = GoldenReference(golden, heldout, batch_size)
 
+    samples: dict[str, list[Any]] = {}
+
     def evaluate() -> dict[str, Any]:
-        return measure(reference, recovery.handle(), spec.plan, calib, heldout, labels, batch_size)
+        return measure(reference, recovery.handle(), spec.plan, calib, heldout, labels, batch_size, samples)
 
     progress("before", 0, 1, "measuring the compressed model")
     steps = [Step("before", 0.0, evaluate(), {})]
+    before_samples = dict(samples)
     float_model = OnnxRecovery(golden)  # the float model the compressed one should match (before AdaRound)
     for method in methods:
         started = time.perf_counter()
@@ -315,7 +277,10 @@ def _recover_onnx(
         progress(method.name, 1, 1, f"{method.name}: measuring on the held-out split")
         steps.append(Step(method.name, seconds, evaluate(), details))
     names = [spec_.name for spec_ in golden.inputs]
-    return RecoveryOutcome(recovery.model(), spec.id, spec.to_dict(), steps, names, golden.threads)
+    per_sample = {"before": before_samples, "after": dict(samples)}
+    return RecoveryOutcome(
+        recovery.model(), spec.id, spec.to_dict(), steps, names, golden.threads, per_sample
+    )
 
 
 def _train(
@@ -351,56 +316,3 @@ def _train(
         recovered, teacher, plan, order, calib, labels, params, qat=method.name == "qat", on_step=on_step
     )
     return asdict(result) | {"training_params": asdict(params)}
-
-
-def export_recovered(
-    golden: CompressibleModel,
-    outcome: RecoveryOutcome,
-    out_dir: Path,
-    calibration_feeds: Feeds,
-    heldout_feeds: Feeds,
-    labels: np.ndarray | None,
-    *,
-    batch_size: int = 64,
-) -> tuple[Path, dict[str, Any]]:
-    """The recovered model as a runnable ONNX file (the real runtime form where the configuration has one,
-    as sweep exports; else the simulated float graph) and its manifest, whose "metrics.measured" is the
-    file run in onnxruntime against the *golden* model on the held-out split."""
-    from worker.engine.sweep.export import export_point, ort_runner
-    from worker.engine.sweep.runtime_forms import runtime_support
-
-    handle = outcome.handle()
-    calib = bind_inputs(calibration_feeds, golden.inputs)
-    heldout = bind_inputs(heldout_feeds, golden.inputs)
-    handle.prepare(first_sample(calib))
-    spec = point_spec(handle, outcome.plan["config"] or outcome.plan["plan"])
-    support = runtime_support(spec.plan, [layer.name for layer in handle.layers()])
-    kind = "real" if support.preferred not in (None, "fp32", "simulated-float") else "simulated"
-    path, manifest = export_point(
-        handle,
-        spec.plan,
-        out_dir,
-        kind=kind,
-        calibration=Calibration(handle, calib, batch_size),
-        batch_size=batch_size,
-    )
-    runner = ort_runner(path)
-    try:
-        report = compare_models(
-            GoldenReference(golden, heldout, batch_size),
-            runner,
-            heldout,
-            labels,
-            FidelityParams(batch_size=batch_size),
-        )
-    finally:
-        runner.close()
-    manifest["metrics"]["measured"] = fidelity_summary(report)
-    manifest["notes"].append(
-        "metrics.measured: the file in onnxruntime against the golden model (held-out split)"
-    )
-    manifest = json_safe(manifest)
-    import json
-
-    path.with_suffix(".json").write_text(json.dumps(manifest, indent=2, allow_nan=False))
-    return path, manifest
