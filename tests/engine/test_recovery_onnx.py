@@ -3,7 +3,8 @@ to ONNX, 4-bit per-channel weights compressed by the ONNX backend. Bias correcti
 output errors written out in numpy; AdaRound (each layer run as the equivalent torch op) halves the
 held-out KL, rounds within one step of nearest and leaves fixed points of the plan's quantizer; the exported
 file reproduces the stored figures in onnxruntime (KL recomputed with scipy); the torch-only methods are
-refused with the reason."""
+refused with the reason; equalization finds the same pairs and scales as the torch path on the same CNN and
+keeps the float function in onnxruntime."""
 
 from __future__ import annotations
 
@@ -154,7 +155,7 @@ def test_the_exported_recovered_onnx_model_reproduces_the_stored_figures(
 
 
 def test_torch_only_methods_are_refused_on_onnx(cnn_onnx: Path, digits_split: DigitsSplit) -> None:
-    for method in ("equalization", "smoothquant", "distill", "qat"):
+    for method in ("smoothquant", "distill", "qat"):
         with pytest.raises(RecoveryError, match=r"torch golden model \(\.pt2\)"):
             recover(
                 _golden(cnn_onnx), PLAN, _calib(digits_split), _held(digits_split), None, [MethodSpec(method)]
@@ -192,3 +193,38 @@ def test_a_conv_with_asymmetric_pads_runs_as_its_torch_op(tmp_path: Path) -> Non
             + b[None, :, None, None]
         )
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_equalization_matches_the_torch_path_and_keeps_the_function(
+    cnn_onnx: Path, digits_cnn: DigitsCNN, digits_split: DigitsSplit
+) -> None:
+    import copy
+
+    from worker.engine.recovery import equalize
+    from worker.engine.recovery.onnx_equalization import equalize_onnx
+    from worker.engine.recovery.onnx_model import OnnxRecovery
+
+    recovery = OnnxRecovery(_golden(cnn_onnx))
+    result = equalize_onnx(recovery)
+    reference = equalize(copy.deepcopy(digits_cnn).eval())
+    assert (
+        [(p.first, p.second, p.flattened) for p in result.pairs]
+        == [(p.first, p.second, p.flattened) for p in reference.pairs]
+        == [("conv1", "conv2", False), ("conv2", "fc", True)]
+    )
+    for key, scales in reference.scales.items():
+        np.testing.assert_allclose(result.scales[key], scales, rtol=1e-6)
+    x = digits_split.x_test
+    golden = ort.InferenceSession(str(cnn_onnx), providers=["CPUExecutionProvider"]).run(None, {"input": x})[
+        0
+    ]
+    model = recovery.model()
+    out = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"input": x}
+    )[0]
+    np.testing.assert_allclose(out, golden, rtol=1e-4, atol=1e-4 * np.abs(golden).max())
+    # equalized: conv1's output channel ranges equal conv2's input channel ranges
+    params = _initializers(model, _golden(cnn_onnx))
+    r1 = np.abs(params["conv1.weight"]).reshape(len(params["conv1.weight"]), -1).max(axis=1)
+    r2 = np.abs(params["conv2.weight"]).transpose(1, 0, 2, 3).reshape(len(r1), -1).max(axis=1)
+    assert np.abs(np.log(r1 / r2)).max() < 0.05

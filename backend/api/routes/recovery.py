@@ -27,7 +27,7 @@ from backend.services.jobs import dispatch, new_job
 router = APIRouter(tags=["recovery"])
 
 RECOVERABLE_FORMATS = ("torch_export", "onnx", "onnx_zip")
-ONNX_METHODS = ("adaround", "bias_correction")
+ONNX_METHODS = ("equalization", "adaround", "bias_correction")
 """What recovery runs on an ONNX golden model (worker/engine/recovery/onnx_model.py); the other methods
 rewrite or train a torch module."""
 
@@ -58,7 +58,7 @@ def create_recovery_job(
     if golden.format != "torch_export" and torch_only:
         raise InvalidRequest(
             f"params.methods: {', '.join(torch_only)} need(s) a torch.export (.pt2) golden model; on "
-            f"{golden.format} model {golden.name!r} recovery runs {' and '.join(ONNX_METHODS)}"
+            f"{golden.format} model {golden.name!r} recovery runs {', '.join(ONNX_METHODS)}"
         )
     get_in_project_or_404(session, Dataset, params.dataset_id, body.project_id, caller)
     if params.sweep_point_id is not None:

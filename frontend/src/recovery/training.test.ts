@@ -14,17 +14,18 @@ import {
 } from "./training";
 
 describe("methods by golden format", () => {
-  it("offers every method on .pt2, AdaRound and bias correction on ONNX, nothing on TorchScript", () => {
+  it("offers every method on .pt2, the training-free ones but SmoothQuant on ONNX, nothing on TorchScript", () => {
     expect(methodsFor("torch_export")).toEqual(METHOD_ORDER);
-    expect(methodsFor("onnx")).toEqual(["adaround", "bias_correction"]);
-    expect(methodsFor("onnx_zip")).toEqual(["adaround", "bias_correction"]);
+    expect(methodsFor("onnx")).toEqual(["equalization", "adaround", "bias_correction"]);
+    expect(methodsFor("onnx_zip")).toEqual(["equalization", "adaround", "bias_correction"]);
     expect(methodsFor("torchscript")).toEqual([]);
     expect(methodsFor(undefined)).toEqual([]);
   });
 
   it("starts an ONNX launch from the default methods it can run", () => {
-    expect([...defaultChoice("onnx").chosen]).toEqual(["adaround", "bias_correction"]);
-    expect(methodsToLaunch(defaultChoice("onnx")).map((m) => m.name)).toEqual(["adaround", "bias_correction"]);
+    const onnx = defaultChoice("onnx");
+    expect([...onnx.chosen].sort()).toEqual(["adaround", "bias_correction", "equalization"]);
+    expect(methodsToLaunch(onnx).map((m) => m.name)).toEqual(["equalization", "adaround", "bias_correction"]);
     expect(defaultChoice("torch_export").chosen).toEqual(DEFAULT_CHOICE.chosen);
   });
 });

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from worker.engine.compression import Calibration, Config
+from worker.engine.compression.layers import LayerSpec
 from worker.engine.compression.model import Feeds, batches, resolve
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.recovery.adaround import AdaRoundParams, AdaRoundResult, round_layer
@@ -35,9 +36,9 @@ from worker.engine.recovery.common import (
 if TYPE_CHECKING:
     import onnx
 
-ONNX_METHODS = ("adaround", "bias_correction")
-"""What recovery can do on an ONNX golden model; the others rewrite a torch module (equalization and
-SmoothQuant through its fx graph, distillation and QAT by training it)."""
+ONNX_METHODS = ("equalization", "adaround", "bias_correction")
+"""What recovery can do on an ONNX golden model (equalization: onnx_equalization.py); the others work on a
+torch module (SmoothQuant folds its scales through the fx graph, distillation and QAT train it)."""
 
 
 @dataclass(frozen=True)
@@ -103,45 +104,55 @@ def _torch_layer(node: onnx.NodeProto, w: torch.Tensor) -> tuple[Layer, bool, tu
     raise RecoveryError(f"{node.name}: recovery covers Conv, Gemm and MatMul layers, not {node.op_type}")
 
 
-def layer_ops(handle: OnnxCompressible, names: Sequence[str]) -> list[OnnxLayerOp]:
-    """The layers `names` (in the model's order) as OnnxLayerOps."""
+def layer_ops(
+    handle: OnnxCompressible, names: Sequence[str], skipped: list[str] | None = None
+) -> list[OnnxLayerOp]:
+    """The layers `names` (in the model's order) as OnnxLayerOps. A layer recovery cannot map raises
+    RecoveryError, or with `skipped` is left out and its reason appended there."""
     wanted = set(names)
     ops: list[OnnxLayerOp] = []
     for layer in handle.layers():
         if layer.name not in wanted or not layer.weights:
             continue
-        weight = layer.weights[0]
-        key = weight.key
-        value, index = handle.tensor_value(key)
-        readers = handle.consumers_of(value)
-        if index is not None or len(readers) != 1 or value not in readers[0].input[1:]:
-            raise RecoveryError(f"{layer.name}: its weight is not the second input of one Conv/Gemm/MatMul")
-        node = readers[0]
-        module, transposed, pre_pad = _torch_layer(node, handle.read(key))
-        if weight.quant_axis != (1 if transposed else 0):
-            raise RecoveryError(
-                f"{layer.name}: its weight is quantized along axis {weight.quant_axis}, not its outputs"
-            )
-        bias_key = layer.biases[0].key if layer.biases else None
-        output = node.output[0]
-        if bias_key is not None:
-            bias_value, _ = handle.tensor_value(bias_key)
-            adders = handle.consumers_of(bias_value)
-            output = adders[0].output[0] if len(adders) == 1 else output
-        ops.append(
-            OnnxLayerOp(
-                layer.name,
-                key,
-                bias_key,
-                node.input[0],
-                output,
-                1 if node.op_type == "Conv" else -1,
-                module,
-                transposed,
-                pre_pad,
-            )
-        )
+        try:
+            ops.append(_layer_op(handle, layer))
+        except RecoveryError as exc:
+            if skipped is None:
+                raise
+            skipped.append(str(exc))
     return ops
+
+
+def _layer_op(handle: OnnxCompressible, layer: LayerSpec) -> OnnxLayerOp:
+    weight = layer.weights[0]
+    key = weight.key
+    value, index = handle.tensor_value(key)
+    readers = handle.consumers_of(value)
+    if index is not None or len(readers) != 1 or value not in readers[0].input[1:]:
+        raise RecoveryError(f"{layer.name}: its weight is not the second input of one Conv/Gemm/MatMul")
+    node = readers[0]
+    module, transposed, pre_pad = _torch_layer(node, handle.read(key))
+    if weight.quant_axis != (1 if transposed else 0):
+        raise RecoveryError(
+            f"{layer.name}: its weight is quantized along axis {weight.quant_axis}, not its outputs"
+        )
+    bias_key = layer.biases[0].key if layer.biases else None
+    output = node.output[0]
+    if bias_key is not None:
+        bias_value, _ = handle.tensor_value(bias_key)
+        adders = handle.consumers_of(bias_value)
+        output = adders[0].output[0] if len(adders) == 1 else output
+    return OnnxLayerOp(
+        layer.name,
+        key,
+        bias_key,
+        node.input[0],
+        output,
+        1 if node.op_type == "Conv" else -1,
+        module,
+        transposed,
+        pre_pad,
+    )
 
 
 class OnnxRecovery:

@@ -36,6 +36,7 @@ from worker.engine.recovery.common import (
 )
 from worker.engine.recovery.distill import TrainingParams, TrainingStep, finetune
 from worker.engine.recovery.equalization import equalize
+from worker.engine.recovery.onnx_equalization import equalize_onnx
 from worker.engine.recovery.onnx_model import ONNX_METHODS, OnnxRecovery, adaround_onnx, correct_biases_onnx
 from worker.engine.recovery.outcome import RecoveryOutcome, Step, measure
 from worker.engine.recovery.smoothquant import SmoothQuantParams, smooth
@@ -233,12 +234,13 @@ def _recover_onnx(
     batch_size: int,
     progress: Progress,
 ) -> RecoveryOutcome:
-    """`recover` for an ONNX golden model (onnx_model.py): AdaRound and bias correction only."""
+    """`recover` for an ONNX golden model (onnx_model.py, onnx_equalization.py): equalization, AdaRound and
+    bias correction."""
     others = [method.name for method in methods if method.name not in ONNX_METHODS]
     if others:
         raise RecoveryError(
             f"{', '.join(others)} need(s) a torch golden model (.pt2): on an ONNX model recovery runs "
-            f"{' and '.join(ONNX_METHODS)} (equalization and SmoothQuant rewrite a torch module's graph, "
+            f"{', '.join(ONNX_METHODS)} (SmoothQuant folds scales through a torch module's graph, "
             "distillation and QAT train it)"
         )
     calib = bind_inputs(calibration_feeds, golden.inputs)
@@ -261,7 +263,11 @@ def _recover_onnx(
     float_model = OnnxRecovery(golden)  # the float model the compressed one should match (before AdaRound)
     for method in methods:
         started = time.perf_counter()
-        if method.name == "bias_correction":
+        if method.name == "equalization":
+            details = asdict(equalize_onnx(recovery))
+            float_model = OnnxRecovery(golden)  # the equalized parametrisation is the float reference now
+            float_model.tensors = dict(recovery.tensors)
+        elif method.name == "bias_correction":
             details = asdict(
                 correct_biases_onnx(
                     recovery, spec.plan, calib, float_model, batch_size=batch_size, progress=progress
