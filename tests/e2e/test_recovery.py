@@ -118,13 +118,13 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
     refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": fp32})
     assert refused.status_code == 422 and "uncompressed" in refused.json()["detail"]
 
-    # An ONNX golden model: SmoothQuant needs a torch module, refused before queuing; AdaRound and bias
-    # correction run on it.
+    # An ONNX golden model: QAT trains a torch module, refused before queuing; AdaRound and bias correction run
+    # on it.
     onnx_golden = c.upload_model(project["id"], export_onnx(cnn, split.x_test[:2], tmp_path / "cnn.onnx"))
     assert c.wait_model(onnx_golden["id"], timeout=120)["status"] == "ready"
-    bad = dict(params, golden_model_id=onnx_golden["id"], methods=[{"name": "smoothquant"}])
+    bad = dict(params, golden_model_id=onnx_golden["id"], methods=[{"name": "qat"}])
     refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": bad})
-    assert refused.status_code == 422 and "smoothquant need(s) a torch.export" in refused.json()["detail"]
+    assert refused.status_code == 422 and "qat need(s) a torch.export" in refused.json()["detail"]
     on_onnx = dict(bad, methods=params["methods"][1:])
     response = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": on_onnx})
     assert response.status_code == 201, response.text

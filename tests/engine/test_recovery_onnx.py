@@ -155,7 +155,7 @@ def test_the_exported_recovered_onnx_model_reproduces_the_stored_figures(
 
 
 def test_torch_only_methods_are_refused_on_onnx(cnn_onnx: Path, digits_split: DigitsSplit) -> None:
-    for method in ("smoothquant", "distill", "qat"):
+    for method in ("distill", "qat"):
         with pytest.raises(RecoveryError, match=r"torch golden model \(\.pt2\)"):
             recover(
                 _golden(cnn_onnx), PLAN, _calib(digits_split), _held(digits_split), None, [MethodSpec(method)]

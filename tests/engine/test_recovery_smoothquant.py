@@ -192,3 +192,75 @@ def test_the_api_parameters_of_smoothquant_are_the_engines() -> None:
     api = SmoothQuantIn().model_dump(exclude={"name"})
     assert api == asdict(SmoothQuantParams())
     MethodSpec("smoothquant", api)
+
+
+# ------------------------------------------------------------------------------- ONNX golden models
+
+
+@pytest.fixture(scope="module")
+def net_onnx(net: Net, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from worker.demo.models import export_onnx
+
+    return export_onnx(
+        net, _data(2, 9)["x"], tmp_path_factory.mktemp("smooth_onnx") / "net.onnx", input_name="x"
+    )
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.8])
+def test_onnx_scales_are_the_numpy_ones_folded_or_in_scale_nodes_and_keep_the_function(
+    net: Net, net_onnx: Path, alpha: float
+) -> None:
+    """On the ONNX file: fc2's 1/s folds into fc1 through the Relu; fc1 (the model input) and the two heads
+    (a LayerNorm, which the ONNX path does not fold into) get scale nodes. The scales are s_j = max|X_j|^α /
+    max|W_j|^(1−α) from the torch model's own activations and weights, and the float outputs stay."""
+    from worker.engine.compression.onnx_backend import OnnxCompressible
+    from worker.engine.recovery.onnx_model import OnnxRecovery
+    from worker.engine.recovery.onnx_smoothquant import smooth_onnx
+
+    golden = open_compressible(net_onnx, "onnx")
+    assert isinstance(golden, OnnxCompressible)
+    names = [layer.name for layer in golden.layers()]
+    assert names == ["fc1", "fc2", "head_a", "head_b"]
+    recovery = OnnxRecovery(golden)
+    x = _data(512, 0)
+    result = smooth_onnx(recovery, dict.fromkeys(names, WeightQuant(8)), x, SmoothQuantParams(alpha=alpha))
+    groups = {tuple(g.layers): g for g in result.groups}
+    assert set(groups) == {("fc1",), ("fc2",), ("head_a", "head_b")}
+    assert (groups[("fc2",)].fold, groups[("fc2",)].folded_into, groups[("fc2",)].through_relu) == (
+        "linear",
+        "fc1",
+        True,
+    )
+    assert groups[("fc1",)].fold == groups[("head_a", "head_b")].fold == "scale node"
+    seen: dict[str, np.ndarray] = {}
+    hooks = [
+        getattr(net, name).register_forward_pre_hook(
+            lambda _m, a, name=name: seen.__setitem__(name, a[0].numpy())
+        )
+        for name in names
+    ]
+    with torch.no_grad():
+        net(torch.from_numpy(x["x"]))
+    for hook in hooks:
+        hook.remove()
+    p = _p(net)
+    for layers, group in groups.items():
+        expected = _s(seen[layers[0]], *(p[f"{name}.weight"] for name in layers), alpha=alpha)
+        np.testing.assert_allclose(group.scales, expected, rtol=1e-5)
+    smoothed = recovery.model()
+    muls = [n for n in smoothed.graph.node if n.op_type == "Mul" and "__smoothed_" in n.output[0]]
+    assert len(muls) == 2
+    test = _data(64, 3)
+    golden_out = ort.InferenceSession(str(net_onnx), providers=["CPUExecutionProvider"]).run(None, test)[0]
+    out = ort.InferenceSession(smoothed.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, test
+    )[0]
+    np.testing.assert_allclose(out, golden_out, rtol=1e-5, atol=1e-5 * np.abs(golden_out).max())
+
+
+def test_onnx_smoothing_lowers_the_held_out_kl_with_an_outlier_channel(net_onnx: Path) -> None:
+    config = Quantize(WeightQuant(8, per_channel=False), ActivationQuant(8))
+    golden = open_compressible(net_onnx, "onnx")
+    outcome = recover(golden, config, _data(512, 0), _data(256, 1), None, [MethodSpec("smoothquant")])
+    kl = [step.fidelity["kl_mean"] for step in outcome.steps]
+    assert kl[1] < kl[0] / 4, kl

@@ -27,7 +27,7 @@ from backend.services.jobs import dispatch, new_job
 router = APIRouter(tags=["recovery"])
 
 RECOVERABLE_FORMATS = ("torch_export", "onnx", "onnx_zip")
-ONNX_METHODS = ("equalization", "adaround", "bias_correction")
+ONNX_METHODS = ("equalization", "smoothquant", "adaround", "bias_correction")
 """What recovery runs on an ONNX golden model (worker/engine/recovery/onnx_model.py); the other methods
 rewrite or train a torch module."""
 

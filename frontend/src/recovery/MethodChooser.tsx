@@ -41,8 +41,8 @@ export function MethodChooser({
       <legend>Methods (applied in this order)</legend>
       {available.length < METHOD_ORDER.length && (
         <p className="muted small-text">
-          On an ONNX model recovery runs equalization, AdaRound (each layer as the equivalent torch op) and bias
-          correction; SmoothQuant, distillation and QAT need a torch.export (.pt2) model.
+          On an ONNX model recovery runs the training-free methods (AdaRound runs each layer as the equivalent torch
+          op); distillation and QAT need a torch.export (.pt2) model.
         </p>
       )}
       {available.map((m) => (

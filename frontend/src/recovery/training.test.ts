@@ -14,10 +14,10 @@ import {
 } from "./training";
 
 describe("methods by golden format", () => {
-  it("offers every method on .pt2, the training-free ones but SmoothQuant on ONNX, nothing on TorchScript", () => {
+  it("offers every method on .pt2, the training-free ones on ONNX, nothing on TorchScript", () => {
     expect(methodsFor("torch_export")).toEqual(METHOD_ORDER);
-    expect(methodsFor("onnx")).toEqual(["equalization", "adaround", "bias_correction"]);
-    expect(methodsFor("onnx_zip")).toEqual(["equalization", "adaround", "bias_correction"]);
+    expect(methodsFor("onnx")).toEqual(["equalization", "smoothquant", "adaround", "bias_correction"]);
+    expect(methodsFor("onnx_zip")).toEqual(["equalization", "smoothquant", "adaround", "bias_correction"]);
     expect(methodsFor("torchscript")).toEqual([]);
     expect(methodsFor(undefined)).toEqual([]);
   });

@@ -56,8 +56,14 @@ export const DEFAULT_CHOICE: MethodChoice = {
   smoothAlpha: 0.5,
 };
 
-/** What recovery runs on an ONNX golden model (the others rewrite or train a torch module). */
-export const ONNX_METHODS: ReadonlySet<MethodName> = new Set(["equalization", "adaround", "bias_correction"]);
+/** What recovery runs on an ONNX golden model: the training-free methods (distillation and QAT train a torch
+ * module). */
+export const ONNX_METHODS: ReadonlySet<MethodName> = new Set([
+  "equalization",
+  "smoothquant",
+  "adaround",
+  "bias_correction",
+]);
 
 /** The methods a golden model of this format can be recovered with, in METHOD_ORDER; none for TorchScript. */
 export function methodsFor(format: string | undefined): readonly MethodName[] {

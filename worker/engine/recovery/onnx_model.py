@@ -36,9 +36,9 @@ from worker.engine.recovery.common import (
 if TYPE_CHECKING:
     import onnx
 
-ONNX_METHODS = ("equalization", "adaround", "bias_correction")
-"""What recovery can do on an ONNX golden model (equalization: onnx_equalization.py); the others work on a
-torch module (SmoothQuant folds its scales through the fx graph, distillation and QAT train it)."""
+ONNX_METHODS = ("equalization", "smoothquant", "adaround", "bias_correction")
+"""What recovery can do on an ONNX golden model (onnx_equalization.py, onnx_smoothquant.py, here): the
+training-free methods; distillation and QAT train a torch module."""
 
 
 @dataclass(frozen=True)
@@ -155,16 +155,46 @@ def _layer_op(handle: OnnxCompressible, layer: LayerSpec) -> OnnxLayerOp:
     )
 
 
+@dataclass(frozen=True)
+class ScaleNode:
+    """A Mul by `inverse` (1/s, shaped to broadcast along the channel axis) on `tensor`, feeding only the
+    nodes that read the weights `readers` (SmoothQuant where no op can absorb 1/s)."""
+
+    tensor: str
+    inverse: np.ndarray
+    readers: tuple[str, ...]
+
+
 class OnnxRecovery:
     """The recovered float model R: the golden ONNX model with `tensors` (weight / bias key → value)
-    written over its initializers."""
+    written over its initializers, and SmoothQuant's scale nodes inserted."""
 
     def __init__(self, golden: OnnxCompressible) -> None:
         self.golden = golden
         self.tensors: dict[str, torch.Tensor] = {}
+        self.scale_nodes: list[ScaleNode] = []
+
+    def copy(self) -> OnnxRecovery:
+        other = OnnxRecovery(self.golden)
+        other.tensors, other.scale_nodes = dict(self.tensors), list(self.scale_nodes)
+        return other
 
     def model(self) -> onnx.ModelProto:
-        return self.golden.build(self.tensors, {})
+        from onnx import helper, numpy_helper
+
+        model = self.golden.build(self.tensors, {})
+        graph = model.graph
+        for index, node in enumerate(self.scale_nodes):
+            scale, out = f"{node.tensor}__smooth_inverse_{index}", f"{node.tensor}__smoothed_{index}"
+            graph.initializer.append(numpy_helper.from_array(node.inverse.astype(np.float32), scale))
+            position = next(i for i, n in enumerate(graph.node) if node.tensor in n.input)
+            graph.node.insert(position, helper.make_node("Mul", [node.tensor, scale], [out], name=out))
+            for consumer in graph.node:
+                if consumer.op_type != "Mul" and any(w in consumer.input for w in node.readers):
+                    for i, name in enumerate(consumer.input):
+                        if name == node.tensor:
+                            consumer.input[i] = out
+        return model
 
     def handle(self) -> OnnxCompressible:
         return OnnxCompressible(self.model(), intra_op_threads=self.golden.threads)

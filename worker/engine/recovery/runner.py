@@ -38,6 +38,7 @@ from worker.engine.recovery.distill import TrainingParams, TrainingStep, finetun
 from worker.engine.recovery.equalization import equalize
 from worker.engine.recovery.onnx_equalization import equalize_onnx
 from worker.engine.recovery.onnx_model import ONNX_METHODS, OnnxRecovery, adaround_onnx, correct_biases_onnx
+from worker.engine.recovery.onnx_smoothquant import smooth_onnx
 from worker.engine.recovery.outcome import RecoveryOutcome, Step, measure
 from worker.engine.recovery.smoothquant import SmoothQuantParams, smooth
 from worker.engine.sweep.golden import GoldenReference, point_spec
@@ -234,14 +235,13 @@ def _recover_onnx(
     batch_size: int,
     progress: Progress,
 ) -> RecoveryOutcome:
-    """`recover` for an ONNX golden model (onnx_model.py, onnx_equalization.py): equalization, AdaRound and
-    bias correction."""
+    """`recover` for an ONNX golden model (onnx_model.py, onnx_equalization.py, onnx_smoothquant.py): the
+    training-free methods."""
     others = [method.name for method in methods if method.name not in ONNX_METHODS]
     if others:
         raise RecoveryError(
             f"{', '.join(others)} need(s) a torch golden model (.pt2): on an ONNX model recovery runs "
-            f"{', '.join(ONNX_METHODS)} (SmoothQuant folds scales through a torch module's graph, "
-            "distillation and QAT train it)"
+            f"{', '.join(ONNX_METHODS)} (distillation and QAT train a torch module)"
         )
     calib = bind_inputs(calibration_feeds, golden.inputs)
     heldout = bind_inputs(heldout_feeds, golden.inputs)
@@ -265,8 +265,11 @@ def _recover_onnx(
         started = time.perf_counter()
         if method.name == "equalization":
             details = asdict(equalize_onnx(recovery))
-            float_model = OnnxRecovery(golden)  # the equalized parametrisation is the float reference now
-            float_model.tensors = dict(recovery.tensors)
+            float_model = recovery.copy()  # the rescaled parametrisation is the float reference now
+        elif method.name == "smoothquant":
+            params_sq = method.smoothquant_params()
+            details = asdict(smooth_onnx(recovery, spec.plan, calib, params_sq, batch_size=batch_size))
+            float_model = recovery.copy()
         elif method.name == "bias_correction":
             details = asdict(
                 correct_biases_onnx(
