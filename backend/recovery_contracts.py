@@ -109,6 +109,15 @@ def parse_point_id(point_id: str) -> tuple[uuid.UUID, int]:
     return uuid.UUID(job), int(index)
 
 
+class SensitivityPlanRef(BaseModel):
+    """A mixed-precision plan of a sensitivity job of the golden model, by its average bits."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    job_id: uuid.UUID = Field(description="The sensitivity job (of the golden model) that made the plan.")
+    average_bits: float = Field(description="Which of its plans: the one with this average bit width.")
+
+
 class RecoveryJobParams(BaseModel):
     """Recover fidelity lost to compression (equalization, SmoothQuant, AdaRound, bias correction, distillation, QAT, in
     the order given), on a torch golden model (.pt2), or AdaRound and bias correction on an ONNX golden model;
@@ -130,6 +139,11 @@ class RecoveryJobParams(BaseModel):
         description="Or: a point of a sweep of the golden model, by its id '<sweep job id>:<index>' (as the "
         "sweep's points and frontier give it); its configuration is taken.",
     )
+    sensitivity_plan: SensitivityPlanRef | None = Field(
+        default=None,
+        description="Or: a mixed-precision plan of a sensitivity job of the golden model (each layer its "
+        "configuration).",
+    )
     dataset_id: uuid.UUID = Field(description="Calibration and held-out data (labels optional).")
     heldout_fraction: float = Field(
         default=0.3, ge=0.05, le=0.9, description="Share of the samples held out to measure before and after."
@@ -144,6 +158,7 @@ class RecoveryJobParams(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> RecoveryJobParams:
-        if (self.config is None) == (self.sweep_point_id is None):
-            raise ValueError("give exactly one of config and sweep_point_id")
+        given = [self.config, self.sweep_point_id, self.sensitivity_plan]
+        if sum(value is not None for value in given) != 1:
+            raise ValueError("give exactly one of config, sweep_point_id and sensitivity_plan")
         return self

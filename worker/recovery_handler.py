@@ -23,7 +23,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from backend.contracts import RESULT_RECOVERY_LAYERS, RESULT_RECOVERY_SUMMARY
+from backend.contracts import RESULT_RECOVERY_LAYERS, RESULT_RECOVERY_SUMMARY, RESULT_SENSITIVITY_PLANS
 from backend.db.models import Artifact, Dataset, JobResult, Model, ModelStatus, SweepPoint
 from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.storage import copy_file_to_staging
@@ -49,6 +49,8 @@ def split_indices(n: int, heldout_fraction: float) -> tuple[np.ndarray, np.ndarr
 def _configuration(ctx: JobContext, params: RecoveryJobParams) -> Any:
     if params.config is not None:
         return params.config.model_dump(mode="json")
+    if params.sensitivity_plan is not None:
+        return _plan(ctx, params)
     with ctx.sessions() as session:
         job_id, index = parse_point_id(str(params.sweep_point_id))
         row = session.scalar(select(SweepPoint).where(SweepPoint.job_id == job_id, SweepPoint.index == index))
@@ -61,6 +63,25 @@ def _configuration(ctx: JobContext, params: RecoveryJobParams) -> Any:
             f"sweep point {params.sweep_point_id} is the uncompressed model: nothing to recover"
         )
     return found
+
+
+def _plan(ctx: JobContext, params: RecoveryJobParams) -> dict[str, Any]:
+    """The sensitivity job's mixed-precision plan as layer → configuration."""
+    ref = params.sensitivity_plan
+    assert ref is not None
+    with ctx.sessions() as session:
+        doc = session.scalar(
+            select(JobResult.payload).where(
+                JobResult.job_id == ref.job_id, JobResult.key == RESULT_SENSITIVITY_PLANS
+            )
+        )
+    plans = (doc or {}).get("plans", [])
+    plan = next(
+        (p for p in plans if p.get("average_bits") == ref.average_bits and p.get("assignments")), None
+    )
+    if plan is None:
+        raise EngineError(f"the plan of {ref.average_bits} average bits of job {ref.job_id} was deleted")
+    return {layer: plan["configs"][config_id] for layer, config_id in plan["assignments"].items()}
 
 
 class RecoveryHandler:
@@ -138,6 +159,9 @@ class RecoveryHandler:
             "dataset_id": str(params.dataset_id),
             "heldout_fraction": params.heldout_fraction,
             "sweep_point_id": params.sweep_point_id,
+            "sensitivity_plan": None
+            if params.sensitivity_plan is None
+            else params.sensitivity_plan.model_dump(mode="json"),
             "point_id": outcome.plan_id,
             "config": outcome.plan["config"],
             "plan": outcome.plan["plan"],

@@ -13,7 +13,7 @@ from backend.api.recovery_training_schemas import TrainingDetailsFields, Trainin
 from backend.api.result_schemas.common import CompressionConfigOut, ResultModel
 from backend.api.result_schemas.sweep import PointFidelityOut
 from backend.api.schemas.layer_profile import LayerProfileOut
-from backend.recovery_contracts import RecoveryJobParams
+from backend.recovery_contracts import RecoveryJobParams, SensitivityPlanRef
 
 
 class EqualizedPairOut(ResultModel):
@@ -84,6 +84,9 @@ class RecoveryLineageOut(ResultModel):
     dataset_id: uuid.UUID
     heldout_fraction: float
     sweep_point_id: str | None = Field(default=None, description="'<sweep job id>:<index>'.")
+    sensitivity_plan: SensitivityPlanRef | None = Field(
+        default=None, description="The mixed-precision plan recovered, when it came from a sensitivity job."
+    )
     point_id: str = Field(description="The configuration's id (e.g. w4-sym-channel).")
     config: CompressionConfigOut | None = None
     plan: dict[str, CompressionConfigOut] | None = Field(

@@ -153,6 +153,40 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
     assert sorted(summary["heldout_index"]) == sorted(int(i) for i in held)
     # Per layer: the ONNX golden model's layers profiled against both exported models, matched by name; the
     # recovered model is closer to the golden one at the output.
+    # A mixed-precision plan of a sensitivity scan of the ONNX golden model, recovered as such.
+    scan = c.create_job(
+        project["id"],
+        "sensitivity",
+        {
+            "model_id": onnx_golden["id"],
+            "dataset_id": dataset["id"],
+            "configs": [{"type": "weight_quant", "bits": b, "per_channel": True} for b in (8, 4)],
+            "max_samples": 64,
+            "mixed_precision_bits": [6],
+        },
+    )
+    assert c.wait_job(scan["id"], timeout=300)["status"] == "succeeded"
+    [plan] = c.http.get(f"/jobs/{scan['id']}/sensitivity/plans").json()["plans"]
+    from_plan = {k: v for k, v in on_onnx.items() if k != "config"} | {
+        "sensitivity_plan": {"job_id": scan["id"], "average_bits": 6},
+        "methods": [{"name": "bias_correction"}],
+    }
+    wrong = from_plan | {"sensitivity_plan": {"job_id": scan["id"], "average_bits": 5}}
+    refused = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": wrong})
+    assert refused.status_code == 422 and "no plan of 5.0 average bits" in refused.json()["detail"], (
+        refused.text
+    )
+    response = c.http.post("/recovery-jobs", json={"project_id": project["id"], "params": from_plan})
+    assert response.status_code == 201, response.text
+    assert c.wait_job(response.json()["id"], timeout=300)["status"] == "succeeded"
+    fourth = c.http.get(f"/jobs/{response.json()['id']}/recovery").json()
+    assert fourth["lineage"]["sensitivity_plan"] == {"job_id": scan["id"], "average_bits": 6.0}
+    configs = {layer: plan["configs"][config_id] for layer, config_id in plan["assignments"].items()}
+    assert {layer: c["bits"] for layer, c in fourth["lineage"]["plan"].items()} == {
+        layer: c["bits"] for layer, c in configs.items()
+    }
+    assert fourth["after"]["kl_mean"] < fourth["before"]["kl_mean"]
+
     pt2_layers = c.http.get(f"/jobs/{job['id']}/recovery/layers").json()  # across formats, by module call
     assert {row["name"] for row in pt2_layers["after"]["layers"]} >= {"conv1", "conv2", "fc"}
     layers = c.http.get(f"/jobs/{response.json()['id']}/recovery/layers").json()

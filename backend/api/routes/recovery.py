@@ -8,6 +8,7 @@ import uuid
 from fastapi import APIRouter, status
 from fastapi.responses import FileResponse
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from backend.accounts import Role
 from backend.api.auth import CallerDep
@@ -18,10 +19,15 @@ from backend.api.recovery_schemas import RecoveryJobCreate, RecoveryLayersOut, R
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, job_result, succeeded_job
 from backend.api.schemas import JobOut
 from backend.audit import AuditAction, record
-from backend.contracts import RESULT_RECOVERY_LAYERS, RESULT_RECOVERY_SUMMARY, JobKind
-from backend.db.models import Dataset, Job, Model, ModelStatus, Project, SweepPoint
+from backend.contracts import (
+    RESULT_RECOVERY_LAYERS,
+    RESULT_RECOVERY_SUMMARY,
+    RESULT_SENSITIVITY_PLANS,
+    JobKind,
+)
+from backend.db.models import Dataset, Job, JobResult, Model, ModelStatus, Project, SweepPoint
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound, QueueUnavailable
-from backend.recovery_contracts import parse_point_id
+from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.services.jobs import dispatch, new_job
 
 router = APIRouter(tags=["recovery"])
@@ -78,6 +84,8 @@ def create_recovery_job(
             raise InvalidRequest(
                 f"params.sweep_point_id: point {params.sweep_point_id} is the uncompressed model"
             )
+    if params.sensitivity_plan is not None:
+        _check_plan(session, params, body.project_id)
     job = new_job(body.project_id, JobKind.recovery, params.model_dump(mode="json"), caller.user_id)
     session.add(job)
     record(
@@ -87,6 +95,33 @@ def create_recovery_job(
     session.commit()
     dispatch(session, settings, job)
     return job_out(job)
+
+
+def _check_plan(session: Session, params: RecoveryJobParams, project_id: uuid.UUID) -> None:
+    """The sensitivity plan exists, belongs to a scan of the golden model in this project, and assigns layers."""
+    ref = params.sensitivity_plan
+    assert ref is not None
+    scan = session.get(Job, ref.job_id)
+    if scan is None or scan.project_id != project_id or scan.kind != JobKind.sensitivity.value:
+        raise NotFound(f"no sensitivity job {ref.job_id} in project {project_id}")
+    if scan.params.get("model_id") != str(params.golden_model_id):
+        raise InvalidRequest(
+            f"params.sensitivity_plan: job {ref.job_id} scanned model {scan.params.get('model_id')}, not "
+            f"{params.golden_model_id}"
+        )
+    doc = session.scalar(
+        select(JobResult.payload).where(
+            JobResult.job_id == ref.job_id, JobResult.key == RESULT_SENSITIVITY_PLANS
+        )
+    )
+    plans = (doc or {}).get("plans", [])
+    plan = next((p for p in plans if p.get("average_bits") == ref.average_bits), None)
+    if plan is None or not plan.get("assignments"):
+        bits = sorted(p.get("average_bits") for p in plans if p.get("assignments"))
+        raise InvalidRequest(
+            f"params.sensitivity_plan: job {ref.job_id} has no plan of {ref.average_bits} average bits "
+            f"(its plans: {bits})"
+        )
 
 
 @router.get(

@@ -4617,6 +4617,8 @@ export interface components {
              * @description Name of the recovered model.
              */
             name?: string | null;
+            /** @description Or: a mixed-precision plan of a sensitivity job of the golden model (each layer its configuration). */
+            sensitivity_plan?: components["schemas"]["SensitivityPlanRef"] | null;
             /**
              * Sweep Point Id
              * @description Or: a point of a sweep of the golden model, by its id '<sweep job id>:<index>' (as the sweep's points and frontier give it); its configuration is taken.
@@ -4685,6 +4687,8 @@ export interface components {
              * @description The configuration's id (e.g. w4-sym-channel).
              */
             point_id: string;
+            /** @description The mixed-precision plan recovered, when it came from a sensitivity job. */
+            sensitivity_plan: components["schemas"]["SensitivityPlanRef"] | null;
             /**
              * Sweep Point Id
              * @description '<sweep job id>:<index>'.
@@ -5433,6 +5437,23 @@ export interface components {
             weights_digest: string | null;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * SensitivityPlanRef
+         * @description A mixed-precision plan of a sensitivity job of the golden model, by its average bits.
+         */
+        SensitivityPlanRef: {
+            /**
+             * Average Bits
+             * @description Which of its plans: the one with this average bit width.
+             */
+            average_bits: number;
+            /**
+             * Job Id
+             * Format: uuid
+             * @description The sensitivity job (of the golden model) that made the plan.
+             */
+            job_id: string;
         };
         /** SensitivityProfileOut */
         SensitivityProfileOut: {

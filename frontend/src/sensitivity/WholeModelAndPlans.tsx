@@ -3,6 +3,7 @@
 // whole plan is applied.
 import { Fragment, useMemo, useState } from "react";
 import { useMixedPrecisionPlans } from "../api/sensitivity";
+import { RecoverPlanButton } from "../recovery/RecoverButton";
 import type { SensitivityReport } from "../api/types";
 import { ChartPanel, type CsvData } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
@@ -165,6 +166,7 @@ export function PlansSection({ jobId }: { jobId: string }) {
                         <td className="num">{r.measuredSqnr === null ? "—" : `${formatNumber(r.measuredSqnr)} dB`}</td>
                         <td>
                           <Assignments plan={r} />
+                          <RecoverPlanButton scanJobId={jobId} averageBits={r.averageBits} />
                           {r.notes.map((n) => (
                             <div key={n} className="muted small-text">
                               {n}
