@@ -82,5 +82,10 @@ await runSignedIn(config, observations, step, async (page) => {
       .locator(".js-plotly-plot")
       .evaluateAll((gds) => gds.map((gd) => gd.data.map((t) => ({ name: t.name, x: t.x, y: t.y })))),
   };
+  await page.getByText("Every metric, before and after (held-out split)").click();
+  observations.metrics = await page
+    .getByRole("table", { name: "Every metric, before and after recovery" })
+    .locator("tbody tr")
+    .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll("th, td")].map((c) => c.textContent)));
   await page.screenshot({ path: join(config.artifacts, "recovery-before-after.png"), fullPage: true });
 });

@@ -127,6 +127,11 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
         f"{improved} of {qat_summary['n_heldout']} held-out samples closer"
         in seen["beforeAfter"]["captions"][0]
     )
+    metrics = {row[0]: row[1:] for row in seen["metrics"]}
+    assert len(metrics) >= 12 and {"KL mean", "SQNR", "ECE (golden → this)"} <= set(metrics), metrics
+    assert metrics["Top-1 agreement"] == [
+        f"{qat_summary[side]['top1_agreement'] * 100:.2f} %" for side in ("before", "after")
+    ]
     layers = client.http.get(f"/jobs/{qat['id']}/recovery/layers").json()
     lines = {t["name"]: t for t in per_layer}
     for side, name in (("before", "before recovery"), ("after", "after")):

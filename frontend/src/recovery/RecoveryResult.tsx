@@ -5,6 +5,7 @@ import { href } from "../lib/route";
 import { useRecoverySummary, recoveredModelHref } from "./queries";
 import { BeforeAfter } from "./BeforeAfter";
 import { LossCurveChart } from "./LossCurveChart";
+import { fidelityFacts } from "../lib/pointFidelity";
 import { lineageLine, stepRows, type RecoverySummary } from "./recovery";
 import { lossCurves } from "./training";
 
@@ -37,6 +38,35 @@ export function StepsTable({ summary }: { summary: RecoverySummary }) {
   );
 }
 
+/** Every fidelity metric of the compressed model before recovery and after, side by side. */
+export function MetricsBeforeAfter({ summary }: { summary: RecoverySummary }) {
+  const before = fidelityFacts(summary.before);
+  const after = new Map(fidelityFacts(summary.after));
+  return (
+    <details className="more-settings">
+      <summary>Every metric, before and after (held-out split)</summary>
+      <table className="table compact facts-table" aria-label="Every metric, before and after recovery">
+        <thead>
+          <tr>
+            <th>Metric</th>
+            <th className="num">Before recovery</th>
+            <th className="num">After</th>
+          </tr>
+        </thead>
+        <tbody>
+          {before.map(([label, value]) => (
+            <tr key={label}>
+              <th scope="row">{label}</th>
+              <td className="num">{value}</td>
+              <td className="num">{after.get(label) ?? "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
+  );
+}
+
 export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showModelLink: boolean }) {
   const summary = useRecoverySummary(jobId, true);
   if (summary.isPending) return <Loading what="the recovery result" />;
@@ -58,6 +88,7 @@ export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showMo
         ))}
       </p>
       <StepsTable summary={s} />
+      <MetricsBeforeAfter summary={s} />
       {curves.length > 0 && <LossCurveChart curves={curves} />}
       <BeforeAfter jobId={jobId} summary={s} />
       <p className="muted">

@@ -4,14 +4,12 @@
 import { exportHref } from "../api/sweeps";
 import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
-import { formatBytes, formatCount, formatNumber, formatPercent } from "../lib/format";
-import type { PointCost, PointFidelity } from "../api/types";
+import { formatBytes, formatCount, formatNumber } from "../lib/format";
+import type { PointCost } from "../api/types";
 import { slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { latencyCsv, latencyRows } from "../lib/sweepTable";
-import { formatKl } from "../lib/sensitivity";
+import { fidelityFacts, type Fact } from "../lib/pointFidelity";
 import { RecoverButton } from "../recovery/RecoverButton";
-
-type Fact = [string, string];
 
 function Facts({ facts, label }: { facts: Fact[]; label: string }) {
   return (
@@ -26,35 +24,6 @@ function Facts({ facts, label }: { facts: Fact[]; label: string }) {
       </tbody>
     </table>
   );
-}
-
-const pp = (v: number | null) => (v === null ? "—" : `${formatNumber(v, 3)} pp`);
-const golden = (a: string, b: string) => `${a} → ${b}`;
-
-function fidelityFacts(f: PointFidelity | null): Fact[] {
-  const n = (key: keyof PointFidelity) => {
-    const v = f?.[key];
-    return typeof v === "number" ? v : null;
-  };
-  const sqnr = n("sqnr_db");
-  return [
-    ["KL mean", formatKl(n("kl_mean"))],
-    ["KL max", formatKl(n("kl_max"))],
-    ["Reverse KL mean", formatKl(n("kl_reverse_mean"))],
-    ["JS mean", formatKl(n("js_mean"))],
-    ["Top-1 agreement", formatPercent(n("top1_agreement"))],
-    ["Label flips", formatNumber(n("label_flips"))],
-    [
-      "SQNR",
-      sqnr !== null ? `${formatNumber(sqnr)} dB` : f?.sqnr_db_infinite === true || n("kl_mean") === 0 ? "∞ dB" : "—",
-    ],
-    ["Cosine mean", formatNumber(n("cosine_mean"), 6)],
-    ["MSE", formatNumber(n("mse"))],
-    ["Accuracy (golden → this)", golden(formatPercent(n("accuracy_golden")), formatPercent(n("accuracy_compressed")))],
-    ["Accuracy drop", pp(n("accuracy_drop_pp"))],
-    ["ECE (golden → this)", golden(formatNumber(n("ece_golden")), formatNumber(n("ece_compressed")))],
-    ["Flagged samples", `${formatNumber(n("n_flagged"))} of ${formatNumber(n("n_samples"))}`],
-  ];
 }
 
 function costFacts(c: PointCost | null): Fact[] {
