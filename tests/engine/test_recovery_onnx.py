@@ -18,11 +18,18 @@ import torch
 from onnx import numpy_helper
 from scipy.special import rel_entr, softmax
 
-from tests.engine.test_recovery import ORDER, PLAN, W4, _channel_mean, _layer_outputs, _params
+from tests.engine.test_recovery import (
+    ORDER,
+    PLAN,
+    W4,
+    _channel_mean,
+    _layer_outputs,
+    _params,
+    assert_on_grid_within_one_step,
+)
 from worker.demo.models import DigitsCNN, DigitsSplit, export_onnx
 from worker.engine.compression import open_compressible
 from worker.engine.compression.onnx_backend import OnnxCompressible
-from worker.engine.compression.ops import fake_quant_weight
 from worker.engine.recovery import MethodSpec, RecoveryError, RecoveryOutcome, export_recovered, recover
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -117,20 +124,7 @@ def test_adaround_halves_the_held_out_kl_within_one_step_on_its_grid(
     for layer in adarounded.steps[-1].details["layers"]:
         assert layer["loss_adaround"] < layer["loss_nearest"] and 0 < layer["flipped"] < layer["total"]
     assert isinstance(adarounded.module, onnx.ModelProto)
-    original, learned = _params(digits_cnn), _initializers(adarounded.module, _golden(cnn_onnx))
-    for name in ORDER:
-        w, w_hat = original[f"{name}.weight"], learned[f"{name}.weight"]
-        flat, flat_hat = (
-            w.reshape(len(w), -1).astype(np.float64),
-            w_hat.reshape(len(w), -1).astype(np.float64),
-        )
-        step = np.abs(flat).max(axis=1, keepdims=True) / 7
-        q = flat_hat / step
-        np.testing.assert_allclose(q, np.round(q), atol=1e-4)
-        assert np.all(np.abs(np.round(q) - flat / step) < 1 + 1e-4)
-        requant = fake_quant_weight(torch.from_numpy(w_hat), 4, True, True).numpy()
-        np.testing.assert_allclose(requant, w_hat, rtol=0, atol=1e-6 * np.abs(w_hat).max())
-        np.testing.assert_array_equal(learned[f"{name}.bias"], original[f"{name}.bias"])
+    assert_on_grid_within_one_step(_params(digits_cnn), _initializers(adarounded.module, _golden(cnn_onnx)))
 
 
 def test_the_exported_recovered_onnx_model_reproduces_the_stored_figures(

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from worker.engine.inspection.graph_types import GraphEdge, GraphNode, ModelGraph, group_path
+from worker.engine.inspection.graph_types import DisplayIds, GraphEdge, GraphNode, ModelGraph, module_op_node
 from worker.engine.inspection.identity import module_call
 from worker.engine.inspection.model import LayerInfo, ModelInspection
 
@@ -42,21 +42,6 @@ def _module_calls(program: torch.export.ExportedProgram) -> tuple[set[str], dict
     return leaves, types
 
 
-class _Ids:
-    """Display ids, unique: a wanted id already taken gets the first free '#k'."""
-
-    def __init__(self, reserved: set[str]) -> None:
-        self.taken = set(reserved)
-
-    def fresh(self, base: str) -> str:
-        name, count = base, 1
-        while name in self.taken:
-            count += 1
-            name = f"{base}#{count}"
-        self.taken.add(name)
-        return name
-
-
 def _reads_own_weight(node: torch.fx.Node, module: str, weights: Mapping[str, str]) -> bool:
     return any(weights.get(source.name, "").rsplit(".", 1)[0] == module for source in node.all_input_nodes)
 
@@ -74,7 +59,7 @@ def torch_export_graph(program: torch.export.ExportedProgram, inspection: ModelI
         for s in signature.input_specs
         if s.kind in (InputKind.PARAMETER, InputKind.BUFFER) and s.target is not None
     }
-    ids = _Ids(set(leaves))
+    ids = DisplayIds(set(leaves))
     group_of: dict[str, str] = {name: f"input:{name}" for name in user_inputs}  # fx node -> display id
     call_ids: dict[tuple[str, int], str] = {}
     nodes = [GraphNode(id=f"input:{name}", kind="input", op_type="Input") for name in sorted(user_inputs)]
@@ -118,20 +103,7 @@ def torch_export_graph(program: torch.export.ExportedProgram, inspection: ModelI
             if origin is not None and origin != display and (origin, display) not in linked:
                 linked.add((origin, display))
                 edges.append(GraphEdge(origin, display, source.name))
-    for display, fields in info.items():
-        module = fields["module"]
-        nodes.append(
-            GraphNode(
-                id=display,
-                kind="op",
-                op_type=fields["op_type"],
-                aliases=[a for a in dict.fromkeys(fields["aliases"]) if a != display],
-                module_path=module,
-                group_path=group_path(module),
-                params=fields["params"],
-                macs=fields["macs"],
-            )
-        )
+    nodes.extend(module_op_node(display, fields) for display, fields in info.items())
     output = next(node for node in program.graph.nodes if node.op == "output")
     returned = output.args[0] if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
     user_outputs = set(signature.user_outputs)

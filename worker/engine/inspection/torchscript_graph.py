@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from worker.engine.inspection.graph_types import GraphEdge, GraphNode, ModelGraph, group_path
+from worker.engine.inspection.graph_types import DisplayIds, GraphEdge, GraphNode, ModelGraph, module_op_node
 
 
 def _tensor(value: Any) -> bool:
@@ -41,19 +41,11 @@ class _Builder:
         self.tensors |= {name: int(t.numel()) for name, t in root.named_buffers()}
         self.own = {p: bool(dict(m.named_parameters(recurse=False))) for p, m in self.modules.items()}
         self.nodes: dict[str, dict[str, Any]] = {}  # display id -> GraphNode fields, in first-seen order
-        self.taken: set[str] = set(self.leaves)
+        self.ids = DisplayIds(set(self.leaves))
         self.calls: dict[str, int] = {}
         self.counted: set[str] = set()
         self.edges: list[GraphEdge] = []
         self.linked: set[tuple[str, str]] = set()
-
-    def fresh(self, base: str) -> str:
-        name, count = base, 1
-        while name in self.taken:
-            count += 1
-            name = f"{base}#{count}"
-        self.taken.add(name)
-        return name
 
     def node(self, display: str, op_type: str, module: str | None) -> dict[str, Any]:
         return self.nodes.setdefault(
@@ -100,7 +92,7 @@ class _Builder:
                 call_args = [producers.get(v.debugName(), set()) for v in ins[1:]]
                 if target in self.leaves:
                     self.calls[target] = self.calls.get(target, 0) + 1
-                    display = target if self.calls[target] == 1 else self.fresh(target)
+                    display = target if self.calls[target] == 1 else self.ids.fresh(target)
                     self.node(display, self.types[target], target)
                     if self.calls[target] == 1:
                         self.own_params(
@@ -126,10 +118,10 @@ class _Builder:
             op = kind.split("::", 1)[-1]
             if base and self.own.get(base) and base not in self.leaves and read and base not in self.nodes:
                 display = base  # a module with submodules that computes with its own parameters: its layer
-                self.taken.add(base)
+                self.ids.taken.add(base)
                 self.node(display, self.types.get(base, "Module"), base)
             else:
-                display = self.fresh(f"{base}.{op}" if base else op)
+                display = self.ids.fresh(f"{base}.{op}" if base else op)
                 self.node(display, op, base or None)
             self.own_params(display, read)
             for value, produced in zip(ins, sources, strict=True):
@@ -166,20 +158,7 @@ def torchscript_graph(
         else:
             args.append(set())
     returned = builder.walk("", graph, args)
-    for display, fields in builder.nodes.items():
-        module_path = fields["module"]
-        nodes.append(
-            GraphNode(
-                id=display,
-                kind="op",
-                op_type=fields["op_type"],
-                aliases=[a for a in dict.fromkeys(fields["aliases"]) if a != display],
-                module_path=module_path,
-                group_path=group_path(module_path),
-                params=fields["params"],
-                macs=None,
-            )
-        )
+    nodes.extend(module_op_node(display, fields) for display, fields in builder.nodes.items())
     edges = list(builder.edges)
     if output_names is None or len(output_names) != len(returned):
         output_names = ["output"] if len(returned) == 1 else [f"output_{i}" for i in range(len(returned))]

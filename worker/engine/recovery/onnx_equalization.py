@@ -96,9 +96,7 @@ def equalize_onnx(
         if worst <= tolerance:
             break
     for name in {name for pair in pairs for name in (pair.first, pair.second)}:
-        op = ops[name]
-        w = op.module.weight.detach()
-        recovery.tensors[op.weight_key] = (w.t() if op.transposed else w).contiguous().clone()
+        recovery.store(ops[name])
     for name, bias in biases.items():
         key = ops[name].bias_key
         assert key is not None

@@ -202,13 +202,27 @@ class OnnxRecovery:
     def read(self, key: str) -> torch.Tensor:
         return self.tensors[key].clone() if key in self.tensors else self.golden.read(key)
 
+    def store(self, op: OnnxLayerOp, weight: torch.Tensor | None = None) -> None:
+        """Write a layer's weight (its torch form: `weight`, else the op's module's) in the ONNX layout."""
+        w = (op.module.weight if weight is None else weight).detach()
+        self.tensors[op.weight_key] = (w.t() if op.transposed else w).contiguous().clone()
+
+
+def ort_session(model: onnx.ModelProto, threads: int | None) -> Any:
+    """An onnxruntime CPU session of `model` with `threads` intra-op threads (default when None)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
 
 def _capture(
     model: onnx.ModelProto, names: Sequence[str], feeds: Feeds, batch_size: int, threads: int | None
 ) -> dict[str, list[np.ndarray]]:
     """Every batch's value of the tensors `names` in `model`, run by onnxruntime."""
     import onnx as onnx_module
-    import onnxruntime as ort
 
     augmented = onnx_module.ModelProto()
     augmented.CopyFrom(model)
@@ -216,10 +230,7 @@ def _capture(
     augmented.graph.output.extend(
         onnx_module.ValueInfoProto(name=n) for n in dict.fromkeys(names) if n not in existing
     )
-    options = ort.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = threads
-    session = ort.InferenceSession(augmented.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(augmented, threads)
     inputs = [i.name for i in session.get_inputs()]
     seen: dict[str, list[np.ndarray]] = {name: [] for name in names}
     for batch in batches(feeds, batch_size):
@@ -276,7 +287,7 @@ def adaround_onnx(
             x = nn.functional.pad(x, op.pre_pad)
         learned, report = round_layer(module, x, grid_of(w, wq), params, wq.per_channel)
         report.name = op.name
-        recovery.tensors[op.weight_key] = learned.t().contiguous() if op.transposed else learned
+        recovery.store(op, learned)
         result.layers.append(report)
     progress("adaround", len(wanted), len(wanted), "AdaRound done")
     return result

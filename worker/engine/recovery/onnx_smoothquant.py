@@ -18,7 +18,7 @@ from torch import nn
 
 from worker.engine.compression import Config
 from worker.engine.compression.model import Feeds, batches
-from worker.engine.recovery.onnx_model import OnnxLayerOp, OnnxRecovery, ScaleNode, layer_ops
+from worker.engine.recovery.onnx_model import OnnxLayerOp, OnnxRecovery, ScaleNode, layer_ops, ort_session
 from worker.engine.recovery.smoothquant import SmoothedGroup, SmoothQuantParams, SmoothQuantResult
 
 
@@ -34,15 +34,11 @@ def _input_ranges(
     """max|X_j| per input channel of each group's input over `feeds` (channel axis 1 for a Conv, the last axis
     for a Gemm / MatMul), streamed batch by batch."""
     import onnx
-    import onnxruntime as ort
 
     model = recovery.model()
     existing = {o.name for o in model.graph.output}
     model.graph.output.extend(onnx.ValueInfoProto(name=t) for t in groups if t not in existing)
-    options = ort.SessionOptions()
-    if recovery.golden.threads is not None:
-        options.intra_op_num_threads = recovery.golden.threads
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(model, recovery.golden.threads)
     inputs = [i.name for i in session.get_inputs()]
     names = list(groups)
     ranges: dict[str, torch.Tensor] = {}
@@ -169,8 +165,7 @@ def smooth_onnx(
             )
         )
     for op in touched.values():
-        w_now = op.module.weight.detach()
-        recovery.tensors[op.weight_key] = (w_now.t() if op.transposed else w_now).contiguous().clone()
+        recovery.store(op)
     for name, bias in biases.items():
         key = every[name].bias_key
         assert key is not None

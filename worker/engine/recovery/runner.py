@@ -41,7 +41,7 @@ from worker.engine.recovery.onnx_model import ONNX_METHODS, OnnxRecovery, adarou
 from worker.engine.recovery.onnx_smoothquant import smooth_onnx
 from worker.engine.recovery.outcome import RecoveryOutcome, Step, measure
 from worker.engine.recovery.smoothquant import SmoothQuantParams, smooth
-from worker.engine.sweep.golden import GoldenReference, point_spec
+from worker.engine.sweep.golden import GoldenReference, PointSpec, point_spec
 from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
 if TYPE_CHECKING:
@@ -144,16 +144,22 @@ def recover(
                 "AdaRound's weights off their grid and change what bias correction measured"
             )
     if isinstance(golden, OnnxCompressible):
-        return _recover_onnx(
-            golden, config_or_plan, calibration_feeds, heldout_feeds, labels, methods, batch_size, progress
-        )
-    source = _python_module(golden)
+        others = [method.name for method in methods if method.name not in ONNX_METHODS]
+        if others:
+            raise RecoveryError(
+                f"{', '.join(others)} need(s) a torch golden model (.pt2): on an ONNX model recovery runs "
+                f"{', '.join(ONNX_METHODS)} (distillation and QAT train a torch module)"
+            )
+    else:
+        source = _python_module(golden)
     calib = bind_inputs(calibration_feeds, golden.inputs)
     heldout = bind_inputs(heldout_feeds, golden.inputs)
     golden.prepare(first_sample(calib))
     spec = point_spec(golden, config_or_plan)
     if not spec.plan:
         raise RecoveryError("the configuration compresses nothing: there is nothing to recover")
+    if isinstance(golden, OnnxCompressible):
+        return _recover_onnx(golden, spec, calib, heldout, labels, methods, batch_size, progress)
     names = [spec_.name for spec_ in golden.inputs]
     recovered = private_copy(source)
     materialize(recovered)  # a .pt2 program's layers become nn.Conv*/nn.Linear (same parameters)
@@ -227,28 +233,16 @@ def recover(
 
 def _recover_onnx(
     golden: OnnxCompressible,
-    config_or_plan: Any,
-    calibration_feeds: Feeds,
-    heldout_feeds: Feeds,
+    spec: PointSpec,
+    calib: Feeds,
+    heldout: Feeds,
     labels: np.ndarray | None,
     methods: Sequence[MethodSpec],
     batch_size: int,
     progress: Progress,
 ) -> RecoveryOutcome:
     """`recover` for an ONNX golden model (onnx_model.py, onnx_equalization.py, onnx_smoothquant.py): the
-    training-free methods."""
-    others = [method.name for method in methods if method.name not in ONNX_METHODS]
-    if others:
-        raise RecoveryError(
-            f"{', '.join(others)} need(s) a torch golden model (.pt2): on an ONNX model recovery runs "
-            f"{', '.join(ONNX_METHODS)} (distillation and QAT train a torch module)"
-        )
-    calib = bind_inputs(calibration_feeds, golden.inputs)
-    heldout = bind_inputs(heldout_feeds, golden.inputs)
-    golden.prepare(first_sample(calib))
-    spec = point_spec(golden, config_or_plan)
-    if not spec.plan:
-        raise RecoveryError("the configuration compresses nothing: there is nothing to recover")
+    training-free methods, on the inputs and plan `recover` prepared."""
     recovery = OnnxRecovery(golden)
     reference = GoldenReference(golden, heldout, batch_size)
 
