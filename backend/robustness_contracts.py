@@ -3,9 +3,10 @@ The names are the engine's (worker/engine/robustness/transforms.py SLICES); test
 
 from __future__ import annotations
 
+import uuid
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Severity = Literal[1, 2, 3]
 RobustnessSlice = Literal[
@@ -34,13 +35,13 @@ class RobustnessOptions(BaseModel):
 
     slices: list[RobustnessSlice] = Field(
         default_factory=lambda: list(ROBUSTNESS_SLICES),
-        min_length=1,
         max_length=len(ROBUSTNESS_SLICES),
         description="Corruptions to apply: gaussian_noise changes any float input; brightness, contrast, "
         "gaussian_blur, occlusion and jpeg (quality 90/50/20) need images; token_replacement needs token "
         "ids; fgsm and pgd (adversarial, L-inf) need a PyTorch golden model and a classification output. "
         "Slices that do not apply are skipped with a reason. Each slice costs one more forward pass of "
-        "both models per severity; fgsm one more golden backward pass, pgd ten.",
+        "both models per severity; fgsm one more golden backward pass, pgd ten. May be empty when "
+        "ood_dataset_id is given.",
     )
     severities: list[Severity] = Field(
         default_factory=_all_severities,
@@ -52,3 +53,17 @@ class RobustnessOptions(BaseModel):
     max_samples: int | None = Field(
         default=None, ge=1, le=10_000_000, description="Only the first this many samples (null: all)."
     )
+    ood_dataset_id: uuid.UUID | None = Field(
+        default=None,
+        description="A second dataset of the project, out of distribution (e.g. photos from another "
+        "camera): both models also run on it unchanged, and it is compared like a slice (metrics, "
+        "brittleness ratio against the clean data, worst samples). Its arrays must fit the models' inputs; "
+        "one that does not gets an error in the result and the slices stand. max_samples applies to it "
+        "too. Costs one forward pass of both models over it.",
+    )
+
+    @model_validator(mode="after")
+    def _something_to_compare(self) -> RobustnessOptions:
+        if not self.slices and self.ood_dataset_id is None:
+            raise ValueError("robustness needs at least one slice or an ood_dataset_id")
+        return self

@@ -11,7 +11,7 @@ import numpy as np
 
 from backend.db.models import Dataset, Model, ModelStatus
 from worker.engine.errors import ModelLoadError
-from worker.handlers import detached_row, load_dataset
+from worker.handlers import detached_row, read_dataset
 from worker.model_files import model_file
 from worker.runtime import JobContext
 
@@ -41,9 +41,7 @@ def open_prepared(
     if model.status == ModelStatus.invalid.value:
         raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
     dataset = detached_row(ctx, Dataset, dataset_id)
-    arrays = load_dataset(
-        ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
-    )
+    arrays = read_dataset(ctx, dataset)
     labels = arrays.pop("labels", None)
     arrays = {name: a[:max_samples] for name, a in arrays.items()}
     handle = open_compressible(*model_file(ctx, model), intra_op_threads=threads)

@@ -78,6 +78,19 @@ def load_dataset(path: Path, dataset: Dataset, cache_dir: Path | None = None) ->
     raise DatasetMismatchError(f"dataset {dataset.name!r} has unknown kind {dataset.kind!r}")
 
 
+def read_dataset(ctx: JobContext, dataset: Dataset) -> dict[str, np.ndarray]:
+    """`load_dataset` of a dataset row from the job's artifact store, cached in the worker's data dir."""
+    return load_dataset(
+        ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
+    )
+
+
+def named_dataset(ctx: JobContext, dataset_id: uuid.UUID) -> tuple[str, dict[str, np.ndarray]]:
+    """(name, arrays) of a dataset of the job's project, read by id."""
+    dataset = detached_row(ctx, Dataset, dataset_id)
+    return dataset.name, read_dataset(ctx, dataset)
+
+
 class InspectHandler:
     """Loads an uploaded model and records its inputs, outputs, layers, parameters and MACs/FLOPs."""
 
@@ -133,9 +146,7 @@ class FidelityHandler:
             runners.append(load_model(*models[-1], intra_op_threads=params.threads))
         dataset = detached_row(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
-        arrays = load_dataset(
-            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
-        )
+        arrays = read_dataset(ctx, dataset)
         labels = arrays.pop("labels", None)
         n = len(next(iter(arrays.values()))) if arrays else 0
         n_profiled = min(n, params.layer_profile_samples) if params.layer_profile else 0
@@ -176,7 +187,9 @@ class FidelityHandler:
             runtime_outputs = compare_models(
                 runners[0], runners[1], subset, None, fidelity_params, on_progress=on_rerun_progress
             ).outputs
-        robustness = robustness_results(ctx, params, runners, arrays, labels, report, share)
+        robustness = robustness_results(
+            ctx, params, runners, arrays, labels, report, share, lambda i: named_dataset(ctx, i)
+        )
         del runners  # the profile loads its own instrumented copies
         summary = json_safe(report.summary_dict())
         # Per-class damage and sequence fidelity are documents of their own, beside the typed summary.

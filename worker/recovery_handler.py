@@ -28,7 +28,7 @@ from backend.db.models import Artifact, Dataset, JobResult, Model, ModelStatus, 
 from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.storage import copy_file_to_staging
 from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
-from worker.handlers import detached_row, load_dataset
+from worker.handlers import detached_row, read_dataset
 from worker.model_files import model_file
 from worker.recovery_layers import layers_before_after
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -101,9 +101,7 @@ class RecoveryHandler:
         configuration = _configuration(ctx, params)
         methods = [MethodSpec(m.name, m.model_dump(exclude={"name"})) for m in params.methods]
         ctx.progress(0.0, f"loading the model {golden_row.name!r} and the dataset {dataset.name!r}")
-        arrays = load_dataset(
-            ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
-        )
+        arrays = read_dataset(ctx, dataset)
         labels = arrays.pop("labels", None)
         n = min(len(next(iter(arrays.values()))), params.max_samples) if arrays else 0
         calib_index, held_index = split_indices(n, params.heldout_fraction)

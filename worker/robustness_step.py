@@ -4,19 +4,22 @@ stored document beside the per-class and sequence ones (RESULT_FIDELITY_ROBUSTNE
 
 Like the layer profile, the step is extra: whatever stops it (a bug, an allocation that fails, a runtime
 that refuses a corrupted input) leaves a document whose ``error`` says why, and the clean report stands.
-Only a cancellation and the soft time limit go through.
+Only a cancellation and the soft time limit go through. The out-of-distribution dataset is extra
+twice over: one that cannot be read or does not fit the models leaves ``ood.error`` and the slices stand.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
 
 from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, FidelityJobParams
+from backend.robustness_contracts import RobustnessOptions
 from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.fidelity import FidelityReport
 from worker.engine.types import Runner
@@ -33,12 +36,14 @@ def robustness_results(
     labels: np.ndarray | None,
     report: FidelityReport,
     at: float,
+    read_ood: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]] | None = None,
 ) -> dict[str, Any]:
     """{RESULT_FIDELITY_ROBUSTNESS: document} when the job asks for robustness slices, else {}.
 
     runners: the golden and compressed runners the clean comparison used; report: its result (the
     baseline of the brittleness ratio); at: the job's progress fraction when the step starts (held there:
-    the step's messages say how far it is)."""
+    the step's messages say how far it is); read_ood(id) -> (name, arrays): reads the
+    out-of-distribution dataset when the job names one."""
     if params.robustness is None:
         return {}
     from worker.engine.fidelity import FidelityParams
@@ -74,7 +79,67 @@ def robustness_results(
     except Exception as exc:  # the slices are extra: whatever stops them must not take the report along
         raise_if_stopping(exc)  # the engine wraps runtime failures; a stop inside one still stops
         document = {"error": robustness_error(exc, out_of_memory(exc))}
+    if options.ood_dataset_id is not None and document.get("error") is None:
+        document["ood"] = _ood(ctx, options, runners, report, read_ood, fraction)
     return {RESULT_FIDELITY_ROBUSTNESS: json_safe(document)}
+
+
+def _ood(
+    ctx: JobContext,
+    options: RobustnessOptions,
+    runners: list[Runner],
+    report: FidelityReport,
+    read_ood: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]] | None,
+    fraction: float,
+) -> dict[str, Any]:
+    """The out-of-distribution part of the document: {dataset_id, dataset_name, metrics..., error}."""
+    from worker.engine.fidelity import FidelityParams
+    from worker.engine.robustness import evaluate_ood
+
+    dataset_id = options.ood_dataset_id
+    assert dataset_id is not None
+    head: dict[str, Any] = {"dataset_id": str(dataset_id), "dataset_name": None}
+
+    def on_progress(done: int, total: int) -> None:
+        ctx.progress(fraction, f"out-of-distribution data: {done} of {total} samples compared")
+
+    try:
+        if read_ood is None:
+            raise EngineError("no dataset reader was given")  # a caller's bug, said in the result
+        head["dataset_name"], arrays = read_ood(dataset_id)
+        ctx.progress(fraction, f"out-of-distribution data {head['dataset_name']!r}")
+        return head | evaluate_ood(
+            runners[0],
+            runners[1],
+            arrays,
+            None,
+            cast(FidelityParams, report.params),
+            report.per_sample,
+            report.outputs[report.primary_output]["kind"],
+            max_samples=options.max_samples,
+            on_progress=on_progress,
+        )
+    except (JobCancelled, SoftTimeLimitExceeded):
+        raise
+    except Exception as exc:  # the slices stand whatever happens to the second dataset
+        raise_if_stopping(exc)
+        return head | {"error": ood_error(exc, out_of_memory(exc))}
+
+
+def ood_error(exc: Exception, memory: bool) -> str:
+    """Why the out-of-distribution comparison is missing, and what to change."""
+    if memory:
+        return (
+            f"the out-of-distribution dataset ran out of memory ({type(exc).__name__}: {exc}). Lower the "
+            "job's batch_size or robustness.max_samples."
+        )
+    if isinstance(exc, EngineError):
+        return f"the out-of-distribution dataset could not be compared: {exc}"
+    logger.exception("the out-of-distribution comparison failed")
+    return (
+        f"the out-of-distribution dataset could not be compared (internal error {type(exc).__name__}: "
+        f"{exc}; please report it)."
+    )
 
 
 def robustness_error(exc: Exception, memory: bool) -> str:

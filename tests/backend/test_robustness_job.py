@@ -2,7 +2,8 @@
 (float ONNX against its int8 QDQ copy) over the real app and Postgres: the robustness document is stored
 beside the clean report, listed in its diagnostics and served whole and typed by GET /jobs/{id}/robustness;
 a robustness step that fails leaves the job succeeded with its clean report and a document that says why;
-a job run without the option answers 404 there."""
+a job run without the option answers 404 there. An out-of-distribution dataset is compared like a slice
+(checked against scipy on onnxruntime's outputs); one that does not fit leaves the slices standing."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.special
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -166,3 +168,70 @@ def test_unknown_slices_and_severities_are_refused(api: Api) -> None:
             json={"project_id": api.project, "kind": "fidelity", "params": base | {"robustness": bad}},
         )
         assert answer.status_code == 422, (bad, answer.text)
+
+
+def ort_probabilities(path: Path, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    logits = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    return np.asarray(scipy.special.softmax(logits.astype(np.float64), axis=1))
+
+
+def test_an_ood_dataset_is_compared_like_a_slice(api: Api, bundle: DemoBundle, tmp_path: Path) -> None:
+    """The digits inverted (white strokes on black become black on white) as the out-of-distribution data:
+    KL, agreement, accuracies and the brittleness ratio equal scipy's on onnxruntime's own outputs."""
+    digits = np.load(bundle.test_npz)
+    inverted = (1.0 - digits["input"]).astype(np.float32)
+    np.savez(tmp_path / "inverted.npz", input=inverted, labels=digits["labels"])
+    ood = api.upload("datasets", tmp_path / "inverted.npz")
+    job_id = api.fidelity(layer_profile=False, robustness={"slices": [], "ood_dataset_id": ood})
+    served = RobustnessOut.model_validate(api.get(f"/jobs/{job_id}/robustness").json())
+    assert not list(extras(served)) and served.error is None and served.slices == []
+    assert served.ood is not None and served.ood.error is None
+    assert served.ood.dataset_name == "inverted.npz" and str(served.ood.dataset_id) == ood
+    p = ort_probabilities(bundle.golden_onnx, inverted)
+    q = ort_probabilities(bundle.int8_onnx, inverted)
+    kl = scipy.special.rel_entr(p, q).sum(axis=1)
+    assert served.ood.n_samples == len(inverted) and served.ood.n_finite == len(inverted)
+    assert served.ood.kl_mean_nats == pytest.approx(kl.mean(), rel=1e-5)
+    assert served.ood.top1_agreement == pytest.approx((p.argmax(1) == q.argmax(1)).mean())
+    assert served.ood.golden_accuracy == pytest.approx((p.argmax(1) == digits["labels"]).mean())
+    assert served.ood.compressed_accuracy == pytest.approx((q.argmax(1) == digits["labels"]).mean())
+    p_clean = ort_probabilities(bundle.golden_onnx, digits["input"])
+    q_clean = ort_probabilities(bundle.int8_onnx, digits["input"])
+    clean_kl = scipy.special.rel_entr(p_clean, q_clean).sum(axis=1).mean()
+    assert served.ood.brittleness_ratio == pytest.approx(kl.mean() / clean_kl, rel=1e-4)
+    assert served.ood.golden_accuracy < served.clean.golden_accuracy  # inverted digits are off-distribution
+    worst = [w.sample_index for w in served.ood.worst_samples]
+    assert worst == list(np.argsort(-kl, kind="stable")[:10])
+
+
+def test_an_ood_dataset_that_does_not_fit_leaves_the_slices(api: Api, tmp_path: Path) -> None:
+    np.savez(tmp_path / "flat.npz", input=np.zeros((20, 64), np.float32))
+    flat = api.upload("datasets", tmp_path / "flat.npz")
+    options = {"slices": ["gaussian_noise"], "severities": [1], "max_samples": 40, "ood_dataset_id": flat}
+    job_id = api.fidelity(layer_profile=False, robustness=options)
+    served = RobustnessOut.model_validate(api.get(f"/jobs/{job_id}/robustness").json())
+    assert served.error is None and [s.name for s in served.slices] == ["gaussian_noise"]
+    assert served.ood is not None and served.ood.dataset_name == "flat.npz"
+    assert served.ood.error is not None and "could not be compared" in served.ood.error
+    assert "input" in served.ood.error and served.ood.n_samples == 0
+
+
+def test_an_ood_dataset_must_be_the_projects(api: Api, tmp_path: Path) -> None:
+    other = api.post("/projects", json={"name": "elsewhere"})["id"]
+    np.savez(tmp_path / "elsewhere.npz", input=np.zeros((4, 1, 8, 8), np.float32))
+    with (tmp_path / "elsewhere.npz").open("rb") as f:
+        foreign = api.post(f"/projects/{other}/datasets", files={"file": ("elsewhere.npz", f)})["id"]
+    base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
+    answer = api.http.post(
+        "/api/v1/jobs",
+        headers=api.headers,
+        json={
+            "project_id": api.project,
+            "kind": "fidelity",
+            "params": base | {"robustness": {"ood_dataset_id": foreign}},
+        },
+    )
+    assert answer.status_code == 404, answer.text
+    assert foreign in answer.json()["detail"]

@@ -70,6 +70,26 @@ class SkippedSliceOut(ResultModel):
     reason: str
 
 
+class OodOut(RobustnessMetricsOut):
+    dataset_id: uuid.UUID
+    dataset_name: str | None = Field(default=None, description="Null when the dataset could not be read.")
+    error: str | None = Field(
+        default=None,
+        description="Why the out-of-distribution dataset could not be compared (e.g. its arrays do not fit "
+        "the models); the metrics are then empty and the slices stand.",
+    )
+    brittleness_ratio: float | None = Field(
+        default=None,
+        description="Divergence on this dataset / divergence on the clean data; null when the clean one is 0.",
+    )
+    worst_samples: list[WorstSampleOut] = Field(
+        default_factory=list,
+        description="The 10 samples of highest divergence here, worst first; sample_index is the row of the "
+        "out-of-distribution dataset.",
+    )
+    warnings: list[str] = Field(default_factory=list)
+
+
 class RobustnessOut(ResultModel):
     job_id: uuid.UUID
     error: str | None = Field(
@@ -90,4 +110,7 @@ class RobustnessOut(ResultModel):
         default_factory=list,
         description="Asked-for slices that do not apply to this dataset or model pair, and why (e.g. fgsm "
         "and pgd with an ONNX golden model).",
+    )
+    ood: OodOut | None = Field(
+        default=None, description="The out-of-distribution dataset, when the job names one."
     )

@@ -70,7 +70,9 @@ def _validate_params(kind_name: str, raw: dict[str, object]) -> tuple[JobKind, B
 def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     """(model ids, dataset ids) a job's parameters name."""
     if isinstance(params, FidelityJobParams):
-        return [params.golden_model_id, params.compressed_model_id], [params.dataset_id]
+        ood = params.robustness.ood_dataset_id if params.robustness is not None else None
+        datasets = [params.dataset_id] + ([ood] if ood is not None else [])
+        return [params.golden_model_id, params.compressed_model_id], datasets
     if isinstance(params, SensitivityJobParams):
         return [params.model_id], [params.dataset_id]
     if isinstance(params, SweepJobParams):

@@ -3909,6 +3909,79 @@ export interface components {
              */
             type: "noise";
         };
+        /** OodOut */
+        OodOut: {
+            /**
+             * Brittleness Ratio
+             * @description Divergence on this dataset / divergence on the clean data; null when the clean one is 0.
+             */
+            brittleness_ratio: number | null;
+            /**
+             * Compressed Accuracy
+             * @description Null without labels.
+             */
+            compressed_accuracy: number | null;
+            /**
+             * Cosine Mean
+             * @description Mean cosine similarity of the two outputs, each sample flattened (served for every output kind: the similarity measure of hidden states and embeddings, which have no KL).
+             */
+            cosine_mean: number | null;
+            /**
+             * Dataset Id
+             * Format: uuid
+             */
+            dataset_id: string;
+            /**
+             * Dataset Name
+             * @description Null when the dataset could not be read.
+             */
+            dataset_name: string | null;
+            /**
+             * Error
+             * @description Why the out-of-distribution dataset could not be compared (e.g. its arrays do not fit the models); the metrics are then empty and the slices stand.
+             */
+            error: string | null;
+            /**
+             * Golden Accuracy
+             * @description Null without labels.
+             */
+            golden_accuracy: number | null;
+            /**
+             * Kl Mean Nats
+             * @description Mean KL(golden ‖ compressed) in nats; null for a non-classification output.
+             */
+            kl_mean_nats: number | null;
+            /**
+             * Mse Mean
+             * @description Mean squared error between the two outputs.
+             */
+            mse_mean: number | null;
+            /**
+             * N Finite
+             * @description Samples whose outputs are finite in both models.
+             * @default 0
+             */
+            n_finite: number;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Top1 Agreement
+             * @description Share of samples both models agree on.
+             */
+            top1_agreement: number | null;
+            /** Warnings */
+            warnings: string[];
+            /**
+             * Worst Samples
+             * @description The 10 samples of highest divergence here, worst first; sample_index is the row of the out-of-distribution dataset.
+             */
+            worst_samples: components["schemas"]["WorstSampleOut"][];
+        } & {
+            [key: string]: unknown;
+        };
         /** OutputClassesOut */
         OutputClassesOut: {
             /**
@@ -4971,6 +5044,8 @@ export interface components {
              * @default 0
              */
             n_samples: number;
+            /** @description The out-of-distribution dataset, when the job names one. */
+            ood: components["schemas"]["OodOut"] | null;
             /**
              * Primary Output
              * @default

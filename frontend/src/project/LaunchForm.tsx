@@ -38,6 +38,7 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
   );
   const [problem, setProblem] = useState<string | null>(null);
   const [robustness, setRobustness] = useState(false);
+  const [ood, setOod] = useState("");
 
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -45,7 +46,8 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
       golden_model_id: golden,
       compressed_model_id: compressed,
       dataset_id: dataset,
-      ...(robustness ? { robustness: {} } : {}), // every slice at every severity (the API's defaults)
+      // every slice at every severity (the API's defaults), and the out-of-distribution dataset if chosen
+      ...(robustness ? { robustness: ood ? { ood_dataset_id: ood } : {} } : {}),
     };
     for (const param of params) {
       const parsed = parseParam(param, values[param.name] ?? "");
@@ -93,6 +95,17 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
         />{" "}
         Robustness slices (both models on corrupted copies of the dataset)
       </label>
+      {robustness && (
+        <div className="launch-grid">
+          <DatasetSelect
+            label="Out-of-distribution data (optional)"
+            optional
+            datasets={datasets.filter((d) => d.id !== dataset)}
+            value={ood}
+            onChange={setOod}
+          />
+        </div>
+      )}
       <div className="actions">
         <button type="submit" disabled={create.isPending}>
           Launch

@@ -41,22 +41,27 @@ export function DatasetSelect({
   datasets,
   value,
   onChange,
+  label = "Dataset",
+  optional = false,
 }: {
   datasets: Dataset[];
   value: string;
   onChange: (id: string) => void;
+  label?: string;
+  /** Offer "None" instead of requiring a choice. */
+  optional?: boolean;
 }) {
   return (
     <label>
-      Dataset
+      {label}
       <select
         value={value}
         onChange={(e) => {
           onChange(e.target.value);
         }}
-        required
+        required={!optional}
       >
-        <option value="">Choose a dataset…</option>
+        <option value="">{optional ? "None" : "Choose a dataset…"}</option>
         {datasets.map((d) => (
           <option key={d.id} value={d.id}>
             {d.name} ({d.n_samples.toLocaleString("en-US")} samples)

@@ -3,7 +3,7 @@
 // model (FGSM, PGD). Curves of the divergence and of both accuracies against severity per slice (golden
 // dashed, compressed solid, side by side), the brittleness ratio and mean cosine per slice and severity
 // (strengths with their units), and each slice's worst samples (click one to highlight it in the samples
-// table).
+// table); then the out-of-distribution dataset when the job names one (OutOfDistribution.tsx).
 import type { Data, Layout } from "plotly.js";
 import { useMemo, useState } from "react";
 import { ApiError } from "../api/http";
@@ -11,6 +11,7 @@ import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber, formatPercent } from "../lib/format";
+import { OutOfDistribution } from "./OutOfDistribution";
 import {
   divergenceLabel,
   mostBrittle,
@@ -212,7 +213,8 @@ export function Robustness({ jobId, onSample }: { jobId: string; onSample: (inde
       ) : doc ? (
         <>
           <p className="muted">
-            {doc.n_samples} samples of output <code>{doc.primary_output}</code>, corrupted with seed {doc.seed}.
+            {doc.n_samples} samples of output <code>{doc.primary_output}</code>
+            {doc.slices.length > 0 ? `, corrupted with seed ${doc.seed.toString()}.` : "."}
             Brittleness ratio: the divergence on the slice over the divergence on clean data
             {brittle ? `; highest: ${sliceLabel(brittle.slice)} at ${formatNumber(brittle.ratio, 3)}×` : ""}.
             {adversarial &&
@@ -220,9 +222,14 @@ export function Robustness({ jobId, onSample }: { jobId: string; onSample: (inde
             {doc.skipped.length > 0 &&
               ` Skipped: ${doc.skipped.map((s) => `${sliceLabel(s.name)} (${s.reason})`).join("; ")}.`}
           </p>
-          <Charts doc={doc} />
-          <RatioTable doc={doc} />
-          <WorstSamples doc={doc} onSample={onSample} />
+          {doc.slices.length > 0 && (
+            <>
+              <Charts doc={doc} />
+              <RatioTable doc={doc} />
+              <WorstSamples doc={doc} onSample={onSample} />
+            </>
+          )}
+          {doc.ood && <OutOfDistribution doc={doc} ood={doc.ood} />}
         </>
       ) : null}
     </section>

@@ -39,7 +39,8 @@ WORST_SAMPLES = 10
 
 @dataclass(frozen=True)
 class RobustnessParams:
-    """slices: names from `SLICES` (all by default); severities: from 1 (mild) to 3 (severe); seed of
+    """slices: names from `SLICES` (all by default; none when only an out-of-distribution dataset is
+    compared, see ood.py); severities: from 1 (mild) to 3 (severe); seed of
     the random corruptions; max_samples: only the first this many samples (None: all)."""
 
     slices: tuple[str, ...] = tuple(SLICES)
@@ -49,7 +50,7 @@ class RobustnessParams:
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.slices if s not in SLICES]
-        if unknown or not self.slices:
+        if unknown:  # no slice at all is allowed: a job may ask only for its out-of-distribution dataset
             raise ValueError(f"unknown robustness slices {unknown}; known: {', '.join(SLICES)}")
         if not self.severities or any(s not in SEVERITIES for s in self.severities):
             raise ValueError(f"severities must be among {SEVERITIES}, got {self.severities}")
@@ -138,10 +139,28 @@ def worst_samples(
     ]
 
 
-def _ratio(value: float | None, clean: float | None) -> float | None:
+def brittleness_ratio(value: float | None, clean: float | None) -> float | None:
+    """Divergence off the clean data / divergence on it; None when either is undefined or the clean one
+    is 0."""
     if value is None or clean is None or clean <= 0:
         return None
     return value / clean
+
+
+def clean_baseline(
+    clean_table: Mapping[str, np.ndarray], n: int, primary_kind: str
+) -> tuple[str, dict[str, Any], float | None]:
+    """(divergence, clean metrics, clean divergence) over the first n rows of the clean report's
+    per-sample table: the baseline every brittleness ratio divides by. The divergence is KL for a
+    classification output, else MSE."""
+    divergence = "kl" if primary_kind == "classification" else "mse"
+    clean = point_metrics({k: np.asarray(v[:n]) for k, v in clean_table.items()}, divergence)
+    return divergence, clean, clean[divergence_key(divergence)]
+
+
+def divergence_key(divergence: str) -> str:
+    """The metrics' key of the mean divergence."""
+    return "kl_mean_nats" if divergence == "kl" else "mse_mean"
 
 
 def chunk_rows(arrays: Mapping[str, np.ndarray], batch_size: int) -> int:
@@ -274,10 +293,7 @@ def evaluate_robustness(
     n = len(next(iter(inputs.values())))
     if params.max_samples is not None:
         n = min(n, params.max_samples)
-    divergence = "kl" if primary_kind == "classification" else "mse"
-    clean_rows = {k: np.asarray(v[:n]) for k, v in clean_table.items()}
-    clean = point_metrics(clean_rows, divergence)
-    clean_div = clean["kl_mean_nats" if divergence == "kl" else "mse_mean"]
+    divergence, clean, clean_div = clean_baseline(clean_table, n, primary_kind)
     setup = _setup(golden, inputs, n, primary_kind, primary_output, params.slices)
     lab = None if labels is None else np.asarray(labels[:n])
     rows = chunk_rows(inputs, fidelity.batch_size)
@@ -300,14 +316,14 @@ def evaluate_robustness(
                 sums.add(part.per_sample, part.warnings)
             table = sums.columns()
             metrics = point_metrics(table, divergence)
-            div = metrics["kl_mean_nats" if divergence == "kl" else "mse_mean"]
+            div = metrics[divergence_key(divergence)]
             points.append(
                 {
                     "severity": severity,
                     "severity_name": SEVERITY_NAMES[severity],
                     "value": SLICES[name].values[severity - 1],
                     **metrics,
-                    "brittleness_ratio": _ratio(div, clean_div),
+                    "brittleness_ratio": brittleness_ratio(div, clean_div),
                     "worst_samples": worst_samples(table, divergence),
                     "warnings": sorted(sums.warnings),
                 }

@@ -1,0 +1,69 @@
+"""Robustness slices and out-of-distribution data in the browser (issue 13, seed 003): on the demo project, a
+fidelity job launched from the form with robustness checked and a second dataset (the demo digits inverted)
+chosen as out-of-distribution data runs on the real worker; the report shows every slice x severity in its
+ratio table and the out-of-distribution panel with the API's numbers and worst samples.
+
+Uses the embedded stack and its demo project (tests/browser/test_dashboard.py's fixtures); driven by
+drive_robustness.mjs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kneeboard_client import KneeboardClient
+from tests.browser.support import DemoStack, driver_config, run_driver
+from worker.demo.models import write_demo_bundle
+
+pytestmark = pytest.mark.browser
+
+DRIVER = Path(__file__).with_name("drive_robustness.mjs")
+
+
+def number(text: str) -> float:
+    """A figure as the dashboard prints it: '0.01234', '1.2e-4', '98.61 %'."""
+    return float(text.removesuffix(" %")) / 100 if text.endswith(" %") else float(text)
+
+
+def test_robustness_with_ood_data_from_the_form_to_the_report(demo: DemoStack, tmp_path: Path) -> None:
+    node, chromium, base, proc, token = demo
+    client = KneeboardClient(base, token=token)
+    project = next(p for p in client.projects() if p["name"] == "demo")
+    pid = project["id"]
+    demo_job = client.http.get("/jobs", params={"project_id": pid, "kind": "fidelity"}).json()["items"][0]
+    digits = np.load(write_demo_bundle(tmp_path / "bundle").test_npz)
+    np.savez(tmp_path / "inverted digits.npz", input=1.0 - digits["input"], labels=digits["labels"])
+    ood = client.upload_dataset(pid, tmp_path / "inverted digits.npz", name="inverted digits")
+    params = demo_job["params"]
+    ids = {
+        "project": pid,
+        "golden": params["golden_model_id"],
+        "compressed": params["compressed_model_id"],
+        "dataset": params["dataset_id"],
+        "ood": ood["id"],
+    }
+    seen = run_driver(node, DRIVER, driver_config(base, chromium, "robustness", ids=ids), proc, timeout=360)
+    assert seen["consoleErrors"] == []
+    assert seen["oodBeforeCheck"] == 0  # the select appears with the checkbox
+    assert any(o.startswith("inverted digits") for o in seen["oodOptions"])
+    clean_name = client.dataset(params["dataset_id"])["name"]
+    assert not any(o.startswith(f"{clean_name} (") for o in seen["oodOptions"])  # not the job's own dataset
+
+    served = client.http.get(f"/jobs/{seen['jobId']}/robustness").json()
+    assert served["error"] is None and served["ood"]["error"] is None
+    assert seen["ratioRows"] == sum(len(s["points"]) for s in served["slices"]) > 0
+    found, clean = served["ood"], served["clean"]
+    assert seen["oodHeading"] == "Out-of-distribution data: inverted digits"
+    rows = seen["oodMetrics"]
+    assert rows["Samples"] == [str(clean["n_samples"]), str(found["n_samples"])]
+    kl = rows["Mean KL (nats)"]
+    assert number(kl[0]) == pytest.approx(clean["kl_mean_nats"], rel=1e-3)
+    assert number(kl[1]) == pytest.approx(found["kl_mean_nats"], rel=1e-3)
+    for label, key in (("Top-1 agreement", "top1_agreement"), ("Golden accuracy", "golden_accuracy")):
+        assert number(rows[label][1]) == pytest.approx(found[key], abs=6e-4)
+    ratio = seen["oodText"].split("Brittleness ratio: ")[1].split("×")[0]
+    assert number(ratio) == pytest.approx(found["brittleness_ratio"], rel=5e-3)  # 3 digits shown
+    assert seen["oodWorst"] == [f"#{w['sample_index']}" for w in found["worst_samples"]]
