@@ -237,6 +237,12 @@ class SweepJobParams(BaseModel):
     latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 32], min_length=1, max_length=4)
     latency_repeats: int = Field(default=30, ge=3, le=1000)
     export: bool = Field(default=True, description="Store each point's model as a downloadable ONNX file.")
+    attribution: bool = Field(
+        default=True,
+        description="Split the divergence of every point that combines techniques (a schedule, or weights and "
+        "activations quantized together) by technique: each alone, cumulatively and leave-one-out; n "
+        "techniques cost up to 3n-3 more fidelity passes of that point.",
+    )
     threads: int = Field(default=1, ge=1, le=256, description="Intra-op threads, pinned for timing.")
     device: str | None = Field(
         default=None,

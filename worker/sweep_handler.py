@@ -147,6 +147,8 @@ class SweepHandler:
                 export_dir=Path(tmp) if params.export else None,
             )
             doc: dict[str, Any] = json_safe(point.to_dict())
+            if params.attribution and not isinstance(target, dict):
+                doc["attribution"] = json_safe(self._attribution(ctx, loaded, target, doc, spec["label"]))
             export = self._chosen_export(doc)
             stored: dict[str, Any] | None = None
             if export is not None:
@@ -169,6 +171,28 @@ class SweepHandler:
                     "latency": json_safe(latency),
                 }
         return {"label": spec["label"], "config": spec["config"], "point": doc, "export": stored}
+
+    @staticmethod
+    def _attribution(ctx: JobContext, loaded: _Loaded, config: Any, doc: dict[str, Any], label: str) -> Any:
+        """The point's cause attribution (None for a single technique): its sub-configurations compared
+        with the same golden reference, between the evaluation and the timing of the point."""
+        from worker.engine.fidelity import FidelityParams
+        from worker.engine.sweep.attribution import attribute
+
+        def progress(done: int, total: int) -> None:
+            ctx.progress(0.25 * done / total, f"attributing {label}: {done} of {total} sub-configurations")
+
+        return attribute(
+            loaded.handle,
+            loaded.feeds,
+            loaded.labels,
+            config,
+            doc.get("fidelity") or {},
+            reference=loaded.reference,
+            calibration=loaded.calibration,
+            params=FidelityParams(batch_size=loaded.params.batch_size),
+            on_progress=progress,
+        )
 
     @staticmethod
     def _chosen_export(doc: dict[str, Any]) -> dict[str, Any] | None:

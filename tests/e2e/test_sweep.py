@@ -41,6 +41,10 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
         {"type": "weight_quant", "bits": 8, "per_channel": True},
         {"type": "weight_quant", "bits": 4},
         {"type": "magnitude_prune", "sparsity": 0.5},
+        {
+            "type": "schedule",
+            "stages": [{"type": "magnitude_prune", "sparsity": 0.5}, {"type": "weight_quant", "bits": 4}],
+        },
     ]
     job = c.create_job(
         project["id"],
@@ -57,11 +61,25 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     done = c.wait_job(job["id"], timeout=300)
     assert done["status"] == "succeeded", done["error"]
     chunks = c.http.get(f"/jobs/{job['id']}/chunks").json()
-    assert len(chunks) == 4 and len({ch["worker_id"] for ch in chunks}) == 2
+    assert len(chunks) == 5 and len({ch["worker_id"] for ch in chunks}) == 2
 
     points = c.http.get(f"/jobs/{job['id']}/sweep/points", params={"details": True}).json()["items"]
-    assert [p["label"] for p in points] == ["fp32", "w8-sym-channel", "w4-sym-tensor", "prune-u0.5"]
-    golden, w8, w4, pruned = points
+    labels = ["fp32", "w8-sym-channel", "w4-sym-tensor", "prune-u0.5", "prune-u0.5>w4-sym-tensor"]
+    assert [p["label"] for p in points] == labels
+    golden, w8, w4, pruned, schedule = points
+    # Cause attribution of the schedule: each stage alone equals the point that applies only that stage
+    # (evaluated as its own chunk, maybe by the other worker); single techniques have none.
+    split = schedule["point"]["attribution"]
+    assert [t["label"] for t in split["techniques"]] == ["prune 50 %", "4-bit weights"]
+    assert split["metric"] == "kl_mean" and split["total"] == schedule["objectives"]["kl_mean"]
+    assert split["alone"] == pytest.approx(
+        [pruned["objectives"]["kl_mean"], w4["objectives"]["kl_mean"]], rel=1e-9
+    )
+    assert split["leave_one_out"] == split["alone"][::-1] and split["cumulative"] == [
+        split["alone"][0],
+        split["total"],
+    ]
+    assert all(p["point"]["attribution"] is None for p in points[:4])
     assert golden["objectives"]["kl_mean"] == 0.0 and golden["objectives"]["top1_agreement"] == 1.0
     assert 0 < w8["objectives"]["kl_mean"] < w4["objectives"]["kl_mean"]
     assert w8["objectives"]["size_bytes"] < golden["objectives"]["size_bytes"] / 3  # int8 weights, fp32 rest
@@ -81,7 +99,7 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     ).json()
     on_front = {p["label"] for p in frontier["frontier"]}
     assert "fp32" in on_front and "w8-sym-channel" in on_front  # least KL; smaller than fp32 with little KL
-    assert frontier["knee"] is not None and frontier["n_points"] == 4
+    assert frontier["knee"] is not None and frontier["n_points"] == 5
 
     # The exported W8 model runs in ONNX Runtime and reproduces the point's KL, computed here with scipy.
     response = c.http.get(f"/jobs/{job['id']}/sweep/points/1/export")

@@ -187,6 +187,41 @@ class PointLatencyOut(ResultModel):
     batches: list[LatencyBatchOut] = Field(default_factory=list)
 
 
+class AttributionFidelityOut(ResultModel):
+    kl_mean: float | None = None
+    mse: float | None = None
+    top1_agreement: float | None = None
+    accuracy_compressed: float | None = None
+
+
+class AttributionEvaluationOut(ResultModel):
+    techniques: list[int] = Field(description="Indexes into `techniques` applied together (in their order).")
+    fidelity: AttributionFidelityOut
+
+
+class AttributionTechniqueOut(ResultModel):
+    label: str = Field(description='A readable name, e.g. "prune 50 %" or "8-bit activations (minmax)".')
+    config: CompressionConfigOut
+
+
+class PointAttributionOut(ResultModel):
+    """How much of a combined configuration's divergence each technique causes
+    (worker/engine/sweep/attribution.py). Lists are indexed like `techniques`; null values are
+    divergences that were not finite."""
+
+    metric: str = Field(description="The split figure of `fidelity`: kl_mean (classification) or mse.")
+    techniques: list[AttributionTechniqueOut] = Field(description="In the order they are applied.")
+    total: float | None = Field(description="The whole configuration's value.")
+    alone: list[float | None] = Field(description="Technique i applied alone.")
+    cumulative: list[float | None] = Field(description="Techniques 0..i applied in order; the last is total.")
+    leave_one_out: list[float | None] = Field(description="Every technique but i.")
+    interaction: float | None = Field(
+        description="total − Σ alone: > 0 the techniques compound, < 0 they overlap."
+    )
+    evaluations: list[AttributionEvaluationOut] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
 class SweepPointDocOut(ResultModel):
     """Everything measured for one point."""
 
@@ -201,6 +236,10 @@ class SweepPointDocOut(ResultModel):
     exports: list[ExportManifestOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     latency: PointLatencyOut | None = None
+    attribution: PointAttributionOut | None = Field(
+        default=None,
+        description="Cause attribution; null for a single technique or when the sweep had it off.",
+    )
 
 
 class FrontierObjectiveOut(ResultModel):

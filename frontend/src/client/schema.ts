@@ -1608,6 +1608,41 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** AttributionEvaluationOut */
+        AttributionEvaluationOut: {
+            fidelity: components["schemas"]["AttributionFidelityOut"];
+            /**
+             * Techniques
+             * @description Indexes into `techniques` applied together (in their order).
+             */
+            techniques: number[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** AttributionFidelityOut */
+        AttributionFidelityOut: {
+            /** Accuracy Compressed */
+            accuracy_compressed: number | null;
+            /** Kl Mean */
+            kl_mean: number | null;
+            /** Mse */
+            mse: number | null;
+            /** Top1 Agreement */
+            top1_agreement: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** AttributionTechniqueOut */
+        AttributionTechniqueOut: {
+            config: components["schemas"]["CompressionConfigOut"];
+            /**
+             * Label
+             * @description A readable name, e.g. "prune 50 %" or "8-bit activations (minmax)".
+             */
+            label: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** AuditEventOut */
         AuditEventOut: {
             /** Action */
@@ -4166,6 +4201,55 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * PointAttributionOut
+         * @description How much of a combined configuration's divergence each technique causes
+         *     (worker/engine/sweep/attribution.py). Lists are indexed like `techniques`; null values are
+         *     divergences that were not finite.
+         */
+        PointAttributionOut: {
+            /**
+             * Alone
+             * @description Technique i applied alone.
+             */
+            alone: (number | null)[];
+            /**
+             * Cumulative
+             * @description Techniques 0..i applied in order; the last is total.
+             */
+            cumulative: (number | null)[];
+            /** Evaluations */
+            evaluations: components["schemas"]["AttributionEvaluationOut"][];
+            /**
+             * Interaction
+             * @description total − Σ alone: > 0 the techniques compound, < 0 they overlap.
+             */
+            interaction: number | null;
+            /**
+             * Leave One Out
+             * @description Every technique but i.
+             */
+            leave_one_out: (number | null)[];
+            /**
+             * Metric
+             * @description The split figure of `fidelity`: kl_mean (classification) or mse.
+             */
+            metric: string;
+            /** Notes */
+            notes: string[];
+            /**
+             * Techniques
+             * @description In the order they are applied.
+             */
+            techniques: components["schemas"]["AttributionTechniqueOut"][];
+            /**
+             * Total
+             * @description The whole configuration's value.
+             */
+            total: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * PointCostOut
          * @description Size and compute of the compressed model (simulated storage: bits × kept elements + quantizer
          *     parameters; dense fp32 outside the compressible layers).
@@ -5722,6 +5806,8 @@ export interface components {
          * @description Everything measured for one point.
          */
         SweepPointDocOut: {
+            /** @description Cause attribution; null for a single technique or when the sweep had it off. */
+            attribution: components["schemas"]["PointAttributionOut"] | null;
             config: components["schemas"]["CompressionConfigOut"] | null;
             cost: components["schemas"]["PointCostOut"] | null;
             /** Exports */
