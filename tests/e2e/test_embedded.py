@@ -3,6 +3,7 @@ Celery worker process, the demo project seeded; and the README's curl examples r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -149,6 +150,13 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     ranking = next(line for line in result.stdout.splitlines() if line.startswith('{"ranking"'))
     assert all(layer in ranking for layer in ("conv1", "conv2", "fc"))
     assert '"measured_kl":' in result.stdout and '"measured_kl":null' not in result.stdout
-    # The sweep: four points, a frontier that keeps the golden model (KL 0), an int8 export.
-    assert result.stdout.count('{"label":') == 4 and '"frontier":["fp32"' in result.stdout
+    # The sweep: five points, a frontier that keeps the golden model (KL 0), an int8 export, and the
+    # schedule's attribution: prune alone is the prune point's KL, each leave-one-out the other stage alone.
+    assert result.stdout.count('{"label":') == 5 and '"frontier":["fp32"' in result.stdout
+    points = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{"label":')]
+    split = json.loads(next(line for line in result.stdout.splitlines() if line.startswith('{"techniques":')))
+    assert split["techniques"] == ["prune 50 %", "4-bit weights"]
+    assert split["alone"] == pytest.approx([points[3]["kl"], points[2]["kl"]], rel=1e-9)
+    assert split["leave_one_out"] == split["alone"][::-1]
+    assert split["cumulative"][-1] == pytest.approx(points[4]["kl"], rel=1e-9)
     assert '"kind":"real-int8-weights"' in result.stdout
