@@ -83,6 +83,7 @@ export function sweepPointDoc(fields: Partial<SweepPointDoc> = {}): SweepPointDo
     exports: [],
     notes: [],
     latency: null,
+    attribution: null,
     ...fields,
   };
 }

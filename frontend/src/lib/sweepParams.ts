@@ -58,6 +58,13 @@ export const SWEEP_PRESETS: readonly Preset[] = [
     config: { type: "channel_prune", sparsity: 0.25 },
   },
   {
+    id: "prune50w8",
+    label: "prune 50 % → W8",
+    title:
+      "Half of the weights zeroed, then 8-bit weights per channel (a schedule: the point's cause attribution splits its divergence by stage)",
+    config: { type: "schedule", stages: [{ type: "magnitude_prune", sparsity: 0.5 }, perChannel(8)] },
+  },
+  {
     id: "lowrank50",
     label: "low-rank 0.5",
     title: "Truncated SVD keeping half of the rank",

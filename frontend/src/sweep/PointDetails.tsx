@@ -1,6 +1,7 @@
-// One point of a sweep: what it is, its fidelity and cost, whether a real runtime executes it (and how far
-// that differs from the simulation), its latency per batch size against fp32, the export's manifest, and the
-// download of the exported model (a zip of model.onnx + manifest.json).
+// One point of a sweep: what it is, its fidelity and cost (and, for several techniques, which causes how much
+// of the divergence), whether a real runtime executes it (and how far that differs from the simulation), its
+// latency per batch size against fp32, the export's manifest, and the download of the exported model (a zip of
+// model.onnx + manifest.json).
 import { exportHref } from "../api/sweeps";
 import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
@@ -10,6 +11,7 @@ import { slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { fidelityFacts, type Fact } from "../lib/pointFidelity";
 import { RecoverButton } from "../recovery/RecoverButton";
+import { Attribution } from "./Attribution";
 
 function Facts({ facts, label }: { facts: Fact[]; label: string }) {
   return (
@@ -177,6 +179,7 @@ export function PointDetails({
   const cost = row.point?.cost ?? null;
   const notes = [...(row.point?.notes ?? []), ...(cost?.notes ?? [])];
   const warnings = fidelity?.warnings ?? [];
+  const attribution = row.point?.attribution;
   return (
     <section className="panel point-details" aria-labelledby="point-heading" data-point={row.index}>
       <div className="chart-head">
@@ -219,6 +222,7 @@ export function PointDetails({
         <div>
           <h4>Fidelity against the golden model</h4>
           <Facts label="Fidelity" facts={fidelityFacts(fidelity)} />
+          <Attribution attribution={attribution} label={row.label} />
           <h4>Cost</h4>
           <Facts label="Cost" facts={costFacts(cost)} />
         </div>
