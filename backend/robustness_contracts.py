@@ -62,6 +62,15 @@ class RobustnessOptions(BaseModel):
         "too. Costs one forward pass of both models over it.",
     )
 
+    twin_model_id: uuid.UUID | None = Field(
+        default=None,
+        description="A PyTorch copy (.pt2 / TorchScript) of an ONNX golden model, for the fgsm and pgd "
+        "slices: the attacks take input gradients from it, then the golden and compressed models run on "
+        "the crafted inputs. It must reproduce the golden model (same top-1 on the first samples and "
+        "outputs within 1e-3 of their range), else the attacks are skipped with the difference. Ignored "
+        "when the golden model is itself PyTorch.",
+    )
+
     @model_validator(mode="after")
     def _something_to_compare(self) -> RobustnessOptions:
         if not self.slices and self.ood_dataset_id is None:

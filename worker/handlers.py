@@ -27,7 +27,7 @@ from backend.image_datasets import describe_image_zip
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
 from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, ModelLoadError
-from worker.engine.types import ModelFormat
+from worker.engine.types import ModelFormat, Runner
 from worker.lost_work import model_invalid
 from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -187,8 +187,15 @@ class FidelityHandler:
             runtime_outputs = compare_models(
                 runners[0], runners[1], subset, None, fidelity_params, on_progress=on_rerun_progress
             ).outputs
+
+        def load_twin(model_id: uuid.UUID) -> Runner:
+            twin = detached_row(ctx, Model, model_id)
+            if twin.status == ModelStatus.invalid.value:
+                raise ModelLoadError(f"the twin model {twin.name!r} is invalid: {twin.error}")
+            return load_model(*model_file(ctx, twin), intra_op_threads=params.threads)
+
         robustness = robustness_results(
-            ctx, params, runners, arrays, labels, report, share, lambda i: named_dataset(ctx, i)
+            ctx, params, runners, arrays, labels, report, share, lambda i: named_dataset(ctx, i), load_twin
         )
         del runners  # the profile loads its own instrumented copies
         summary = json_safe(report.summary_dict())

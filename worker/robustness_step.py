@@ -37,13 +37,15 @@ def robustness_results(
     report: FidelityReport,
     at: float,
     read_ood: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]] | None = None,
+    load_twin: Callable[[uuid.UUID], Runner] | None = None,
 ) -> dict[str, Any]:
     """{RESULT_FIDELITY_ROBUSTNESS: document} when the job asks for robustness slices, else {}.
 
     runners: the golden and compressed runners the clean comparison used; report: its result (the
     baseline of the brittleness ratio); at: the job's progress fraction when the step starts (held there:
     the step's messages say how far it is); read_ood(id) -> (name, arrays): reads the
-    out-of-distribution dataset when the job names one."""
+    out-of-distribution dataset when the job names one; load_twin(id) -> Runner: loads the PyTorch twin
+    of an ONNX golden model for the adversarial slices (a twin that fails to load skips only those)."""
     if params.robustness is None:
         return {}
     from worker.engine.fidelity import FidelityParams
@@ -55,6 +57,7 @@ def robustness_results(
     def on_progress(done: int, total: int, label: str) -> None:
         ctx.progress(fraction, f"robustness: {done} of {total} slices x severities ({label})")
 
+    twin, twin_problem = _twin(options, runners[0], load_twin)
     try:
         document = evaluate_robustness(
             runners[0],
@@ -72,8 +75,13 @@ def robustness_results(
             ),
             on_progress=on_progress,
             primary_output=report.primary_output,
+            twin=twin,
         )
         document["primary_output"] = report.primary_output
+        if twin_problem is not None:
+            for skipped in document["skipped"]:
+                if skipped["name"] in ("fgsm", "pgd"):
+                    skipped["reason"] = twin_problem
     except (JobCancelled, SoftTimeLimitExceeded):
         raise
     except Exception as exc:  # the slices are extra: whatever stops them must not take the report along
@@ -82,6 +90,28 @@ def robustness_results(
     if options.ood_dataset_id is not None and document.get("error") is None:
         document["ood"] = _ood(ctx, options, runners, report, read_ood, fraction)
     return {RESULT_FIDELITY_ROBUSTNESS: json_safe(document)}
+
+
+def _twin(
+    options: RobustnessOptions, golden: Runner, load_twin: Callable[[uuid.UUID], Runner] | None
+) -> tuple[Runner | None, str | None]:
+    """(the PyTorch twin the adversarial slices attack, why it is missing) when the job pairs one with an
+    ONNX golden model and asks for those slices; a twin that cannot be loaded skips only them."""
+    from worker.engine.loaders.torch_runner import TorchRunner
+    from worker.engine.robustness import SLICES
+
+    wanted = any(SLICES[name].target == "gradient" for name in options.slices)
+    if options.twin_model_id is None or not wanted or isinstance(golden, TorchRunner):
+        return None, None
+    try:
+        if load_twin is None:
+            raise EngineError("no model loader was given")  # a caller's bug, said in the result
+        return load_twin(options.twin_model_id), None
+    except (JobCancelled, SoftTimeLimitExceeded):
+        raise
+    except Exception as exc:
+        raise_if_stopping(exc)
+        return None, f"the PyTorch twin could not be loaded: {exc}"
 
 
 def _ood(

@@ -235,3 +235,41 @@ def test_an_ood_dataset_must_be_the_projects(api: Api, tmp_path: Path) -> None:
     )
     assert answer.status_code == 404, answer.text
     assert foreign in answer.json()["detail"]
+
+
+def test_a_pytorch_twin_runs_the_attacks_on_an_onnx_golden_model(api: Api, bundle: DemoBundle) -> None:
+    twin = api.upload("models", bundle.golden_pt2)
+    with session_factory(api.settings.resolved_database_url)() as s:
+        inspect_id = s.get_one(Model, uuid.UUID(twin)).inspect_job_id
+    assert execute_job(str(inspect_id), InspectHandler(), api.settings) == "succeeded"
+    options = {"slices": ["fgsm"], "severities": [3], "max_samples": 40, "twin_model_id": twin}
+    job_id = api.fidelity(layer_profile=False, robustness=options)
+    served = RobustnessOut.model_validate(api.get(f"/jobs/{job_id}/robustness").json())
+    assert served.error is None and served.skipped == [] and [s.name for s in served.slices] == ["fgsm"]
+    assert served.twin is not None and served.twin.top1_agreement == 1.0
+    point = served.slices[0].points[0]
+    assert point.golden_accuracy is not None and served.clean.golden_accuracy is not None
+    assert (
+        point.golden_accuracy < served.clean.golden_accuracy
+    )  # crafted on the twin, it moves the ONNX golden
+    # Without the twin the same job skips the attack and says how to run it.
+    plain = api.fidelity(
+        layer_profile=False, robustness={"slices": ["fgsm"], "severities": [3], "max_samples": 40}
+    )
+    skipped = RobustnessOut.model_validate(api.get(f"/jobs/{plain}/robustness").json()).skipped
+    assert [s.name for s in skipped] == ["fgsm"] and "twin_model_id" in skipped[0].reason
+
+
+def test_a_twin_must_be_a_pytorch_model(api: Api) -> None:
+    base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
+    answer = api.http.post(
+        "/api/v1/jobs",
+        headers=api.headers,
+        json={
+            "project_id": api.project,
+            "kind": "fidelity",
+            "params": base | {"robustness": {"slices": ["fgsm"], "twin_model_id": api.int8}},
+        },
+    )
+    assert answer.status_code == 422, answer.text
+    assert "PyTorch copy" in answer.json()["detail"]

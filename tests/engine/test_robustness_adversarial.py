@@ -207,7 +207,10 @@ def test_an_onnx_golden_model_skips_the_attacks_with_the_reason(
     )  # fmt: skip
     assert [s["name"] for s in doc["slices"]] == ["contrast"]
     assert [s["name"] for s in doc["skipped"]] == ["fgsm", "pgd"]
-    assert all("golden model is ONNX" in s["reason"] for s in doc["skipped"])
+    assert all(
+        "golden model is ONNX" in s["reason"] and "twin_model_id" in s["reason"] for s in doc["skipped"]
+    )
+    assert doc["twin"] is None
 
 
 class _Detached(torch.nn.Module):
@@ -235,3 +238,68 @@ def test_a_golden_model_without_input_gradients_skips_only_the_attacks() -> None
     assert [s["name"] for s in doc["slices"]] == ["brightness"] and doc["error"] is None
     assert [s["name"] for s in doc["skipped"]] == ["fgsm", "pgd"]
     assert all("no input gradient" in s["reason"] for s in doc["skipped"])
+
+
+def _onnx_logits(path: Path, x: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})[0].astype(np.float64)
+
+
+def test_a_pytorch_twin_attacks_an_onnx_golden_model(
+    digits_bundle: DemoBundle, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    """Gradients from the .pt2 twin, then the ONNX golden and int8 models on the crafted inputs: every
+    figure equals scipy on onnxruntime outputs of inputs crafted here on the twin's module."""
+    x, labels = data[0][:96], data[1][:96]
+    golden = load_model(digits_bundle.golden_onnx, "onnx")
+    compressed = load_model(digits_bundle.int8_onnx, "onnx")
+    twin = load_model(digits_bundle.golden_pt2, "torch_export")
+    fidelity = FidelityParams(batch_size=BATCH)
+    clean = compare_models(golden, compressed, {"input": x}, labels, fidelity)
+    doc = evaluate_robustness(
+        golden, compressed, {"input": x}, labels, fidelity, clean.per_sample, "classification",
+        RobustnessParams(slices=("fgsm", "pgd"), severities=(1, 3)), primary_output=clean.primary_output,
+        twin=twin,
+    )  # fmt: skip
+    assert doc["skipped"] == [] and [s["name"] for s in doc["slices"]] == ["fgsm", "pgd"]
+    assert doc["twin"]["top1_agreement"] == 1.0 and doc["twin"]["max_abs_diff_share"] < 1e-5
+    module = torch.export.load(str(digits_bundle.golden_pt2)).module()
+    low, high = float(x.min()), float(x.max())
+    for slice_doc, craft in zip(doc["slices"], (reference_fgsm, reference_pgd), strict=True):
+        for point in slice_doc["points"]:
+            adv = craft(module, x, point["value"] * (high - low), low, high)
+            g, c = _onnx_logits(digits_bundle.golden_onnx, adv), _onnx_logits(digits_bundle.int8_onnx, adv)
+            assert point["kl_mean_nats"] == pytest.approx(
+                float(entropy(softmax(g, 1), softmax(c, 1), axis=1).mean()), rel=1e-4
+            )
+            assert point["golden_accuracy"] == float(np.mean(g.argmax(1) == labels))
+            assert point["compressed_accuracy"] == float(np.mean(c.argmax(1) == labels))
+        assert slice_doc["points"][-1]["golden_accuracy"] < doc["clean"]["golden_accuracy"]  # it attacks
+
+
+def test_a_twin_that_is_another_network_skips_the_attacks(
+    digits_bundle: DemoBundle, data: tuple[np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    x, labels = data[0][:40], data[1][:40]
+    module = torch.export.load(str(digits_bundle.golden_pt2)).module()
+    with torch.no_grad():
+        for name, param in module.named_parameters():
+            if name.startswith("fc"):
+                param.mul_(1.05)  # a near copy: same top-1 mostly, outputs 5 % apart
+    torch.jit.save(torch.jit.trace(module, torch.from_numpy(x[:2])), str(tmp_path / "twin.pt"))
+    golden = load_model(digits_bundle.golden_onnx, "onnx")
+    compressed = load_model(digits_bundle.int8_onnx, "onnx")
+    fidelity = FidelityParams(batch_size=BATCH)
+    clean = compare_models(golden, compressed, {"input": x}, labels, fidelity)
+    doc = evaluate_robustness(
+        golden, compressed, {"input": x}, labels, fidelity, clean.per_sample, "classification",
+        RobustnessParams(slices=("fgsm", "pgd", "gaussian_noise"), severities=(1,)),
+        twin=load_model(tmp_path / "twin.pt", "torchscript"),
+    )  # fmt: skip
+    assert [s["name"] for s in doc["slices"]] == ["gaussian_noise"]
+    assert [s["name"] for s in doc["skipped"]] == ["fgsm", "pgd"]
+    assert all("twin does not reproduce the golden model" in s["reason"] for s in doc["skipped"])
+    g = _onnx_logits(digits_bundle.golden_onnx, x[:16])
+    with torch.no_grad():
+        t = module(torch.from_numpy(x[:16])).double().numpy()
+    assert doc["twin"]["max_abs_diff_share"] == pytest.approx(np.abs(t - g).max() / np.ptp(g), rel=1e-4)

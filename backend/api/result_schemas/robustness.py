@@ -90,6 +90,16 @@ class OodOut(RobustnessMetricsOut):
     warnings: list[str] = Field(default_factory=list)
 
 
+class TwinCheckOut(ResultModel):
+    """How the PyTorch twin of an ONNX golden model matched it before the attacks used it."""
+
+    samples: int = Field(description="The first this many samples were compared.")
+    max_abs_diff_share: float | None = Field(
+        default=None, description="max |twin − golden| of the primary output / the golden output's range."
+    )
+    top1_agreement: float | None = None
+
+
 class RobustnessOut(ResultModel):
     job_id: uuid.UUID
     error: str | None = Field(
@@ -113,4 +123,9 @@ class RobustnessOut(ResultModel):
     )
     ood: OodOut | None = Field(
         default=None, description="The out-of-distribution dataset, when the job names one."
+    )
+    twin: TwinCheckOut | None = Field(
+        default=None,
+        description="The PyTorch twin's check, when fgsm/pgd were crafted on a twin of an ONNX golden model "
+        "(a twin that failed it leaves the attacks in skipped with the figures in the reason).",
     )

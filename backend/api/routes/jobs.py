@@ -72,7 +72,9 @@ def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     if isinstance(params, FidelityJobParams):
         ood = params.robustness.ood_dataset_id if params.robustness is not None else None
         datasets = [params.dataset_id] + ([ood] if ood is not None else [])
-        return [params.golden_model_id, params.compressed_model_id], datasets
+        twin = params.robustness.twin_model_id if params.robustness is not None else None
+        models = [params.golden_model_id, params.compressed_model_id] + ([twin] if twin is not None else [])
+        return models, datasets
     if isinstance(params, SensitivityJobParams):
         return [params.model_id], [params.dataset_id]
     if isinstance(params, SweepJobParams):
@@ -88,6 +90,18 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
             raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
     for dataset_id in dataset_ids:
         get_in_project_or_404(session, Dataset, dataset_id, project_id, caller)
+    twin_id = (
+        params.robustness.twin_model_id
+        if isinstance(params, FidelityJobParams) and params.robustness
+        else None
+    )
+    if twin_id is not None:
+        twin = get_in_project_or_404(session, Model, twin_id, project_id, caller)
+        if twin.format not in ("torch_export", "torchscript"):
+            raise InvalidRequest(
+                f"params.robustness.twin_model_id: model {twin.name!r} is {twin.format}; a twin is a PyTorch "
+                "copy of the golden model (.pt2 or TorchScript) that the attacks take gradients from"
+            )
     if isinstance(params, SweepJobParams) and params.mixed_precision is not None:
         source_id = params.mixed_precision.sensitivity_job_id
         source = get_in_project_or_404(session, Job, source_id, project_id, caller)

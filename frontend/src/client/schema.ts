@@ -5147,6 +5147,8 @@ export interface components {
             skipped: components["schemas"]["SkippedSliceOut"][];
             /** Slices */
             slices: components["schemas"]["RobustnessSliceOut"][];
+            /** @description The PyTorch twin's check, when fgsm/pgd were crafted on a twin of an ONNX golden model (a twin that failed it leaves the attacks in skipped with the figures in the reason). */
+            twin: components["schemas"]["TwinCheckOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -6269,6 +6271,26 @@ export interface components {
              * @description Binomial √(p(1−p)/n) over the finite samples.
              */
             topk_agreement?: number | null;
+        };
+        /**
+         * TwinCheckOut
+         * @description How the PyTorch twin of an ONNX golden model matched it before the attacks used it.
+         */
+        TwinCheckOut: {
+            /**
+             * Max Abs Diff Share
+             * @description max |twin − golden| of the primary output / the golden output's range.
+             */
+            max_abs_diff_share: number | null;
+            /**
+             * Samples
+             * @description The first this many samples were compared.
+             */
+            samples: number;
+            /** Top1 Agreement */
+            top1_agreement: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /** UserCreate */
         UserCreate: {

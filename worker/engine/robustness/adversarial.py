@@ -13,8 +13,12 @@ so each sample's gradient is its own (models in eval mode) and the batch size do
   start: no draws, so reruns are identical), each followed by projection onto the ε-ball and clipping.
 
 Every float input is perturbed (usually the one image); integer inputs (ids, masks) pass unchanged.
-An ONNX golden model has no gradients here: the slices are skipped with that reason (pairing a PyTorch
-twin with an ONNX golden model is not implemented).
+An ONNX golden model has no gradients here. The user may pair it with a PyTorch **twin** (the same
+network as .pt2 / TorchScript): the attacks are crafted against the twin, then the ONNX golden and the
+compressed model run on those inputs. `twin_mismatch` first checks the twin reproduces the golden model
+on the first samples (same top-1, primary outputs within TWIN_TOLERANCE of their range), else the
+slices are skipped with the difference: gradients of another network would not attack this one.
+Without a twin the slices are skipped with that reason.
 """
 
 from __future__ import annotations
@@ -32,14 +36,19 @@ from worker.engine.types import Runner
 
 PGD_STEPS = 10
 PGD_STEP_SCALE = 2.5
+TWIN_SAMPLES = 16
+TWIN_TOLERANCE = 1e-3
+"""A twin's primary output may differ from the golden one by this share of the golden output's range
+(float32 kernels of two runtimes differ by ~1e-6 of it; a retrained or other-epoch copy by far more)."""
 
 
 def attack_skip_reason(golden: Runner, primary_kind: str, has_float: bool) -> str | None:
-    """Why FGSM/PGD cannot run on this pair (None when they can)."""
+    """Why FGSM/PGD cannot run on this pair (None when they can). golden: the model the attacks take
+    gradients from (the golden model, or its PyTorch twin)."""
     if not isinstance(golden, TorchRunner):
         return (
             "needs a PyTorch golden model (.pt2 / TorchScript) to take input gradients; the golden model "
-            "is ONNX (pairing a PyTorch twin is not implemented)"
+            "is ONNX: pair a PyTorch twin of it (robustness.twin_model_id) to run these slices"
         )
     if primary_kind != "classification":
         return "needs a classification output (the attack raises the golden model's cross-entropy)"
@@ -131,3 +140,32 @@ def adversarial_chunk(
         for s in range(0, n, batch_size)
     ]
     return {k: np.concatenate([p[k] for p in parts]) for k in chunk}
+
+
+def twin_mismatch(
+    golden: Runner, twin: Runner, feeds: Mapping[str, np.ndarray], output_index: int
+) -> tuple[str | None, dict[str, Any]]:
+    """(why the twin cannot stand in for the golden model, or None; the figures checked) on the first
+    TWIN_SAMPLES samples: the same top-1 class everywhere and max |twin − golden| ≤ TWIN_TOLERANCE ×
+    the golden output's range. Outputs are matched by position (names differ between exporters)."""
+    n = min(TWIN_SAMPLES, len(next(iter(feeds.values()))))
+    sample = {k: np.asarray(v[:n]) for k, v in feeds.items()}
+    g = np.asarray(list(golden.run(bind_inputs(sample, golden.inputs)).values())[output_index], np.float64)
+    outputs = list(twin.run(bind_inputs(sample, twin.inputs)).values())
+    if output_index >= len(outputs) or np.shape(outputs[output_index]) != g.shape:
+        shape = None if output_index >= len(outputs) else list(np.shape(outputs[output_index]))
+        reason = f"the twin's output {output_index} has shape {shape}, the golden model's {list(g.shape)}"
+        return reason, {"samples": n}
+    t = np.asarray(outputs[output_index], np.float64)
+    span = float(np.ptp(g)) or 1.0
+    diff = float(np.max(np.abs(t - g))) / span
+    agreement = float(np.mean(g.reshape(n, -1).argmax(1) == t.reshape(n, -1).argmax(1)))
+    figures = {"samples": n, "max_abs_diff_share": diff, "top1_agreement": agreement}
+    if agreement < 1.0 or not diff <= TWIN_TOLERANCE:
+        reason = (
+            f"the PyTorch twin does not reproduce the golden model on the first {n} samples (top-1 "
+            f"agreement {agreement:.1%}, max difference {diff:.2e} of the output range, allowed "
+            f"{TWIN_TOLERANCE:g}): attacks crafted on it would not attack the golden model"
+        )
+        return reason, figures
+    return None, figures

@@ -18,7 +18,12 @@ import numpy as np
 from worker.engine.fidelity import FidelityParams, compare_models
 from worker.engine.fidelity_params import ATTENTION_MASK_KEY, LABELS_KEY
 from worker.engine.loaders.torch_runner import TorchRunner
-from worker.engine.robustness.adversarial import GoldenAttack, adversarial_chunk, attack_skip_reason
+from worker.engine.robustness.adversarial import (
+    GoldenAttack,
+    adversarial_chunk,
+    attack_skip_reason,
+    twin_mismatch,
+)
 from worker.engine.robustness.tokens import TokenStats, is_token_ids, token_stats
 from worker.engine.robustness.transforms import (
     SEVERITIES,
@@ -178,6 +183,8 @@ class _Setup:
     tokens: dict[str, TokenStats]
     attack: GoldenAttack | None
     attack_skip: str | None
+    twin: dict[str, Any] | None
+    """How the PyTorch twin the attacks used matched the golden model (None: no twin used)."""
 
 
 def _setup(
@@ -187,6 +194,7 @@ def _setup(
     primary_kind: str,
     primary_output: str | None,
     slices: tuple[str, ...],
+    twin: Runner | None = None,
 ) -> _Setup:
     stats = {
         k: array_stats(v[:n])
@@ -201,16 +209,19 @@ def _setup(
                 found = token_stats(v[:n], None if mask is None else mask[:n])
                 if found.pool.size >= 2:
                     tokens[k] = found
-    attack, skip = None, None
+    attack, skip, twin_figures = None, None, None
     if any(SLICES[s].target == "gradient" for s in slices):
-        skip = attack_skip_reason(golden, primary_kind, bool(stats))
-        if skip is None and isinstance(golden, TorchRunner):
-            names = [o.name for o in golden.outputs]
-            index = names.index(primary_output) if primary_output in names else 0
-            attack = GoldenAttack(golden, index, {k: (st.low, st.high) for k, st in stats.items()})
+        names = [o.name for o in golden.outputs]
+        index = names.index(primary_output) if primary_output in names else 0
+        attacker = twin if twin is not None and not isinstance(golden, TorchRunner) else golden
+        skip = attack_skip_reason(attacker, primary_kind, bool(stats))
+        if skip is None and attacker is twin:
+            skip, twin_figures = twin_mismatch(golden, attacker, inputs, index)
+        if skip is None and isinstance(attacker, TorchRunner):
+            attack = GoldenAttack(attacker, index, {k: (st.low, st.high) for k, st in stats.items()})
             skip = _probe(attack, inputs)
             attack = attack if skip is None else None
-    return _Setup(stats, tokens, attack, skip)
+    return _Setup(stats, tokens, attack, skip, twin_figures)
 
 
 def _probe(attack: GoldenAttack, inputs: Mapping[str, np.ndarray]) -> str | None:
@@ -280,6 +291,7 @@ def evaluate_robustness(
     params: RobustnessParams,
     on_progress: Callable[[int, int, str], None] | None = None,
     primary_output: str | None = None,
+    twin: Runner | None = None,
 ) -> dict[str, Any]:
     """The robustness document: per slice and severity, both accuracies, mean KL (MSE for a primary
     output that is not a classification), mean cosine, top-1 agreement, the brittleness ratio (slice
@@ -288,13 +300,14 @@ def evaluate_robustness(
     clean_table: the clean report's per-sample table (FidelityReport.per_sample); its first n rows are
     the baseline. on_progress(points done, points, label) after each slice x severity; it may raise
     JobCancelled. primary_output: the output the adversarial slices attack (None: the golden's first).
+    twin: a PyTorch copy of an ONNX golden model for the adversarial slices (see adversarial.py).
     """
     inputs = {k: v for k, v in arrays.items() if k not in (LABELS_KEY,)}
     n = len(next(iter(inputs.values())))
     if params.max_samples is not None:
         n = min(n, params.max_samples)
     divergence, clean, clean_div = clean_baseline(clean_table, n, primary_kind)
-    setup = _setup(golden, inputs, n, primary_kind, primary_output, params.slices)
+    setup = _setup(golden, inputs, n, primary_kind, primary_output, params.slices, twin)
     lab = None if labels is None else np.asarray(labels[:n])
     rows = chunk_rows(inputs, fidelity.batch_size)
     quiet = replace(fidelity, threshold_kl=None)
@@ -340,5 +353,6 @@ def evaluate_robustness(
         "clean": clean,
         "slices": slices,
         "skipped": skipped,
+        "twin": setup.twin,
         "error": None,
     }
