@@ -46,8 +46,8 @@ export function OutOfDistribution({ doc, ood }: { doc: FidelityRobustness; ood: 
       <h3>Out-of-distribution data: {name}</h3>
       <p className="muted">
         Both models on the dataset <strong>{name}</strong>, unchanged. Brittleness ratio:{" "}
-        <strong>{ood.brittleness_ratio === null ? "—" : `${formatNumber(ood.brittleness_ratio, 3)}×`}</strong>{" "}
-        the clean divergence.
+        <strong>{ood.brittleness_ratio === null ? "—" : `${formatNumber(ood.brittleness_ratio, 3)}×`}</strong> the clean
+        divergence.
         {ood.warnings.length > 0 && ` ${ood.warnings.join(" ")}`}
       </p>
       <div className="two-col">
