@@ -23,6 +23,7 @@ from worker.demo.models import (
     train_digits_cnn,
     write_demo_bundle,
 )
+from worker.engine.compression import CompressibleModel, open_compressible
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +95,19 @@ def cnn_reference(digits_cnn: DigitsCNN, digits_split: DigitsSplit) -> np.ndarra
     """The torch model's own logits on the test split: the reference every export must reproduce."""
     with torch.inference_mode():
         return digits_cnn(torch.from_numpy(digits_split.x_test)).numpy()
+
+
+@pytest.fixture(scope="module")
+def cnn_path(
+    digits_cnn: DigitsCNN, digits_split: DigitsSplit, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The trained CNN as one ONNX file, exported once per session (shared with test_compression_onnx)."""
+    from tests.engine.test_compression_onnx import exported_onnx
+
+    return exported_onnx("cnn", digits_cnn, digits_split.x_test[:2], tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def golden(cnn_path: Path) -> CompressibleModel:
+    """The CNN opened for compression (ONNX, one intra-op thread)."""
+    return open_compressible(cnn_path, "onnx", intra_op_threads=1)

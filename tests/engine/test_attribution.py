@@ -17,8 +17,7 @@ from onnx import numpy_helper
 from scipy.special import softmax
 from scipy.stats import entropy
 
-from tests.engine.test_compression_onnx import exported_onnx
-from worker.demo.models import DigitsCNN, DigitsSplit
+from worker.demo.models import DigitsSplit
 from worker.engine.compression import (
     ActivationQuant,
     Calibration,
@@ -28,7 +27,6 @@ from worker.engine.compression import (
     Quantize,
     Schedule,
     WeightQuant,
-    open_compressible,
 )
 from worker.engine.fidelity import FidelityParams, bind_inputs
 from worker.engine.sweep import GoldenReference, evaluate_point
@@ -37,18 +35,6 @@ from worker.engine.sweep.attribution import attribute, sub_config, techniques
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 WEIGHTS = ("conv1.weight", "conv2.weight", "fc.weight")  # the CNN's compressible layers' weights
-
-
-@pytest.fixture(scope="module")
-def cnn_path(
-    digits_cnn: DigitsCNN, digits_split: DigitsSplit, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    return exported_onnx("cnn", digits_cnn, digits_split.x_test[:2], tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def golden(cnn_path: Path) -> CompressibleModel:
-    return open_compressible(cnn_path, "onnx", intra_op_threads=1)
 
 
 def _prune(w: np.ndarray, sparsity: float) -> np.ndarray:

@@ -61,18 +61,6 @@ CONFIGS = {
 
 
 @pytest.fixture(scope="module")
-def cnn_path(
-    digits_cnn: DigitsCNN, digits_split: DigitsSplit, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    return exported_onnx("cnn", digits_cnn, digits_split.x_test[:2], tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def golden(cnn_path: Path) -> CompressibleModel:
-    return open_compressible(cnn_path, "onnx", intra_op_threads=1)
-
-
-@pytest.fixture(scope="module")
 def feeds(digits_split: DigitsSplit) -> dict[str, np.ndarray]:
     return {"input": digits_split.x_test}
 
