@@ -1,6 +1,13 @@
-"""The fidelity job's attention step (issue 13, transformer internals): when both models are ONNX and the
-golden graph has attention softmaxes (a cheap scan of its nodes), the per layer x head KL / JS of their
-attention maps (worker/engine/attention.py) is one more stored document, RESULT_FIDELITY_ATTENTION.
+"""The fidelity job's attention step (issue 13, transformer internals): when the golden model has attention
+softmaxes (a cheap scan of its graph), the per layer x head KL / JS of the two models' attention maps
+(worker/engine/attention/) is one more stored document, RESULT_FIDELITY_ATTENTION.
+
+Pairs: ONNX (or onnx_zip) and torch.export programs (.pt2), in any mix: a .pt2 golden model against its ONNX
+export quantized for deployment is the common case, and both sides give the same [N, heads, Tq, Tk]
+probabilities under the same pairing checks (a pair that does not line up gets the count or shape note).
+When the golden model has no readable softmax, a document with only ``error`` says why where there is a
+reason to give (attention fused into single operators, TorchScript models with attention ops); models with
+no attention at all get nothing.
 
 Like the robustness step, it is extra: graphs that cannot be paired, or anything that stops the step (a
 bug, an allocation that fails), leave a document whose ``error`` says why, and the report stands. Only a
@@ -26,6 +33,7 @@ from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stoppi
 logger = logging.getLogger(__name__)
 
 ONNX_FORMATS = ("onnx", "onnx_zip")
+KNOWN_FORMATS = (*ONNX_FORMATS, "torch_export", "torchscript")
 
 
 def attention_results(
@@ -35,12 +43,12 @@ def attention_results(
     threads: int | None,
     at: float,
 ) -> dict[str, Any]:
-    """{RESULT_FIDELITY_ATTENTION: document} for an ONNX pair whose golden graph has attention softmaxes,
-    else {}. models: (path, format) of the golden and compressed models; at: the job's progress fraction
-    when the step starts (held there: the messages say how far it is)."""
-    if any(fmt not in ONNX_FORMATS for _, fmt in models):
+    """{RESULT_FIDELITY_ATTENTION: document} for a pair whose golden model has attention softmaxes (or a
+    reason why they cannot be read), else {}. models: (path, format) of the golden and compressed models;
+    at: the job's progress fraction when the step starts (held there: the messages say how far it is)."""
+    if any(fmt not in KNOWN_FORMATS for _, fmt in models):
         return {}
-    from worker.engine.attention import attention_fidelity, has_attention
+    from worker.engine import attention
     from worker.engine.loaders import extract_onnx_zip
 
     fraction = min(at, 0.999)  # 1.0 would bypass the progress writes' rate limit
@@ -57,17 +65,27 @@ def attention_results(
                     folder.mkdir()
                     path = extract_onnx_zip(Path(path), folder)
                 paths.append(Path(path))
-            if not has_attention(paths[0]):
-                return {}
+            formats = [fmt for _, fmt in models]
+            onnx_pair = all(fmt in ONNX_FORMATS for fmt in formats)
+            if onnx_pair:
+                found = attention.has_attention(paths[0])
+            else:
+                found = attention.has_attention_of(paths[0], formats[0])
+            if not found:
+                note = attention.no_maps_note(list(zip(paths, formats, strict=True)))
+                return {} if note is None else {RESULT_FIDELITY_ATTENTION: {"error": note}}
             ctx.progress(fraction, "attention maps: capturing the softmaxes of both models")
-            outcome = attention_fidelity(
-                paths[0],
-                paths[1],
-                arrays,
-                memory_budget_mb=ctx.settings.profile_memory_budget_mb,
-                intra_op_threads=threads,
-                on_progress=on_progress,
-            )
+            budget = ctx.settings.profile_memory_budget_mb
+            if onnx_pair:
+                outcome = attention.attention_fidelity(
+                    paths[0], paths[1], arrays, memory_budget_mb=budget, intra_op_threads=threads,
+                    on_progress=on_progress,
+                )  # fmt: skip
+            else:
+                outcome = attention.attention_fidelity_of(
+                    list(zip(paths, formats, strict=True)), arrays, memory_budget_mb=budget,
+                    intra_op_threads=threads, on_progress=on_progress,
+                )  # fmt: skip
         document = outcome.document if outcome.document is not None else {"error": outcome.note}
     except (JobCancelled, SoftTimeLimitExceeded):
         raise

@@ -1,5 +1,6 @@
-"""Typed response of GET /jobs/{job_id}/fidelity/attention: the attention-map fidelity of an ONNX pair
-(issue 13, transformer internals), as the worker stores it (worker/engine/attention.py). Null numbers follow
+"""Typed response of GET /jobs/{job_id}/fidelity/attention: the attention-map fidelity of an ONNX or
+torch.export pair, mixed included (issue 13, transformer internals), as the worker stores it
+(worker/engine/attention/). Null numbers follow
 the non-finite rule of common.py: a null KL with its ``kl_infinite`` entry true is +∞ (the compressed model
 puts probability 0 where the golden one does not)."""
 

@@ -1,5 +1,5 @@
 """The fidelity job's attention-map fidelity (issue 13, transformer internals): per layer x head KL / JS
-between the golden and compressed attention softmaxes of an ONNX pair, stored by the worker as
+between the golden and compressed attention softmaxes of an ONNX or torch.export pair, stored by the worker as
 RESULT_FIDELITY_ATTENTION and served typed."""
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ router = APIRouter(tags=["fidelity"])
 def get_fidelity_attention(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> FidelityAttentionOut:
     """Per attention layer (Softmax over the last axis giving [N, heads, Tq, Tk]) and head: the mean KL and
     Jensen–Shannon divergence between the golden and compressed attention distributions. 404 when the job
-    has none (not an ONNX pair, no attention softmax, or run before it existed)."""
+    has none (TorchScript or another format, no attention at all, or run before it existed); a document with
+    only ``error`` when attention is there but cannot be read (fused into single ops, TorchScript)."""
     succeeded_job(session, job_id, JobKind.fidelity, caller)
-    missing = f"job {job_id} has no attention maps (not an ONNX pair with attention softmaxes)"
+    missing = f"job {job_id} has no attention maps (no ONNX or torch.export pair with attention softmaxes)"
     payload = job_result(session, job_id, RESULT_FIDELITY_ATTENTION, missing)
     return FidelityAttentionOut.model_validate({"job_id": job_id, **payload})
