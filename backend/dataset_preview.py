@@ -149,9 +149,13 @@ def _fit(image: Any, max_side: int) -> Any:
     return image
 
 
-def array_thumbnail(sample: np.ndarray, max_side: int = THUMBNAIL_MAX_SIDE) -> bytes:
+def array_thumbnail(
+    sample: np.ndarray, max_side: int = THUMBNAIL_MAX_SIDE, *, value_range: tuple[float, float] | None = None
+) -> bytes:
     """One image-like sample as a PNG, its finite values min-max scaled to 0..255 (NaN/inf drawn black,
-    a constant sample black)."""
+    a constant sample black). value_range: scale (lo, hi) to 0..255 instead, values outside clipped; the
+    robustness slices draw a corrupted sample on its clean sample's range, so that a brightness or contrast
+    change shows (min-max scaling undoes any affine change)."""
     from PIL import Image
 
     layout = image_layout(sample.shape, sample.dtype)
@@ -165,9 +169,10 @@ def array_thumbnail(sample: np.ndarray, max_side: int = THUMBNAIL_MAX_SIDE) -> b
     finite = np.isfinite(pixels)
     scaled = np.zeros(pixels.shape, dtype=np.uint8)
     if finite.any():
-        lo, hi = float(pixels[finite].min()), float(pixels[finite].max())
+        lo, hi = value_range or (float(pixels[finite].min()), float(pixels[finite].max()))
         if hi > lo:
-            scaled[finite] = np.round((pixels[finite] - lo) / (hi - lo) * 255.0).astype(np.uint8)
+            unit = np.clip((pixels[finite] - lo) / (hi - lo), 0.0, 1.0)
+            scaled[finite] = np.round(unit * 255.0).astype(np.uint8)
     image = Image.fromarray(np.ascontiguousarray(scaled), mode="RGB" if scaled.ndim == 3 else "L")
     return _png(_fit(image, max_side))
 

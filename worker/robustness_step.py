@@ -6,6 +6,9 @@ Like the layer profile, the step is extra: whatever stops it (a bug, an allocati
 that refuses a corrupted input) leaves a document whose ``error`` says why, and the clean report stands.
 Only a cancellation and the soft time limit go through. The out-of-distribution dataset is extra
 twice over: one that cannot be read or does not fit the models leaves ``ood.error`` and the slices stand.
+
+The corrupted inputs of each point's worst samples are drawn as PNGs as the points end (robustness_images.py)
+and stored as one archive in the artifact store, named by the document's ``images``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from backend.robustness_contracts import RobustnessOptions
 from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.fidelity import FidelityReport
 from worker.engine.types import Runner
+from worker.robustness_images import WorstPictures
 from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stopping
 
 logger = logging.getLogger(__name__)
@@ -58,6 +62,7 @@ def robustness_results(
         ctx.progress(fraction, f"robustness: {done} of {total} slices x severities ({label})")
 
     twin, twin_problem = _twin(options, runners[0], load_twin)
+    pictures = WorstPictures(arrays)
     try:
         document = evaluate_robustness(
             runners[0],
@@ -76,12 +81,11 @@ def robustness_results(
             on_progress=on_progress,
             primary_output=report.primary_output,
             twin=twin,
+            twin_problem=twin_problem,
+            worst_inputs=pictures.keep,
         )
         document["primary_output"] = report.primary_output
-        if twin_problem is not None:
-            for skipped in document["skipped"]:
-                if skipped["name"] in ("fgsm", "pgd"):
-                    skipped["reason"] = twin_problem
+        document["images"] = pictures.store(ctx, document)
     except (JobCancelled, SoftTimeLimitExceeded):
         raise
     except Exception as exc:  # the slices are extra: whatever stops them must not take the report along

@@ -8,12 +8,15 @@ is removed again.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from backend.db.models import Artifact, Dataset, Model, SweepPoint
+from backend.contracts import RESULT_FIDELITY_ROBUSTNESS
+from backend.db.models import Artifact, Dataset, JobResult, Model, SweepPoint
 from backend.storage import ArtifactStore, StagedFile
 
 
@@ -40,7 +43,27 @@ def _is_referenced(session: Session, sha256: str) -> bool:
     models = session.execute(select(func.count()).where(Model.artifact_sha256 == sha256)).scalar_one()
     datasets = session.execute(select(func.count()).where(Dataset.artifact_sha256 == sha256)).scalar_one()
     exports = session.execute(select(func.count()).where(SweepPoint.export_sha256 == sha256)).scalar_one()
-    return bool(models or datasets or exports)
+    pictures = session.execute(
+        select(func.count()).where(JobResult.key == RESULT_FIDELITY_ROBUSTNESS, _pictures_sha256() == sha256)
+    ).scalar_one()
+    return bool(models or datasets or exports or pictures)
+
+
+def _pictures_sha256() -> Any:
+    """The robustness document's picture archive (backend/robustness_images.py), as a SQL expression."""
+    return JobResult.payload["images"]["sha256"].as_string()
+
+
+def job_artifacts(session: Session, job_id: uuid.UUID) -> set[str]:
+    """The artifacts a job made: its sweep's exported models and its robustness pictures (release them
+    once the job is deleted)."""
+    exports = session.scalars(select(SweepPoint.export_sha256).where(SweepPoint.job_id == job_id))
+    pictures = session.scalars(
+        select(_pictures_sha256()).where(
+            JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_ROBUSTNESS
+        )
+    )
+    return {sha for sha in [*exports, *pictures] if sha is not None}
 
 
 def release(session: Session, store: ArtifactStore, sha256: str) -> None:

@@ -146,6 +146,7 @@ CASES: dict[str, Case] = {
     "getFidelityClasses": Case("team"),
     "getFidelitySequence": Case("team"),
     "getFidelityRobustness": Case("team"),
+    "getRobustnessSamplePng": Case("team"),
     "getFidelityAttention": Case("team"),
     "listFidelityClassSamples": Case("team", query=lambda w: {"golden_class": 0, "compressed_class": 1}),
     "listFidelityRuns": Case("team"),
@@ -297,7 +298,7 @@ def _seed(settings: Settings, http: TestClient) -> World:
         w.ids |= {"budget_id": str(budget.id), "alert_id": str(alert.id)}
         s.commit()
     token = http.post("/api/v1/auth/tokens", json={"name": "a's"}, headers=h).json()
-    w.ids |= {"index": "0", "token_id": token["id"]}
+    w.ids |= {"index": "0", "token_id": token["id"], "slice": "gaussian_noise", "severity": "1"}
     return w
 
 
@@ -334,7 +335,7 @@ def _swapped(text: str, swap: dict[str, str]) -> str:
 
 
 def _team_a_ids(w: World) -> list[str]:
-    return [v for k, v in w.ids.items() if k not in ("index", "user_id")]
+    return [v for k, v in w.ids.items() if k not in ("index", "user_id", "slice", "severity")]
 
 
 def _anonymised(text: str, ids: list[str]) -> str:

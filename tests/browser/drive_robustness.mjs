@@ -1,6 +1,7 @@
 // Drives the robustness report for tests/browser/test_robustness_browser.py: on the demo project, a fidelity
 // job is launched from the form with robustness slices and an out-of-distribution dataset; once the worker
-// finishes it, the report's robustness section shows the slices' table and the out-of-distribution panel.
+// finishes it, the report's robustness section shows the slices' table, a worst sample's corrupted input
+// beside its clean one once clicked, and the out-of-distribution panel.
 //
 //   node drive_robustness.mjs '{"base": URL, "chromium": PATH, "artifacts": DIR, "username": NAME,
 //                               "password": PASSWORD, "ids": {"project", "golden", "compressed", "dataset", "ood"}}'
@@ -14,13 +15,19 @@ const { config, step } = startDriver("robustness", observations);
 const ids = config.ids;
 
 await runSignedIn(config, observations, step, async (page) => {
-  step("launch a fidelity job with robustness slices and out-of-distribution data");
+  step(
+    "launch a fidelity job with robustness slices and out-of-distribution data",
+  );
   await page.goto(`${config.base}/#/projects/${ids.project}`);
   const launch = page.getByRole("form", { name: "Launch a fidelity job" });
   await launch.getByLabel("Golden model").selectOption(ids.golden);
   await launch.getByLabel("Compressed model").selectOption(ids.compressed);
-  await launch.getByRole("combobox", { name: /^Dataset/ }).selectOption(ids.dataset);
-  observations.oodBeforeCheck = await launch.getByLabel("Out-of-distribution data (optional)").count();
+  await launch
+    .getByRole("combobox", { name: /^Dataset/ })
+    .selectOption(ids.dataset);
+  observations.oodBeforeCheck = await launch
+    .getByLabel("Out-of-distribution data (optional)")
+    .count();
   await launch.getByLabel(/Robustness slices/).check();
   const ood = launch.getByLabel("Out-of-distribution data (optional)");
   observations.oodOptions = await ood.locator("option").allInnerTexts();
@@ -29,36 +36,99 @@ await runSignedIn(config, observations, step, async (page) => {
   await launch.getByRole("status").filter({ hasText: "Job queued" }).waitFor();
 
   step("find the job through the API and wait for it in the jobs table");
-  const jobId = await page.evaluate(async ({ project, oodId }) => {
-    const r = await fetch(`/api/v1/jobs?project_id=${project}&kind=fidelity`);
-    const jobs = (await r.json()).items;
-    return jobs.find((j) => j.params?.robustness?.ood_dataset_id === oodId)?.id ?? null;
-  }, { project: ids.project, oodId: ids.ood });
+  const jobId = await page.evaluate(
+    async ({ project, oodId }) => {
+      const r = await fetch(`/api/v1/jobs?project_id=${project}&kind=fidelity`);
+      const jobs = (await r.json()).items;
+      return (
+        jobs.find((j) => j.params?.robustness?.ood_dataset_id === oodId)?.id ??
+        null
+      );
+    },
+    { project: ids.project, oodId: ids.ood },
+  );
   if (!jobId) throw new Error("the launched job is not in the project's jobs");
   observations.jobId = jobId;
   const row = page.locator(`tr[data-job-id="${jobId}"]`);
-  await row.and(page.locator('[data-status="succeeded"]')).waitFor({ timeout: 240_000 });
+  await row
+    .and(page.locator('[data-status="succeeded"]'))
+    .waitFor({ timeout: 240_000 });
 
   step("open the report: the robustness section");
   await row.getByRole("link", { name: "Report" }).click();
   const section = page.locator("section[aria-labelledby=robustness-heading]");
-  const ratios = section.getByRole("table", { name: "Brittleness ratio per slice" });
+  const ratios = section.getByRole("table", {
+    name: "Brittleness ratio per slice",
+  });
   await ratios.waitFor({ timeout: 60_000 });
   observations.ratioRows = await ratios.locator("tbody tr").count();
+
+  step("click a worst sample: its corrupted input beside the clean one");
+  const worstOfSlice = section.getByRole("table", {
+    name: "Worst samples of the slice",
+  });
+  observations.worstPoint = await section
+    .locator("select")
+    .first()
+    .inputValue();
+  const first = worstOfSlice.getByRole("button").first();
+  observations.worstPicked = (await first.innerText()).trim();
+  await first.click();
+  const preview = section.getByLabel("Corrupted input", { exact: true });
+  const loaded = (img) =>
+    img.evaluate((el) =>
+      el.complete && el.naturalWidth > 0
+        ? el.naturalWidth
+        : new Promise((resolve) => {
+            el.addEventListener("load", () => resolve(el.naturalWidth));
+            el.addEventListener("error", () => resolve(0));
+          }),
+    );
+  const corrupted = preview.getByRole("img", {
+    name: /^Corrupted input of sample/,
+  });
+  await corrupted.waitFor({ timeout: 30_000 });
+  observations.corruptedSrc = await corrupted.getAttribute("src");
+  observations.corruptedWidth = await loaded(corrupted);
+  observations.cleanWidth = await loaded(
+    preview.getByRole("img", { name: /^Clean input of sample/ }),
+  );
+  observations.previewCaptions = (
+    await preview.locator("figcaption").allInnerTexts()
+  ).map((t) => t.trim());
+  observations.pickedPressed = await first.getAttribute("aria-pressed");
+  await preview.scrollIntoViewIfNeeded();
+  await page.screenshot({
+    path: join(config.artifacts, "robustness-worst-sample.png"),
+    fullPage: false,
+  });
 
   step("the out-of-distribution panel");
   const panel = section.getByLabel("Out-of-distribution data", { exact: true });
   await panel.waitFor();
-  observations.oodHeading = (await panel.getByRole("heading").innerText()).trim();
-  const metrics = panel.getByRole("table", { name: "Out-of-distribution metrics" });
+  observations.oodHeading = (
+    await panel.getByRole("heading").innerText()
+  ).trim();
+  const metrics = panel.getByRole("table", {
+    name: "Out-of-distribution metrics",
+  });
   observations.oodMetrics = {};
   for (const tr of await metrics.locator("tbody tr").all()) {
     const label = (await tr.locator("th").innerText()).trim();
-    observations.oodMetrics[label] = (await tr.locator("td").allInnerTexts()).map((t) => t.trim());
+    observations.oodMetrics[label] = (
+      await tr.locator("td").allInnerTexts()
+    ).map((t) => t.trim());
   }
-  const worst = panel.getByRole("table", { name: "Worst out-of-distribution samples" });
-  observations.oodWorst = await worst.locator("tbody tr td:first-child").allInnerTexts();
+  const worst = panel.getByRole("table", {
+    name: "Worst out-of-distribution samples",
+  });
+  observations.oodWorst = await worst
+    .locator("tbody tr td:first-child")
+    .allInnerTexts();
   observations.oodText = (await panel.locator("p").first().innerText()).trim();
   await panel.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: join(config.artifacts, "robustness.png"), fullPage: true });
+  await page.screenshot({
+    path: join(config.artifacts, "robustness.png"),
+    fullPage: true,
+  });
 });

@@ -1,7 +1,8 @@
 """Robustness slices and out-of-distribution data in the browser (issue 13, seed 003): on the demo project, a
 fidelity job launched from the form with robustness checked and a second dataset (the demo digits inverted)
 chosen as out-of-distribution data runs on the real worker; the report shows every slice x severity in its
-ratio table and the out-of-distribution panel with the API's numbers and worst samples.
+ratio table, the corrupted input of a clicked worst sample (the API's picture, loaded) beside its clean one,
+and the out-of-distribution panel with the API's numbers and worst samples.
 
 Uses the embedded stack and its demo project (tests/browser/test_dashboard.py's fixtures); driven by
 drive_robustness.mjs.
@@ -55,6 +56,26 @@ def test_robustness_with_ood_data_from_the_form_to_the_report(demo: DemoStack, t
     served = client.http.get(f"/jobs/{seen['jobId']}/robustness").json()
     assert served["error"] is None and served["ood"]["error"] is None
     assert seen["ratioRows"] == sum(len(s["points"]) for s in served["slices"]) > 0
+    name, severity = seen["worstPoint"].split(":")
+    point = next(
+        p
+        for s in served["slices"]
+        if s["name"] == name
+        for p in s["points"]
+        if str(p["severity"]) == severity
+    )
+    first = point["worst_samples"][0]
+    assert seen["worstPicked"] == f"#{first['sample_index']}" and first["image"] is True
+    assert seen["pickedPressed"] == "true"
+    picture = f"/api/v1/jobs/{seen['jobId']}/robustness/{name}/{severity}/samples/{first['sample_index']}.png"
+    assert seen["corruptedSrc"] == picture
+    assert seen["corruptedWidth"] > 0 and seen["cleanWidth"] > 0  # both pictures loaded in the page
+    png = client.http.get(picture.removeprefix("/api/v1"))
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    golden, compressed = first["golden_class"], first["compressed_class"]
+    assert seen["previewCaptions"][1].endswith(
+        f"golden {golden}, compressed {compressed}" + (" (they disagree)" if golden != compressed else "")
+    )
     found, clean = served["ood"], served["clean"]
     assert seen["oodHeading"] == "Out-of-distribution data: inverted digits"
     rows = seen["oodMetrics"]

@@ -37,6 +37,12 @@ class WorstSampleOut(ResultModel):
     golden_class: int | None = None
     compressed_class: int | None = None
     label: int | None = None
+    image: bool = Field(
+        default=False,
+        description="Whether its corrupted input is served as a picture: GET "
+        "/jobs/{job_id}/robustness/{slice}/{severity}/samples/{sample_index}.png (image inputs only; false "
+        "in documents stored before the pictures existed, and for the out-of-distribution dataset).",
+    )
 
 
 class RobustnessPointOut(RobustnessMetricsOut):
@@ -100,6 +106,14 @@ class TwinCheckOut(ResultModel):
     top1_agreement: float | None = None
 
 
+class RobustnessImagesOut(ResultModel):
+    """The archive of the worst samples' corrupted inputs (PNGs) in the artifact store."""
+
+    sha256: str = Field(description="The archive's artifact.")
+    count: int = Field(description="Pictures in it (one per worst sample and image array).")
+    bytes: int = Field(description="Its size in bytes.")
+
+
 class RobustnessOut(ResultModel):
     job_id: uuid.UUID
     error: str | None = Field(
@@ -128,4 +142,9 @@ class RobustnessOut(ResultModel):
         default=None,
         description="The PyTorch twin's check, when fgsm/pgd were crafted on a twin of an ONNX golden model "
         "(a twin that failed it leaves the attacks in skipped with the figures in the reason).",
+    )
+    images: RobustnessImagesOut | None = Field(
+        default=None,
+        description="The stored pictures of the worst samples' corrupted inputs; null when none was drawn "
+        "(no image input, or a document stored before they existed).",
     )

@@ -27,7 +27,7 @@ from backend.contracts import (
     SensitivityJobParams,
     SweepJobParams,
 )
-from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project, SweepPoint, User
+from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project, User
 from backend.errors import (
     Conflict,
     Forbidden,
@@ -37,7 +37,7 @@ from backend.errors import (
     QueueUnavailable,
     UploadTooLarge,
 )
-from backend.services.artifacts import release
+from backend.services.artifacts import job_artifacts, release
 from backend.services.jobs import dispatch, new_job
 
 router = APIRouter(tags=["jobs"])
@@ -302,14 +302,10 @@ def delete_job(job_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: 
         session, caller, team_of(session, job), AuditAction.job_deleted, "job", job_id, job.project_id,
         kind=job.kind,
     )  # fmt: skip
-    exports = {
-        sha
-        for sha in session.scalars(select(SweepPoint.export_sha256).where(SweepPoint.job_id == job_id))
-        if sha is not None
-    }
+    made = job_artifacts(session, job_id)
     session.delete(job)
     session.commit()
-    for sha in exports:  # the sweep's exported model files, unless something else uses them
+    for sha in made:  # the sweep's exported models, the robustness pictures, unless something else uses them
         release(session, store, sha)
 
 

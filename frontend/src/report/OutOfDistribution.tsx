@@ -3,6 +3,7 @@
 // accuracies) beside the clean figures, and its worst samples (rows of that dataset, not of the job's).
 import { formatNumber, formatPercent } from "../lib/format";
 import type { FidelityRobustness } from "./robustness";
+import { WorstSamplesTable } from "./WorstSamplesTable";
 
 type Ood = NonNullable<FidelityRobustness["ood"]>;
 
@@ -69,28 +70,12 @@ export function OutOfDistribution({ doc, ood }: { doc: FidelityRobustness; ood: 
             ))}
           </tbody>
         </table>
-        <table className="compact" aria-label="Worst out-of-distribution samples">
-          <thead>
-            <tr>
-              <th>Row of {name}</th>
-              <th>{kl ? "KL (nats)" : "MSE"}</th>
-              <th>Golden</th>
-              <th>Compressed</th>
-              <th>Label</th>
-            </tr>
-          </thead>
-          <tbody>
-            {ood.worst_samples.map((w) => (
-              <tr key={w.sample_index}>
-                <td>#{w.sample_index}</td>
-                <td>{formatNumber(w.divergence)}</td>
-                <td>{w.golden_class ?? "—"}</td>
-                <td>{w.compressed_class ?? "—"}</td>
-                <td>{w.label ?? "—"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <WorstSamplesTable
+          rows={ood.worst_samples}
+          divergence={doc.divergence}
+          label="Worst out-of-distribution samples"
+          indexHeader={`Row of ${name}`}
+        />
       </div>
     </div>
   );

@@ -2,8 +2,8 @@
 // and geometric corruptions, JPEG, token replacement) and on adversarial inputs crafted against the golden
 // model (FGSM, PGD). Curves of the divergence and of both accuracies against severity per slice (golden
 // dashed, compressed solid, side by side), the brittleness ratio and mean cosine per slice and severity
-// (strengths with their units), and each slice's worst samples (click one to highlight it in the samples
-// table); then the out-of-distribution dataset when the job names one (OutOfDistribution.tsx).
+// (strengths with their units), and each slice's worst samples (click one to see its corrupted input beside
+// the clean one, CorruptedSample.tsx, and to highlight it in the samples table); then the out-of-distribution dataset when the job names one (OutOfDistribution.tsx).
 import type { Data, Layout } from "plotly.js";
 import { useMemo, useState } from "react";
 import { ApiError } from "../api/http";
@@ -11,6 +11,7 @@ import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber, formatPercent } from "../lib/format";
+import { CorruptedSample } from "./CorruptedSample";
 import { OutOfDistribution } from "./OutOfDistribution";
 import {
   divergenceLabel,
@@ -23,6 +24,8 @@ import {
   type FidelityRobustness,
 } from "./robustness";
 import { useFidelityRobustness } from "./robustnessQueries";
+import { WorstSamplesTable } from "./WorstSamplesTable";
+import { defaultPointKey, pickedIn, pointKey, pointOf } from "./worstSamples";
 
 const COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"];
 const SEVERITY_AXIS = { tickvals: [0, 1, 2, 3], ticktext: ["clean", "mild", "moderate", "severe"] };
@@ -130,14 +133,19 @@ function RatioTable({ doc }: { doc: FidelityRobustness }) {
   );
 }
 
-function WorstSamples({ doc, onSample }: { doc: FidelityRobustness; onSample: (index: number) => void }) {
-  const [key, setKey] = useState(() => {
-    const s = doc.slices[0];
-    const last = s?.points[s.points.length - 1];
-    return s && last ? `${s.name}:${last.severity.toString()}` : "";
-  });
-  const [name, severity] = key.split(":");
-  const point = doc.slices.find((s) => s.name === name)?.points.find((p) => p.severity.toString() === severity);
+function WorstSamples({
+  doc,
+  jobId,
+  onSample,
+}: {
+  doc: FidelityRobustness;
+  jobId: string;
+  onSample: (index: number) => void;
+}) {
+  const [key, setKey] = useState(() => defaultPointKey(doc));
+  const [picked, setPicked] = useState<number | null>(null);
+  const found = pointOf(doc, key);
+  const sample = pickedIn(found?.point, picked);
   return (
     <div className="panel">
       <h3>Worst samples</h3>
@@ -151,45 +159,32 @@ function WorstSamples({ doc, onSample }: { doc: FidelityRobustness; onSample: (i
         >
           {doc.slices.flatMap((s) =>
             s.points.map((p) => (
-              <option key={`${s.name}:${p.severity.toString()}`} value={`${s.name}:${p.severity.toString()}`}>
+              <option key={pointKey(s.name, p.severity)} value={pointKey(s.name, p.severity)}>
                 {sliceLabel(s.name)} — {p.severity_name} ({sliceValue(s.name, p.value)})
               </option>
             )),
           )}
         </select>
       </label>
-      <table className="compact" aria-label="Worst samples of the slice">
-        <thead>
-          <tr>
-            <th>Sample</th>
-            <th>{doc.divergence === "kl" ? "KL (nats)" : "MSE"}</th>
-            <th>Golden</th>
-            <th>Compressed</th>
-            <th>Label</th>
-          </tr>
-        </thead>
-        <tbody>
-          {(point?.worst_samples ?? []).map((w) => (
-            <tr key={w.sample_index}>
-              <td>
-                <button
-                  type="button"
-                  className="link"
-                  onClick={() => {
-                    onSample(w.sample_index);
-                  }}
-                >
-                  #{w.sample_index}
-                </button>
-              </td>
-              <td>{formatNumber(w.divergence)}</td>
-              <td>{w.golden_class ?? "—"}</td>
-              <td>{w.compressed_class ?? "—"}</td>
-              <td>{w.label ?? "—"}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <WorstSamplesTable
+        rows={found?.point.worst_samples ?? []}
+        divergence={doc.divergence}
+        label="Worst samples of the slice"
+        picked={sample?.sample_index ?? null}
+        onPick={(w) => {
+          setPicked(w.sample_index);
+          onSample(w.sample_index);
+        }}
+      />
+      {found && sample && (
+        <CorruptedSample
+          jobId={jobId}
+          slice={found.slice}
+          severity={found.point.severity}
+          severityName={found.point.severity_name}
+          sample={sample}
+        />
+      )}
     </div>
   );
 }
@@ -226,7 +221,7 @@ export function Robustness({ jobId, onSample }: { jobId: string; onSample: (inde
             <>
               <Charts doc={doc} />
               <RatioTable doc={doc} />
-              <WorstSamples doc={doc} onSample={onSample} />
+              <WorstSamples doc={doc} jobId={jobId} onSample={onSample} />
             </>
           )}
           {doc.ood && <OutOfDistribution doc={doc} ood={doc.ood} />}

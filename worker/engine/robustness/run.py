@@ -4,7 +4,8 @@ severity, compared with `compare_models` (the same metrics as the clean report).
 Memory: the dataset (memory-mapped) is read and corrupted one chunk of rows at a time, about
 CHUNK_BUDGET_BYTES of input per chunk (whole batches), so a run holds one corrupted chunk, never a
 corrupted dataset. Per point it keeps the primary output's per-sample KL, classes and labels (a few
-scalars per sample, as the clean report does) and the running worst samples.
+scalars per sample, as the clean report does) and the running worst samples, with their corrupted image
+rows when the caller asks for them (worst_inputs.py: at most 2 x WORST_SAMPLES rows per image array).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from worker.engine.robustness.transforms import (
     applies_to,
     array_stats,
     corrupt,
+    is_image,
 )
+from worker.engine.robustness.worst_inputs import RunningWorst, WorstInputSink, ranked_divergence
 from worker.engine.types import Runner
 
 CHUNK_BUDGET_BYTES = 32 * 2**20
@@ -195,6 +198,7 @@ def _setup(
     primary_output: str | None,
     slices: tuple[str, ...],
     twin: Runner | None = None,
+    twin_problem: str | None = None,
 ) -> _Setup:
     stats = {
         k: array_stats(v[:n])
@@ -215,6 +219,8 @@ def _setup(
         index = names.index(primary_output) if primary_output in names else 0
         attacker = twin if twin is not None and not isinstance(golden, TorchRunner) else golden
         skip = attack_skip_reason(attacker, primary_kind, bool(stats))
+        if twin_problem is not None and not isinstance(attacker, TorchRunner):
+            skip = twin_problem  # the twin the user paired could not be loaded: say that, not "pair a twin"
         if skip is None and attacker is twin:
             skip, twin_figures = twin_mismatch(golden, attacker, inputs, index)
         if skip is None and isinstance(attacker, TorchRunner):
@@ -280,6 +286,12 @@ def _chunk(
     return out
 
 
+def _image_arrays(name: str, setup: _Setup, inputs: Mapping[str, np.ndarray]) -> list[str]:
+    """The image arrays slice `name` changes (the pictures worth keeping for its worst samples)."""
+    gradient = SLICES[name].target == "gradient"
+    return [k for k in setup.stats if is_image(inputs[k]) and (gradient or applies_to(name, inputs[k]))]
+
+
 def evaluate_robustness(
     golden: Runner,
     compressed: Runner,
@@ -292,6 +304,8 @@ def evaluate_robustness(
     on_progress: Callable[[int, int, str], None] | None = None,
     primary_output: str | None = None,
     twin: Runner | None = None,
+    twin_problem: str | None = None,
+    worst_inputs: WorstInputSink | None = None,
 ) -> dict[str, Any]:
     """The robustness document: per slice and severity, both accuracies, mean KL (MSE for a primary
     output that is not a classification), mean cosine, top-1 agreement, the brittleness ratio (slice
@@ -300,14 +314,17 @@ def evaluate_robustness(
     clean_table: the clean report's per-sample table (FidelityReport.per_sample); its first n rows are
     the baseline. on_progress(points done, points, label) after each slice x severity; it may raise
     JobCancelled. primary_output: the output the adversarial slices attack (None: the golden's first).
-    twin: a PyTorch copy of an ONNX golden model for the adversarial slices (see adversarial.py).
+    twin: a PyTorch copy of an ONNX golden model for the adversarial slices (see adversarial.py);
+    twin_problem: why the twin the job names could not be loaded (the adversarial slices' skip reason).
+    worst_inputs: when given, called with the corrupted image rows of every point's worst samples as each
+    point ends (worst_inputs.py); each worst sample then gets ``image``: whether the sink kept its picture.
     """
     inputs = {k: v for k, v in arrays.items() if k not in (LABELS_KEY,)}
     n = len(next(iter(inputs.values())))
     if params.max_samples is not None:
         n = min(n, params.max_samples)
     divergence, clean, clean_div = clean_baseline(clean_table, n, primary_kind)
-    setup = _setup(golden, inputs, n, primary_kind, primary_output, params.slices, twin)
+    setup = _setup(golden, inputs, n, primary_kind, primary_output, params.slices, twin, twin_problem)
     lab = None if labels is None else np.asarray(labels[:n])
     rows = chunk_rows(inputs, fidelity.batch_size)
     quiet = replace(fidelity, threshold_kl=None)
@@ -318,8 +335,10 @@ def evaluate_robustness(
     total, done = len(todo) * len(params.severities), 0
     for name in todo:
         points = []
+        images = _image_arrays(name, setup, inputs) if worst_inputs is not None else []
         for severity in sorted(params.severities):
             sums = _PointSums()
+            running = RunningWorst(images, WORST_SAMPLES)
             for start in range(0, n, rows):
                 stop = min(n, start + rows)
                 chunk = _chunk(name, severity, inputs, start, stop, setup, params.seed, fidelity.batch_size)
@@ -327,9 +346,14 @@ def evaluate_robustness(
                     golden, compressed, chunk, None if lab is None else lab[start:stop], quiet
                 )
                 sums.add(part.per_sample, part.warnings)
+                running.add(start, ranked_divergence(part.per_sample, divergence), chunk)
             table = sums.columns()
             metrics = point_metrics(table, divergence)
             div = metrics[divergence_key(divergence)]
+            worst = worst_samples(table, divergence)
+            if worst_inputs is not None:
+                kept = running.hand_over(worst_inputs, name, severity)
+                worst = [w | {"image": w["sample_index"] in kept} for w in worst]
             points.append(
                 {
                     "severity": severity,
@@ -337,7 +361,7 @@ def evaluate_robustness(
                     "value": SLICES[name].values[severity - 1],
                     **metrics,
                     "brittleness_ratio": brittleness_ratio(div, clean_div),
-                    "worst_samples": worst_samples(table, divergence),
+                    "worst_samples": worst,
                     "warnings": sorted(sums.warnings),
                 }
             )

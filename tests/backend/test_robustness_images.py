@@ -1,0 +1,225 @@
+"""The pictures of the robustness slices' worst samples (issue 13), through a fidelity job run in-process by
+the real handlers on the demo's digits CNN over the real app, Postgres and a local artifact store: GET
+/jobs/{id}/robustness/{slice}/{severity}/samples/{index}.png serves a PNG whose pixels (decoded by Pillow)
+are the corrupted row re-made here with numpy, drawn on the clean row's range (also re-made here); it
+answers 404 with the reason for what it does not hold; deleting the job removes the archive unless a
+rerun shares it."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from PIL import Image
+from sqlalchemy import select
+
+from backend.accounts import Role
+from backend.api.app import create_app
+from backend.api.result_schemas.robustness import RobustnessOut
+from backend.contracts import RESULT_FIDELITY_ROBUSTNESS
+from backend.dataset_preview import array_thumbnail
+from backend.db.models import JobResult, Model
+from backend.db.session import session_factory
+from backend.robustness_images import PNG_MAX_SIDE
+from backend.settings import Settings
+from backend.storage import LocalArtifactStore
+from tests.backend.test_typed_results import extras
+from tests.conftest import truncate_all
+from tests.support.accounts import add_account
+from tests.support.services import REDIS_URL
+from worker.demo.models import DemoBundle, write_demo_bundle
+from worker.engine.robustness import SLICES
+from worker.handlers import FidelityHandler, InspectHandler
+from worker.runtime import execute_job
+
+SAMPLES = 96
+OPTIONS = {"slices": ["brightness", "contrast"], "severities": [1, 3], "max_samples": SAMPLES}
+
+
+@pytest.fixture(scope="module")
+def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    tmp = tmp_path_factory.mktemp("robustness_images")
+    return Settings(
+        data_dir=tmp / "data",
+        database_url=pg_url,
+        broker_url=REDIS_URL,
+        artifact_uri=(tmp / "artifacts").as_uri(),
+        queue_name=f"kneeboard-robustness-images-{uuid.uuid4().hex[:8]}",
+        seed_demo=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
+    return write_demo_bundle(tmp_path_factory.mktemp("robustness_images_demo"))
+
+
+class Api:
+    def __init__(self, http: TestClient, settings: Settings, bundle: DemoBundle) -> None:
+        self.http, self.settings = http, settings
+        with session_factory(settings.resolved_database_url)() as s:
+            self.headers = add_account(s, None, None, Role.admin).headers
+        self.project = self.call("POST", "/projects", json={"name": "pictures"}).json()["id"]
+        ids = []
+        for kind, path in (
+            ("models", bundle.golden_onnx),
+            ("models", bundle.int8_onnx),
+            ("datasets", bundle.test_npz),
+        ):
+            with path.open("rb") as f:
+                ids.append(
+                    self.call(
+                        "POST", f"/projects/{self.project}/{kind}", files={"file": (path.name, f)}
+                    ).json()["id"]
+                )
+        self.golden, self.int8, self.dataset = ids
+        for model_id in (self.golden, self.int8):
+            with session_factory(settings.resolved_database_url)() as s:
+                job_id = s.get_one(Model, uuid.UUID(model_id)).inspect_job_id
+            assert execute_job(str(job_id), InspectHandler(), settings) == "succeeded"
+
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self.http.request(method, f"/api/v1{path}", headers=self.headers, **kwargs)
+
+    def fidelity(self, robustness: dict[str, Any]) -> str:
+        params = {
+            "golden_model_id": self.golden,
+            "compressed_model_id": self.int8,
+            "dataset_id": self.dataset,
+        }
+        job = self.call(
+            "POST",
+            "/jobs",
+            json={
+                "project_id": self.project,
+                "kind": "fidelity",
+                "params": params | {"layer_profile": False, "robustness": robustness},
+            },
+        ).json()
+        assert execute_job(str(job["id"]), FidelityHandler(), self.settings) == "succeeded"
+        return str(job["id"])
+
+
+@pytest.fixture(scope="module")
+def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[Api]:
+    truncate_all(pg_url)
+    with TestClient(create_app(settings, run_reaper=False)) as http:
+        yield Api(http, settings, bundle)
+    truncate_all(pg_url)
+
+
+@pytest.fixture(scope="module")
+def job(api: Api) -> str:
+    return api.fidelity(OPTIONS)
+
+
+def numpy_corrupted(name: str, severity: int, x: np.ndarray) -> np.ndarray:
+    """Brightness (+ value · std) and contrast (mean + value · (x − mean)) of transforms.py, the statistics
+    over the first SAMPLES rows (the job's max_samples), in float64, cast back to the data's dtype."""
+    value = SLICES[name].values[severity - 1]
+    data = x[:SAMPLES].astype(np.float64)
+    mean, std = float(data.mean()), float(data.std())
+    out = data + value * std if name == "brightness" else mean + value * (data - mean)
+    return out.astype(x.dtype)
+
+
+def decoded(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)))
+
+
+def test_each_worst_sample_has_its_corrupted_picture(api: Api, job: str, bundle: DemoBundle) -> None:
+    served = api.call("GET", f"/jobs/{job}/robustness").json()
+    typed = RobustnessOut.model_validate(served)
+    assert not list(extras(typed))
+    assert typed.images is not None and typed.images.count == 2 * 2 * 10 and typed.images.bytes > 0
+    x = np.load(bundle.test_npz)["input"]
+    for slice_doc in typed.slices:
+        for point in slice_doc.points:
+            corrupted = numpy_corrupted(slice_doc.name, point.severity, x)
+            assert len(point.worst_samples) == 10 and all(w.image for w in point.worst_samples)
+            for w in point.worst_samples[:3]:
+                answer = api.call(
+                    "GET",
+                    f"/jobs/{job}/robustness/{slice_doc.name}/{point.severity}/samples/{w.sample_index}.png",
+                )
+                assert answer.status_code == 200 and answer.headers["content-type"] == "image/png"
+                pixels = decoded(answer.content)
+                row, clean = corrupted[w.sample_index], x[w.sample_index].astype(np.float64)
+                lo, hi = float(clean.min()), float(clean.max())
+                assert np.array_equal(
+                    pixels, decoded(array_thumbnail(row, PNG_MAX_SIDE, value_range=(lo, hi)))
+                )
+                # Independently of array_thumbnail: 8x8 enlarged 16x, the clean range to 0..255, clipped.
+                factor = PNG_MAX_SIDE // 8
+                assert pixels.shape == (PNG_MAX_SIDE, PNG_MAX_SIDE)
+                expected = np.round(np.clip((row[0].astype(np.float64) - lo) / (hi - lo), 0, 1) * 255)
+                assert np.abs(pixels[::factor, ::factor].astype(int) - expected.astype(int)).max() <= 1
+    brightness = typed.slices[0].points[-1].worst_samples[0].sample_index
+    clean_png = api.call("GET", f"/jobs/{job}/samples/{brightness}/input.png")
+    bright_png = api.call("GET", f"/jobs/{job}/robustness/brightness/3/samples/{brightness}.png")
+    assert decoded(bright_png.content).mean() > decoded(clean_png.content).mean()  # the shift shows
+
+
+def test_what_is_not_held_is_a_404_that_says_why(api: Api, job: str, settings: Settings) -> None:
+    served = api.call("GET", f"/jobs/{job}/robustness").json()
+    worst = {w["sample_index"] for w in served["slices"][0]["points"][0]["worst_samples"]}
+    other = next(i for i in range(SAMPLES) if i not in worst)
+    cases = {
+        f"brightness/1/samples/{other}.png": "not among the worst samples",
+        "brightness/2/samples/0.png": "no robustness slice 'brightness' at severity 2",
+        "jpeg/1/samples/0.png": "no robustness slice 'jpeg'",
+    }
+    for path, message in cases.items():
+        answer = api.call("GET", f"/jobs/{job}/robustness/{path}")
+        assert answer.status_code == 404 and message in answer.json()["detail"], answer.text
+    index = next(iter(worst))
+    assert api.call("GET", f"/jobs/{job}/robustness/snow/1/samples/{index}.png").status_code == 422
+    other_array = api.call("GET", f"/jobs/{job}/robustness/brightness/1/samples/{index}.png?array=mask")
+    assert other_array.status_code == 404 and "'mask'" in other_array.json()["detail"]
+    # A document stored before the pictures existed has no ``image`` and no ``images``.
+    with session_factory(settings.resolved_database_url)() as s:
+        row = s.execute(
+            select(JobResult).where(
+                JobResult.job_id == uuid.UUID(job), JobResult.key == RESULT_FIDELITY_ROBUSTNESS
+            )
+        ).scalar_one()
+        saved = row.payload
+        old = {k: v for k, v in saved.items() if k != "images"}
+        for slice_doc in old["slices"]:
+            for point in slice_doc["points"]:
+                point["worst_samples"] = [
+                    {k: v for k, v in w.items() if k != "image"} for w in point["worst_samples"]
+                ]
+        row.payload = old
+        s.commit()
+        try:
+            typed = RobustnessOut.model_validate(api.call("GET", f"/jobs/{job}/robustness").json())
+            assert typed.images is None and not any(
+                w.image for s_ in typed.slices for p in s_.points for w in p.worst_samples
+            )
+            answer = api.call("GET", f"/jobs/{job}/robustness/brightness/1/samples/{index}.png")
+            assert answer.status_code == 404 and "relaunch" in answer.json()["detail"]
+        finally:
+            row.payload = saved
+            s.commit()
+
+
+def test_deleting_the_job_removes_its_pictures_unless_a_rerun_shares_them(
+    api: Api, settings: Settings
+) -> None:
+    options = OPTIONS | {"severities": [3]}
+    first, second = api.fidelity(options), api.fidelity(options)
+    shas = [api.call("GET", f"/jobs/{j}/robustness").json()["images"]["sha256"] for j in (first, second)]
+    assert shas[0] == shas[1]  # seeded corruptions, fixed archive dates: the same bytes, stored once
+    store = LocalArtifactStore(Path(settings.resolved_artifact_uri.removeprefix("file://")))
+    assert store.exists(shas[0])
+    assert api.call("DELETE", f"/jobs/{first}").status_code == 204
+    assert store.exists(shas[0])  # the rerun still shows them
+    assert api.call("DELETE", f"/jobs/{second}").status_code == 204
+    assert not store.exists(shas[0])
