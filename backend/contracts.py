@@ -119,6 +119,28 @@ class FidelityJobParams(BaseModel):
         description="Also compare both models on seeded, corrupted copies of the dataset (noise, brightness, "
         "contrast, blur, occlusion at 3 severities): GET /jobs/{id}/robustness; null skips it.",
     )
+    calibration_dataset_id: uuid.UUID | None = Field(
+        default=None,
+        description="The set the compressed model was calibrated on (a dataset of the same project, inputs "
+        "shaped like the dataset's). The layer profile first runs the golden model over its first "
+        "calibration_samples samples, records each layer's range there, and reports per layer the share of "
+        "the evaluation set's golden activations outside it (shift.calibration_outside_rate). Needs "
+        "layer_profile; null skips it.",
+    )
+    calibration_samples: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="Calibration samples the ranges are taken over (the first ones of the calibration set).",
+    )
+
+    @model_validator(mode="after")
+    def _calibration_needs_the_profile(self) -> FidelityJobParams:
+        if self.calibration_dataset_id is not None and not self.layer_profile:
+            raise ValueError(
+                "calibration_dataset_id is used by the layer profile: it needs layer_profile=true"
+            )
+        return self
 
 
 ImportanceMethod = Literal["l1", "l2", "taylor", "reconstruction"]

@@ -6,7 +6,7 @@ import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from sqlalchemy import insert
@@ -91,6 +91,30 @@ def named_dataset(ctx: JobContext, dataset_id: uuid.UUID) -> tuple[str, dict[str
     return dataset.name, read_dataset(ctx, dataset)
 
 
+class LoadedModel(NamedTuple):
+    """A model row's runner and its local (path, format)."""
+
+    runner: Runner
+    file: tuple[Path, ModelFormat]
+
+
+def load_runner(
+    ctx: JobContext, model_id: uuid.UUID, role: str, threads: int | None, *, announce: bool = False
+) -> LoadedModel:
+    """Load the model `model_id` in its runtime (the golden, compressed or twin model of a job: `role` names
+    it in messages); an invalid model raises ModelLoadError. `announce` reports the load as progress 0
+    (the job's first steps; a model loaded later, as the twin, leaves the progress bar where it is)."""
+    from worker.engine.loaders import load_model
+
+    model = detached_row(ctx, Model, model_id)
+    if model.status == ModelStatus.invalid.value:
+        raise ModelLoadError(f"the {role} model {model.name!r} is invalid: {model.error}")
+    if announce:
+        ctx.progress(0.0, f"loading the {role} model {model.name!r}")
+    file = model_file(ctx, model)
+    return LoadedModel(load_model(*file, intra_op_threads=threads), file)
+
+
 class InspectHandler:
     """Loads an uploaded model and records its inputs, outputs, layers, parameters and MACs/FLOPs."""
 
@@ -127,23 +151,20 @@ class FidelityHandler:
     def run(self, ctx: JobContext) -> ResultWriter:
         from worker.attention_step import attention_results
         from worker.engine.fidelity import FidelityParams, compare_models
-        from worker.engine.loaders import load_model
         from worker.engine.sample_topk import SampleTopK
         from worker.robustness_step import robustness_results
 
         params = FidelityJobParams.model_validate(ctx.params)
-        models: list[tuple[Path, ModelFormat]] = []
-        runners = []
-        for role, model_id in (
-            ("golden", params.golden_model_id),
-            ("compressed", params.compressed_model_id),
-        ):
-            model = detached_row(ctx, Model, model_id)
-            if model.status == ModelStatus.invalid.value:
-                raise ModelLoadError(f"the {role} model {model.name!r} is invalid: {model.error}")
-            ctx.progress(0.0, f"loading the {role} model {model.name!r}")
-            models.append(model_file(ctx, model))
-            runners.append(load_model(*models[-1], intra_op_threads=params.threads))
+        loaded = [
+            load_runner(ctx, model_id, role, params.threads, announce=True)
+            for role, model_id in (
+                ("golden", params.golden_model_id),
+                ("compressed", params.compressed_model_id),
+            )
+        ]
+        models = [model.file for model in loaded]
+        runners = [model.runner for model in loaded]
+        del loaded
         dataset = detached_row(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
         arrays = read_dataset(ctx, dataset)
@@ -189,10 +210,7 @@ class FidelityHandler:
             ).outputs
 
         def load_twin(model_id: uuid.UUID) -> Runner:
-            twin = detached_row(ctx, Model, model_id)
-            if twin.status == ModelStatus.invalid.value:
-                raise ModelLoadError(f"the twin model {twin.name!r} is invalid: {twin.error}")
-            return load_model(*model_file(ctx, twin), intra_op_threads=params.threads)
+            return load_runner(ctx, model_id, "twin", params.threads).runner
 
         robustness = robustness_results(
             ctx, params, runners, arrays, labels, report, share, lambda i: named_dataset(ctx, i), load_twin
@@ -211,15 +229,15 @@ class FidelityHandler:
             if document is not None
         }
         diagnostics.update(robustness)  # {} unless the job asks for robustness slices
-        diagnostics.update(attention_results(ctx, models, arrays, params.threads, share))  # ONNX only
+        diagnostics.update(attention_results(ctx, models, arrays, params.threads, share))  # ONNX / .pt2
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
-        layers = (
-            _layer_profile(
-                ctx, params, models, arrays, n_profiled, (n + n_rerun) / total_work, runtime_outputs
-            )
-            if params.layer_profile
-            else None
-        )
+        layers = None
+        if params.layer_profile:
+            calibration = calibration_arrays(ctx, params)
+            layers = _layer_profile(
+                ctx, params, models, arrays, n_profiled, (n + n_rerun) / total_work, runtime_outputs,
+                calibration,
+            )  # fmt: skip
 
         def write(session: Session) -> None:
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
@@ -236,6 +254,27 @@ class FidelityHandler:
         return None
 
 
+def calibration_arrays(ctx: JobContext, params: FidelityJobParams) -> dict[str, np.ndarray] | str | None:
+    """The job's calibration set (memory-mapped like the dataset, without its labels, cut to its first
+    calibration_samples samples), None when the job names none, or why it cannot be read (the profile then
+    says so in a note: the calibration range is an extra of an extra)."""
+    if params.calibration_dataset_id is None:
+        return None
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from worker.runtime import raise_if_stopping
+
+    try:
+        _, arrays = named_dataset(ctx, params.calibration_dataset_id)
+    except (JobCancelled, SoftTimeLimitExceeded):
+        raise
+    except Exception as exc:
+        raise_if_stopping(exc)
+        return f"The calibration set could not be read ({type(exc).__name__}: {exc}); no calibration ranges."
+    arrays.pop("labels", None)
+    return {key: a[: params.calibration_samples] for key, a in arrays.items()}
+
+
 def _layer_profile(
     ctx: JobContext,
     params: FidelityJobParams,
@@ -244,6 +283,7 @@ def _layer_profile(
     n_profiled: int,
     start: float,
     runtime_outputs: Mapping[str, Mapping[str, Any]] | None = None,
+    calibration: Mapping[str, np.ndarray] | str | None = None,
 ) -> dict[str, Any]:
     """The per-layer profile over the first n_profiled samples, as a JSON document. A profile that cannot
     be made, for any reason (a model the instrumented runtime refuses, an allocation that fails, a bug),
@@ -259,6 +299,10 @@ def _layer_profile(
     output that is a profiled layer: the profile's simulated SQNR there against the runtime's (see
     worker/engine/kernel_gap.py); a significant gap also gets a note, in the entry's ``note`` and in the
     profile's notes. Without them ``kernel_gap`` is None.
+
+    calibration: the job's calibration set (calibration_arrays): the profile records each golden layer's
+    range on it and reports the share of evaluation values outside (engine layer_profile/calibration.py);
+    a string is why it could not be read, added to the profile's notes.
     """
     from celery.exceptions import SoftTimeLimitExceeded
 
@@ -271,6 +315,9 @@ def _layer_profile(
             start + (1 - start) * done / n_profiled, f"layer profile: {done} of {n_profiled} samples"
         )
 
+    def on_calibration_progress(done: int) -> None:
+        ctx.progress(start, f"layer profile: golden ranges on the calibration set, {done} samples")
+
     ctx.progress(start, "layer profile: capturing the layers of both models")
     budget = ctx.settings.profile_memory_budget_mb
     try:
@@ -282,7 +329,14 @@ def _layer_profile(
             on_progress=on_progress,
             memory_budget_mb=budget,
             intra_op_threads=params.threads,
+            calibration_batches=None
+            if calibration is None or isinstance(calibration, str)
+            else [calibration],
+            calibration_samples=params.calibration_samples,
+            on_calibration_progress=on_calibration_progress,
         )
+        if isinstance(calibration, str):
+            profile.notes.append(calibration)
         entries: list[dict[str, Any]] | None = None
         if runtime_outputs is not None:
             gaps = kernel_gaps(profile.layers, runtime_outputs)

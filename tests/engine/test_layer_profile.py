@@ -450,6 +450,7 @@ def test_to_dict_is_strict_json_with_the_documented_keys(models: Models, digits_
         "notes",
         "likely_causes",
         "not_applicable",
+        "calibration_samples",
     }
     for layer in data["layers"]:
         assert set(layer) == LAYER_KEYS

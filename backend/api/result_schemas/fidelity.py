@@ -277,15 +277,31 @@ class ActivationShiftOut(ResultModel):
     )
     calibration_outside_rate: float | None = Field(
         default=None,
-        description="Share of evaluation activations outside the range seen on a calibration set: null, "
-        "fidelity jobs have no calibration set (golden_outside_rate measures against the calibrated range).",
+        description="Share of the evaluation set's golden values outside [calibration_min, calibration_max], "
+        "the golden layer's range on the job's calibration set ((calibration_below + calibration_above) / "
+        "n_values; NaN is never outside). Null when the job has no calibration set or it could not be run "
+        "(the profile's notes say why).",
+    )
+    calibration_min: float | None = Field(
+        default=None, description="Lowest golden value of the layer on the calibration set."
+    )
+    calibration_max: float | None = Field(
+        default=None, description="Highest golden value of the layer on the calibration set."
+    )
+    calibration_below: int | None = Field(
+        default=None, description="Evaluation golden values below calibration_min."
+    )
+    calibration_above: int | None = Field(
+        default=None, description="Evaluation golden values above calibration_max."
     )
 
 
 class LikelyCauseOut(ResultModel):
     """One likely cause of the divergence, with the numbers behind it."""
 
-    kind: Literal["clipping", "dead_units", "error_growth", "local_error"] = "local_error"
+    kind: Literal["clipping", "dead_units", "error_growth", "local_error", "calibration_range"] = (
+        "local_error"
+    )
     layer: str = Field(default="", description="The golden layer's name (the profile row).")
     label: str = Field(default="", description="How the message names the layer (its canonical id).")
     to_layer: str | None = Field(default=None, description="error_growth: the layer the error grows to.")

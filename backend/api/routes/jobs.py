@@ -71,7 +71,7 @@ def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     """(model ids, dataset ids) a job's parameters name."""
     if isinstance(params, FidelityJobParams):
         ood = params.robustness.ood_dataset_id if params.robustness is not None else None
-        datasets = [params.dataset_id] + ([ood] if ood is not None else [])
+        datasets = [params.dataset_id] + [d for d in (ood, params.calibration_dataset_id) if d is not None]
         twin = params.robustness.twin_model_id if params.robustness is not None else None
         models = [params.golden_model_id, params.compressed_model_id] + ([twin] if twin is not None else [])
         return models, datasets

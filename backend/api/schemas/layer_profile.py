@@ -118,6 +118,11 @@ class LayerProfileOut(BaseModel):
         "design); the layers then hold at most the model outputs. None when it applies, and in profiles "
         "stored before it existed.",
     )
+    calibration_samples: int | None = Field(
+        default=None,
+        description="Calibration samples the layers' calibration ranges were taken over (the first ones of the "
+        "job's calibration set); null without a calibration set, or when it could not be run (see notes).",
+    )
     layers: list[LayerFidelityOut] = Field(default_factory=list)
     unmatched_golden: list[str] = Field(default_factory=list)
     unmatched_compressed: list[str] = Field(default_factory=list)

@@ -367,7 +367,8 @@ export interface paths {
          * Get Fidelity Attention
          * @description Per attention layer (Softmax over the last axis giving [N, heads, Tq, Tk]) and head: the mean KL and
          *     Jensen–Shannon divergence between the golden and compressed attention distributions. 404 when the job
-         *     has none (not an ONNX pair, no attention softmax, or run before it existed).
+         *     has none (TorchScript or another format, no attention at all, or run before it existed); a document with
+         *     only ``error`` when attention is there but cannot be read (fused into single ops, TorchScript).
          */
         get: operations["getFidelityAttention"];
         put?: never;
@@ -597,6 +598,28 @@ export interface paths {
          *     the worst samples. 404 when the job was run without `robustness`.
          */
         get: operations["getFidelityRobustness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/robustness/{slice}/{severity}/samples/{index}.png": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The corrupted input of one of a robustness point's worst samples, as the models received it
+         * @description Only the worst samples listed in GET /jobs/{job_id}/robustness with ``image`` true have one (404
+         *     otherwise, with the reason: not a worst sample there, not an image input, a job stored before the
+         *     pictures existed). The clean input beside it: GET /jobs/{job_id}/samples/{index}/input.png.
+         */
+        get: operations["getRobustnessSamplePng"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1360,8 +1383,28 @@ export interface components {
              */
             active_channels: number | null;
             /**
+             * Calibration Above
+             * @description Evaluation golden values above calibration_max.
+             */
+            calibration_above: number | null;
+            /**
+             * Calibration Below
+             * @description Evaluation golden values below calibration_min.
+             */
+            calibration_below: number | null;
+            /**
+             * Calibration Max
+             * @description Highest golden value of the layer on the calibration set.
+             */
+            calibration_max: number | null;
+            /**
+             * Calibration Min
+             * @description Lowest golden value of the layer on the calibration set.
+             */
+            calibration_min: number | null;
+            /**
              * Calibration Outside Rate
-             * @description Share of evaluation activations outside the range seen on a calibration set: null, fidelity jobs have no calibration set (golden_outside_rate measures against the calibrated range).
+             * @description Share of the evaluation set's golden values outside [calibration_min, calibration_max], the golden layer's range on the job's calibration set ((calibration_below + calibration_above) / n_values; NaN is never outside). Null when the job has no calibration set or it could not be run (the profile's notes say why).
              */
             calibration_outside_rate: number | null;
             /**
@@ -3526,6 +3569,11 @@ export interface components {
          */
         LayerProfileOut: {
             /**
+             * Calibration Samples
+             * @description Calibration samples the layers' calibration ranges were taken over (the first ones of the job's calibration set); null without a calibration set, or when it could not be run (see notes).
+             */
+            calibration_samples?: number | null;
+            /**
              * Error
              * @description Why no profile could be made (the output-level report still stands).
              */
@@ -3600,7 +3648,7 @@ export interface components {
              * @default local_error
              * @enum {string}
              */
-            kind: "clipping" | "dead_units" | "error_growth" | "local_error";
+            kind: "clipping" | "dead_units" | "error_growth" | "local_error" | "calibration_range";
             /**
              * Label
              * @description How the message names the layer (its canonical id).
@@ -5056,6 +5104,29 @@ export interface components {
              */
             tags?: string[] | null;
         };
+        /**
+         * RobustnessImagesOut
+         * @description The archive of the worst samples' corrupted inputs (PNGs) in the artifact store.
+         */
+        RobustnessImagesOut: {
+            /**
+             * Bytes
+             * @description Its size in bytes.
+             */
+            bytes: number;
+            /**
+             * Count
+             * @description Pictures in it (one per worst sample and image array).
+             */
+            count: number;
+            /**
+             * Sha256
+             * @description The archive's artifact.
+             */
+            sha256: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** RobustnessMetricsOut */
         RobustnessMetricsOut: {
             /**
@@ -5118,6 +5189,8 @@ export interface components {
              * @description Why the slices could not be run (the clean report is complete); the rest is then empty.
              */
             error: string | null;
+            /** @description The stored pictures of the worst samples' corrupted inputs; null when none was drawn (no image input, or a document stored before they existed). */
+            images: components["schemas"]["RobustnessImagesOut"] | null;
             /**
              * Job Id
              * Format: uuid
@@ -6366,6 +6439,12 @@ export interface components {
             divergence: number;
             /** Golden Class */
             golden_class: number | null;
+            /**
+             * Image
+             * @description Whether its corrupted input is served as a picture: GET /jobs/{job_id}/robustness/{slice}/{severity}/samples/{sample_index}.png (image inputs only; false in documents stored before the pictures existed, and for the out-of-distribution dataset).
+             * @default false
+             */
+            image: boolean;
             /** Label */
             label: number | null;
             /**
@@ -8400,6 +8479,79 @@ export interface operations {
             };
             /** @description Unprocessable Entity: error is invalid_request. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getRobustnessSamplePng: {
+        parameters: {
+            query?: {
+                /** @description The input array to draw; default: the first (by name) pictured. */
+                array?: string | null;
+            };
+            header?: never;
+            path: {
+                index: number;
+                job_id: string;
+                severity: number;
+                slice: "gaussian_noise" | "brightness" | "contrast" | "gaussian_blur" | "occlusion" | "jpeg" | "token_replacement" | "fgsm" | "pgd";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A PNG, longest side at most 128 px (tiny images enlarged with nearest-neighbour), drawn on the clean sample's value range (its min to max), values outside clipped. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable: error is storage_unavailable. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,8 +5,11 @@ import {
   type ActivationShift,
   causeNumbers,
   causesOf,
+  calibrationNote,
   formatAmplification,
+  formatCalibration,
   formatDeadUnits,
+  hasCalibration,
   formatRange,
   histogramBars,
   histogramFigure,
@@ -46,6 +49,10 @@ function shift(fields: Partial<ActivationShift> = {}): ActivationShift {
     active_channels: 4,
     error_amplification: 1.5,
     calibration_outside_rate: null,
+    calibration_min: null,
+    calibration_max: null,
+    calibration_below: null,
+    calibration_above: null,
     ...fields,
   };
 }
@@ -144,7 +151,56 @@ describe("formatting", () => {
     };
     expect(causeNumbers(cause)).toEqual(["clip_rate = 4.10 %", "quantizer_max = 2.5"]);
     const csv = shiftCsv(shiftRows(profile([layer("a", 0, shift(), "conv1")])));
-    expect(csv.rows[0]).toEqual([0, "conv1", "Relu", 0, 4, 0, 3, 0, 3, 0.041, 0.025, 0.12, 0, 1.5]);
+    expect(csv.rows[0]).toEqual([0, "conv1", "Relu", 0, 4, 0, 3, 0, 3, 0.041, 0.025, 0.12, 0, 1.5, null, null, null]);
     expect(csv.header).toHaveLength(csv.rows[0]?.length ?? 0);
+  });
+});
+
+describe("calibration range", () => {
+  const measured = { calibration_min: 0, calibration_max: 1.5, calibration_below: 0, calibration_above: 31 };
+
+  it("adds a bar per layer in percent when the profile measured it", () => {
+    const rows = shiftRows(
+      profile([
+        layer("a", 0, shift({ ...measured, calibration_outside_rate: 0.031 })),
+        layer("b", 1, shift({ ...measured, calibration_outside_rate: 0 })),
+      ]),
+    );
+    expect(hasCalibration(rows)).toBe(true);
+    const trace = shiftFigure(rows).data.find((d) => d.name === "outside calibration (%)") as Partial<PlotData>;
+    expect(trace.y).toEqual([100 * 0.031, 0]);
+    const csv = shiftCsv(rows);
+    expect(csv.rows[0]?.slice(-3)).toEqual([0, 1.5, 0.031]);
+  });
+
+  it("draws nothing and says why for jobs without a calibration set, old profiles included", () => {
+    const legacy = shift();
+    delete (legacy as Partial<ActivationShift>).calibration_outside_rate;
+    const p = profile([layer("a", 0, shift()), layer("b", 1, legacy)]);
+    const rows = shiftRows(p);
+    expect(hasCalibration(rows)).toBe(false);
+    expect(shiftFigure(rows).data.map((d) => d.name)).not.toContain("outside calibration (%)");
+    expect(calibrationNote(p, rows)).toContain("not measured");
+    expect(shiftCsv(rows).rows[1]?.slice(-3)).toEqual([null, null, null]);
+  });
+
+  it("formats the share with its counts and names the calibration samples", () => {
+    const s = shift({ ...measured, calibration_below: 2, calibration_above: 1200, calibration_outside_rate: 0.0301 });
+    expect(formatCalibration(s)).toBe("3.010 % (2 below, 1,200 above)");
+    expect(formatCalibration(shift())).toBe("—");
+    const p = profile([layer("a", 0, s)], { calibration_samples: 256 });
+    expect(calibrationNote(p, shiftRows(p))).toContain("its first 256 samples");
+    const cause = {
+      kind: "calibration_range" as const,
+      layer: "relu",
+      label: "conv1",
+      to_layer: null,
+      value: 0.0301,
+      threshold: 0.01,
+      score: 3.01,
+      message: "layer conv1: 3.0 % of evaluation activations fall outside the range seen on calibration",
+      numbers: { calibration_outside_rate: 0.0301, calibration_max: 1.5 },
+    };
+    expect(causeNumbers(cause)).toEqual(["calibration_outside_rate = 3.01 %", "calibration_max = 1.5"]);
   });
 });

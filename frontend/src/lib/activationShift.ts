@@ -18,12 +18,14 @@ export const CAUSE_LABELS: Record<LikelyCause["kind"], string> = {
   dead_units: "Dead units",
   error_growth: "Error growth",
   local_error: "Local error",
+  calibration_range: "Calibration range",
 };
 
 const GOLDEN_COLOR = "#4c78a8";
 const COMPRESSED_COLOR = "#f58518";
 const CLIP_COLOR = "#d62728";
 const DEAD_COLOR = "#9467bd";
+const CALIBRATION_COLOR = "#54a24b";
 
 export function causesOf(profile: LayerProfile): LikelyCause[] {
   return profile.likely_causes ?? [];
@@ -71,6 +73,39 @@ export function hasDeadUnits(rows: readonly ShiftRow[]): boolean {
   return rows.some((r) => r.shift.dead_unit_rate != null);
 }
 
+/** Whether the profile measured calibration ranges (the job named a calibration set that ran). Profiles
+ * stored before the fields existed lack them: `!= null` covers undefined too. */
+export function hasCalibration(rows: readonly ShiftRow[]): boolean {
+  return rows.some((r) => r.shift.calibration_outside_rate != null);
+}
+
+/** A layer's calibration share with the counts behind it: "3.100 % (12 below, 300 above [0, 1.5])". */
+export function formatCalibration(shift: ActivationShift): string {
+  const rate = shift.calibration_outside_rate;
+  if (rate == null) return "—";
+  const counts =
+    shift.calibration_below != null && shift.calibration_above != null
+      ? ` (${shift.calibration_below.toLocaleString("en-US")} below, ${shift.calibration_above.toLocaleString("en-US")} above)`
+      : "";
+  return `${formatPercent(rate, 3)}${counts}`;
+}
+
+/** The sentence under the shift table: what the calibration column measures, or why it is missing. */
+export function calibrationNote(profile: LayerProfile, rows: readonly ShiftRow[]): string {
+  if (hasCalibration(rows)) {
+    const n = profile.calibration_samples;
+    const over = n == null ? "" : ` (its first ${n.toLocaleString("en-US")} samples)`;
+    return (
+      `Outside calibration: the evaluation set's golden values outside the golden layer's range on the job's ` +
+      `calibration set${over}. A quantizer calibrated there clips them.`
+    );
+  }
+  return (
+    "Calibration vs evaluation range: not measured (the job named no calibration set, or it could not be run: " +
+    "see the profile's notes); the golden values outside the quantizer's calibrated range are the nearest measure."
+  );
+}
+
 /** Grouped bars per layer: clip rate and dead-unit rate in %; a layer without a value has no bar. */
 export function shiftFigure(rows: readonly ShiftRow[]): { data: Data[]; layout: Partial<Layout> } {
   const x = rows.map((r) => r.label);
@@ -93,6 +128,15 @@ export function shiftFigure(rows: readonly ShiftRow[]): { data: Data[]; layout: 
       y: rows.map((r) => percent(r.shift.dead_unit_rate)),
       marker: { color: DEAD_COLOR },
       hovertemplate: "%{x}<br>dead units %{y:.3f} %<extra></extra>",
+    });
+  if (hasCalibration(rows))
+    data.push({
+      type: "bar",
+      name: "outside calibration (%)",
+      x,
+      y: rows.map((r) => percent(r.shift.calibration_outside_rate)),
+      marker: { color: CALIBRATION_COLOR },
+      hovertemplate: "%{x}<br>%{y:.3f} % outside the calibration range<extra></extra>",
     });
   return {
     data,
@@ -196,6 +240,9 @@ export const SHIFT_CSV_HEADER = [
   "dead_unit_rate",
   "dead_channels",
   "error_amplification",
+  "calibration_min",
+  "calibration_max",
+  "calibration_outside_rate",
 ];
 
 export function shiftCsv(rows: readonly ShiftRow[]): { header: string[]; rows: Cell[][] } {
@@ -216,6 +263,9 @@ export function shiftCsv(rows: readonly ShiftRow[]): { header: string[]; rows: C
       r.shift.dead_unit_rate,
       r.shift.dead_channels,
       r.shift.error_amplification,
+      r.shift.calibration_min ?? null,
+      r.shift.calibration_max ?? null,
+      r.shift.calibration_outside_rate ?? null,
     ]),
   };
 }

@@ -1,4 +1,5 @@
-// The job launcher: a fidelity job (golden vs compressed), a sensitivity scan (which layers of one model
+// The job launcher: a fidelity job (golden vs compressed; optionally a calibration set, robustness slices
+// with an out-of-distribution set and a PyTorch twin of an ONNX golden model), a sensitivity scan (which layers of one model
 // tolerate which compression) or a sweep (whole-model configurations on a Pareto frontier). Models and datasets come from the project; numeric parameters (defaults,
 // bounds, help) and the compression configs' defaults from the kind's schema in GET /job-kinds.
 import { useState, type SubmitEvent } from "react";
@@ -9,6 +10,7 @@ import { ErrorMessage, Loading } from "../components/QueryView";
 import { isObject, type JsonObject } from "../lib/json";
 import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";
 import { DatasetSelect, ModelSelect, NumberField, Queued } from "./fields";
+import { eligibleTwins, fidelityOptions, isOnnx } from "./fidelityOptions";
 import { SensitivityForm } from "./SensitivityForm";
 import { SweepForm } from "./SweepForm";
 
@@ -39,6 +41,10 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
   const [problem, setProblem] = useState<string | null>(null);
   const [robustness, setRobustness] = useState(false);
   const [ood, setOod] = useState("");
+  const [twin, setTwin] = useState("");
+  const [calibration, setCalibration] = useState("");
+  const goldenIsOnnx = isOnnx(models.find((m) => m.id === golden));
+  const twins = eligibleTwins(models, golden);
 
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -46,8 +52,7 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
       golden_model_id: golden,
       compressed_model_id: compressed,
       dataset_id: dataset,
-      // every slice at every severity (the API's defaults), and the out-of-distribution dataset if chosen
-      ...(robustness ? { robustness: ood ? { ood_dataset_id: ood } : {} } : {}),
+      ...fidelityOptions({ calibration, robustness, ood, twin }, models, golden),
     };
     for (const param of params) {
       const parsed = parseParam(param, values[param.name] ?? "");
@@ -67,6 +72,15 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
         <ModelSelect label="Golden model" models={models} value={golden} onChange={setGolden} />
         <ModelSelect label="Compressed model" models={models} value={compressed} onChange={setCompressed} />
         <DatasetSelect datasets={datasets} value={dataset} onChange={setDataset} />
+        {/* the set the compressed model was calibrated on: the layer profile reports per layer the share of
+            the dataset's golden activations outside the range seen on it */}
+        <DatasetSelect
+          label="Calibration set (optional)"
+          optional
+          datasets={datasets}
+          value={calibration}
+          onChange={setCalibration}
+        />
         {params.map((p) => (
           <NumberField
             key={p.name}
@@ -104,6 +118,31 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
             value={ood}
             onChange={setOod}
           />
+          {goldenIsOnnx &&
+            (twins.length > 0 ? (
+              <label title="A .pt2 or TorchScript copy of the ONNX golden model: FGSM and PGD take their gradients from it, then both ONNX models run on the crafted inputs (it must reproduce the golden model on 16 samples)">
+                PyTorch twin (optional)
+                <select
+                  value={twin}
+                  onChange={(e) => {
+                    setTwin(e.target.value);
+                  }}
+                >
+                  <option value="">None (no FGSM / PGD)</option>
+                  {twins.map((m) => (
+                    <option key={m.id} value={m.id}>
+                      {m.name}
+                      {m.status === "ready" ? "" : ` (${m.status})`}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            ) : (
+              <p className="muted small-text">
+                FGSM and PGD need a PyTorch twin of the ONNX golden model: upload a .pt2 or TorchScript copy to offer
+                one.
+              </p>
+            ))}
         </div>
       )}
       <div className="actions">

@@ -1,18 +1,22 @@
 // Why the compressed model diverges, from the per-layer profile's activation-shift diagnostics: the ranked
-// likely causes with the numbers behind them, clipping and dead units per layer as bars, a table of every
-// layer's ranges, clip rate, dead units and error amplification, and one layer's golden vs compressed
-// activation histogram (pick a row). Profiles stored before the diagnostics existed show nothing.
+// likely causes with the numbers behind them, clipping and dead units (and, when the job had a calibration
+// set, the share outside the calibration range) per layer as bars, a table of every layer's ranges, clip
+// rate, dead units and error amplification, and one layer's golden vs compressed activation histogram (pick
+// a row). Profiles stored before the diagnostics existed show nothing.
 import { useMemo, useState } from "react";
 import type { LayerProfile } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import {
   CAUSE_LABELS,
+  calibrationNote,
   causeNumbers,
   causesOf,
   formatAmplification,
+  formatCalibration,
   formatDeadUnits,
   formatRange,
+  hasCalibration,
   hasClipping,
   hasDeadUnits,
   histogramFigure,
@@ -42,7 +46,8 @@ export function LikelyCauses({ causes }: { causes: LikelyCause[] }) {
       <h3 id="likely-causes-heading">Likely causes</h3>
       {causes.length === 0 ? (
         <p className="muted">
-          No layer crosses a threshold (clipping 1 %, dead units 5 %, error grown 4×, local SQNR 20 dB).
+          No layer crosses a threshold (clipping 1 %, dead units 5 %, error grown 4×, local SQNR 20 dB, outside the
+          calibration range 1 %).
         </p>
       ) : (
         <ol>
@@ -64,6 +69,7 @@ function ShiftTable({
   selected: string | null;
   onSelect: (name: string) => void;
 }) {
+  const calibration = hasCalibration(rows);
   return (
     <div className="scroll scroll-y">
       <table className="table compact shift-table" aria-label="Activation shift per layer">
@@ -89,6 +95,14 @@ function ShiftTable({
             <th className="num" title="Accumulated error / the error the layer adds alone">
               Error amplification
             </th>
+            {calibration && (
+              <th
+                className="num"
+                title="Evaluation golden values outside the layer's golden range on the calibration set"
+              >
+                Outside calibration
+              </th>
+            )}
           </tr>
         </thead>
         <tbody>
@@ -114,6 +128,14 @@ function ShiftTable({
               <td className="num">{formatPercent(r.shift.golden_outside_rate, 3)}</td>
               <td className="num">{formatDeadUnits(r.shift)}</td>
               <td className="num">{formatAmplification(r.shift.error_amplification)}</td>
+              {calibration && (
+                <td
+                  className="num"
+                  title={`calibration range ${formatRange(r.shift.calibration_min, r.shift.calibration_max)}`}
+                >
+                  {formatCalibration(r.shift)}
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
@@ -142,11 +164,22 @@ export function ShiftDiagnostics({ profile }: { profile: LayerProfile }) {
       {rows.length > 0 && (
         <>
           <div className="two-col">
-            {(hasClipping(rows) || hasDeadUnits(rows)) && (
+            {(hasClipping(rows) || hasDeadUnits(rows) || hasCalibration(rows)) && (
               <ChartPanel
-                title="Clipping and dead units per layer"
+                title={
+                  hasCalibration(rows)
+                    ? "Clipping, dead units and calibration range per layer"
+                    : "Clipping and dead units per layer"
+                }
                 csv={() => shiftCsv(rows)}
-                caption="Clipped: compressed values entering the layer's quantizer that saturate (more than half a step outside its range; the side the layer's own ReLU or Clip clamps is left out). Dead units: ReLU-family layers' values positive in the golden model and exactly 0 in the compressed one."
+                caption={[
+                  "Clipped: compressed values entering the layer's quantizer that saturate (more than half a step outside its range; the side the layer's own ReLU or Clip clamps is left out). Dead units: ReLU-family layers' values positive in the golden model and exactly 0 in the compressed one.",
+                  hasCalibration(rows)
+                    ? "Outside calibration: the evaluation set's golden values outside the layer's golden range on the calibration set."
+                    : "",
+                ]
+                  .filter(Boolean)
+                  .join(" ")}
               >
                 <Plot data={bars.data} layout={bars.layout} filename="layer-clipping-dead-units" height={320} />
               </ChartPanel>
@@ -169,10 +202,7 @@ export function ShiftDiagnostics({ profile }: { profile: LayerProfile }) {
             )}
           </div>
           <ShiftTable rows={rows} selected={selected?.name ?? null} onSelect={setPicked} />
-          <p className="muted small-text">
-            Calibration vs evaluation range: not measured (fidelity jobs have no calibration set); the golden values
-            outside the quantizer's calibrated range are the nearest measure.
-          </p>
+          <p className="muted small-text">{calibrationNote(profile, rows)}</p>
         </>
       )}
     </section>

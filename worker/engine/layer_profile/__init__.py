@@ -20,7 +20,9 @@ them: SQNR over all elements of the dataset, cosine per sample, mean and min):
 Modules: results.py (what is reported), accumulate.py (running sums), sides.py (the model interface),
 onnx_side.py / onnx_local.py (ONNX capture and local sub-graphs; onnxruntime runs with graph optimizations
 disabled, as qdq_loss_debug does, so a QDQ model runs as simulated quantization), torch_side.py
-(torch.export capture through forward hooks), matching.py (which layers pair up), batching.py and run.py.
+(torch.export capture through forward hooks), matching.py (which layers pair up), shift.py and
+quantizer_range.py (activation shift, clipping), calibration.py (calibration vs evaluation range, when a
+calibration set is given), causes.py (likely causes), batching.py and run.py.
 
 - ONNX vs torch.export: layers are matched only through `name_map`; local values are not computed.
 - TorchScript: not supported (TorchScript modules do not run Python forward hooks); the profile is empty

@@ -1,6 +1,6 @@
 """A short ranked list of likely causes of a compressed model's divergence, from its per-layer profile.
 
-Four kinds, each a measure compared with a threshold; `score` = measure / threshold (every measure is a
+Five kinds, each a measure compared with a threshold; `score` = measure / threshold (every measure is a
 linear ratio, so scores of different kinds compare as "how many times over its threshold"), and only
 scores >= 1 are listed, highest first, at most PER_KIND of a kind and MAX_CAUSES in all:
 
@@ -13,7 +13,10 @@ scores >= 1 are listed, highest first, at most PER_KIND of a kind and MAX_CAUSES
   over the previous layer's accumulated ratio (threshold GROWTH), for layers whose error is mostly
   carried in (CARRIED_SHARE; otherwise the difference of two close numbers is noise);
 - local_error: a layer's error alone (local SQNR) against LOCAL_SQNR_DB, as error power over the power at
-  that SQNR.
+  that SQNR;
+- calibration_range (profiles given a calibration set): calibration_outside_rate, the share of the
+  evaluation set's golden values outside the layer's golden range on the calibration set, against
+  calibration_threshold(n) for n calibration samples.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ GROWTH = 4.0
 CARRIED_SHARE = 0.5
 """error_growth needs at least this share of the layer's accumulated error to be carried in."""
 LOCAL_SQNR_DB = 20.0
+CALIBRATION_RATE = 0.01
+"""As CLIP_RATE: a min/max-calibrated quantizer clips what lies outside the range it saw, so 1 % outside is
+1 % clipped."""
 PER_KIND = 3
 MAX_CAUSES = 8
 
@@ -145,6 +151,43 @@ def _local_error(layers: Sequence[LayerFidelity]) -> list[LikelyCause]:
     return out
 
 
+def calibration_threshold(n_calibration: int) -> float:
+    """The calibration_outside_rate worth a cause: CALIBRATION_RATE, and at least 2 / (n + 1). Were the
+    evaluation set drawn like the n calibration samples, a new sample would lie beyond their max (or min)
+    with probability 1 / (n + 1) for each side; values of one sample move together, so in the worst case
+    that is the share of its values outside. Above it the evaluation data is not like the calibration data."""
+    return max(CALIBRATION_RATE, 2.0 / (n_calibration + 1))
+
+
+def _calibration_range(layers: Sequence[LayerFidelity], n_calibration: int | None) -> list[LikelyCause]:
+    if n_calibration is None:
+        return []
+    threshold = calibration_threshold(n_calibration)
+    out = []
+    for layer in layers:
+        shift = layer.shift
+        if shift is None or shift.calibration_outside_rate is None or shift.calibration_min is None:
+            continue
+        assert shift.calibration_max is not None
+        numbers = {
+            "calibration_outside_rate": shift.calibration_outside_rate,
+            "calibration_min": shift.calibration_min,
+            "calibration_max": shift.calibration_max,
+            "golden_min": shift.golden_min,
+            "golden_max": shift.golden_max,
+            "calibration_samples": float(n_calibration),
+        }
+        message = (
+            f"layer {_label(layer)}: {_pct(shift.calibration_outside_rate)} of evaluation activations fall "
+            f"outside the range seen on calibration ([{shift.calibration_min:.4g}, {shift.calibration_max:.4g}] "
+            f"on {n_calibration} calibration samples, [{shift.golden_min:.4g}, {shift.golden_max:.4g}] on the "
+            "evaluation set); calibrate on data like the evaluation set"
+        )
+        rate = shift.calibration_outside_rate
+        out.append(_cause("calibration_range", layer, None, rate, threshold, message, numbers))
+    return out
+
+
 def _cause(
     kind: str,
     layer: LayerFidelity,
@@ -159,10 +202,17 @@ def _cause(
     )
 
 
-def likely_causes(layers: Sequence[LayerFidelity]) -> list[LikelyCause]:
-    """The ranked causes (see the module's docstring)."""
+def likely_causes(layers: Sequence[LayerFidelity], n_calibration: int | None = None) -> list[LikelyCause]:
+    """The ranked causes (see the module's docstring); `n_calibration`: the calibration samples behind
+    the layers' calibration ranges (None: no calibration set)."""
     found: list[LikelyCause] = []
-    for finder in (_clipping, _dead_units, _error_growth, _local_error):
-        kept = sorted((c for c in finder(layers) if c.score >= 1), key=lambda c: -c.score)
+    for causes in (
+        _clipping(layers),
+        _dead_units(layers),
+        _error_growth(layers),
+        _local_error(layers),
+        _calibration_range(layers, n_calibration),
+    ):
+        kept = sorted((c for c in causes if c.score >= 1), key=lambda c: -c.score)
         found.extend(kept[:PER_KIND])
     return sorted(found, key=lambda c: -c.score)[:MAX_CAUSES]

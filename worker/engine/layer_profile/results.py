@@ -83,9 +83,9 @@ class LayerFidelity:
 @dataclass(frozen=True)
 class LikelyCause:
     """One likely cause of the divergence (causes.py). `kind` is "clipping", "dead_units",
-    "error_growth" or "local_error"; `layer` the golden layer's name (`to_layer` the layer an error grows
-    to); `value` the measure compared with `threshold`, `score` = how many times over it (the ranking
-    key); `numbers` the figures the message quotes."""
+    "error_growth", "local_error" or "calibration_range"; `layer` the golden layer's name (`to_layer` the
+    layer an error grows to); `value` the measure compared with `threshold`, `score` = how many times over
+    it (the ranking key); `numbers` the figures the message quotes."""
 
     kind: str
     layer: str
@@ -127,6 +127,9 @@ class LayerProfile:
     """Ranked likely causes of the divergence, each with the numbers behind it (causes.py)."""
     not_applicable: str | None = None
     """Why a per-layer comparison does not apply (different architectures: run.architecture_note)."""
+    calibration_samples: int | None = None
+    """Calibration samples the golden ranges were taken over; None without a calibration set (or when it
+    could not be run: the notes say why)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: non-finite numbers become None (SQNR +inf is flagged by ``sqnr_db_infinite``)."""
@@ -139,4 +142,5 @@ class LayerProfile:
             "notes": list(self.notes),
             "likely_causes": [cause.to_dict() for cause in self.likely_causes],
             "not_applicable": self.not_applicable,
+            "calibration_samples": self.calibration_samples,
         }

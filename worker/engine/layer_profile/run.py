@@ -15,17 +15,14 @@ from threadpoolctl import threadpool_limits
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.layer_profile.accumulate import LayerPair, StatsAccumulator
 from worker.engine.layer_profile.batching import DEFAULT_MEMORY_BUDGET_MB, Rebatcher, profile_batch_size
+from worker.engine.layer_profile.calibration import CALIBRATION_SAMPLES, plan_calibration
 from worker.engine.layer_profile.causes import likely_causes
 from worker.engine.layer_profile.matching import MatchInfo, annotate, match_layers, matching_note
 from worker.engine.layer_profile.onnx_local import OnnxLocal, failing_layer
 from worker.engine.layer_profile.onnx_side import OnnxSide
+from worker.engine.layer_profile.quantizer_range import activation_bounds, quantizer_range
 from worker.engine.layer_profile.results import LayerFidelity, LayerProfile, LayerStats
-from worker.engine.layer_profile.shift import (
-    RELU_FAMILY,
-    ShiftAccumulator,
-    activation_bounds,
-    quantizer_range,
-)
+from worker.engine.layer_profile.shift import RELU_FAMILY, ShiftAccumulator
 from worker.engine.layer_profile.sides import Feeds, batch_size_of, stops_the_job
 from worker.engine.layer_profile.torch_side import TorchLocal, TorchSide
 from worker.engine.loaders import extract_onnx_zip
@@ -184,6 +181,20 @@ def _without_shape_mismatches(
         return None
 
 
+def _captured_names(pairs: list[LayerPair]) -> tuple[set[str], set[str]]:
+    """(golden, compressed) tensors the profile captures."""
+    g_names = {p.golden for p in pairs}
+    c_names = {p.compressed for p in pairs} | {p.qdq_input for p in pairs if p.qdq_input is not None}
+    return g_names, c_names
+
+
+def _narrow(golden: OnnxSide | TorchSide, compressed: OnnxSide | TorchSide, pairs: list[LayerPair]) -> None:
+    """ONNX sides capture only the tensors the profile needs from now on (OnnxSide.narrow)."""
+    for side, names in zip((golden, compressed), _captured_names(pairs), strict=True):
+        if isinstance(side, OnnxSide):
+            side.narrow(names)
+
+
 def _process(
     golden: OnnxSide | TorchSide,
     compressed: OnnxSide | TorchSide,
@@ -195,11 +206,7 @@ def _process(
 ) -> int:
     """Run every profile batch through both models (and the local evaluator), folding it into the pairs'
     sums. The first batch (one sample) measures the bytes per sample that size the later batches."""
-    g_names = {p.golden for p in pairs}
-    c_names = {p.compressed for p in pairs} | {p.qdq_input for p in pairs if p.qdq_input is not None}
-    for side, names in ((golden, g_names), (compressed, c_names)):
-        if isinstance(side, OnnxSide):
-            side.narrow(names)
+    g_names, c_names = _captured_names(pairs)
     fixed = golden.fixed_batch or compressed.fixed_batch
     done = 0
     for feeds in batches:
@@ -309,6 +316,9 @@ def profile_layers(
     on_progress: Callable[[int], None] | None = None,
     memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
     intra_op_threads: int | None = None,
+    calibration_batches: Iterable[Mapping[str, np.ndarray]] | None = None,
+    calibration_samples: int = CALIBRATION_SAMPLES,
+    on_calibration_progress: Callable[[int], None] | None = None,
 ) -> LayerProfile:
     """Profile the accumulated, local and own-quantizer fidelity of every matched layer over the samples.
 
@@ -318,6 +328,12 @@ def profile_layers(
     is called after each profile batch and may raise JobCancelled, which propagates. `intra_op_threads`
     sizes the runtimes' intra-op thread pools. Raises ModelLoadError, DatasetMismatchError (e.g. no
     samples) or EngineError when a model fails to run.
+
+    calibration_batches (optional, batches like feeds_batches): the set the compressed model was calibrated
+    on. The golden model first runs over its first `calibration_samples` samples (on_calibration_progress
+    (samples done) after each batch) and every layer's shift then reports the share of evaluation values
+    outside the range seen there (calibration.py). A calibration set the golden model cannot run leaves a
+    note; the rest of the profile stands.
     """
     if "torchscript" in (golden_fmt, compressed_fmt):
         return LayerProfile(layers=[], notes=[TORCHSCRIPT_NOTE])
@@ -344,6 +360,13 @@ def profile_layers(
         local = _make_local(golden, compressed, pairs, workdir)
         _plan_qdq(compressed, pairs)
         _plan_shift(golden, compressed, pairs)
+        _narrow(golden, compressed, pairs)
+        n_calibration = None
+        if calibration_batches is not None:
+            n_calibration = plan_calibration(
+                golden, pairs, calibration_batches, calibration_samples, memory_budget_mb, golden.fixed_batch,
+                notes, on_calibration_progress,
+            )  # fmt: skip
         with threadpool_limits(limits=1, user_api="blas"):  # numpy's dot products: see sample_sums
             n = _process(golden, compressed, pairs, local, rebatched, memory_budget_mb, on_progress)
     matched_g = {p.golden for p in pairs}
@@ -355,7 +378,7 @@ def profile_layers(
     }
     why_not = architecture_note(layers, inner["golden"], len(inner["compressed"]))
     return LayerProfile(
-        likely_causes=likely_causes(layers),
+        likely_causes=likely_causes(layers, n_calibration),
         layers=layers,
         unmatched_golden=unmatched_g,
         unmatched_compressed=[name for name in compressed.candidates if name not in matched_c],
@@ -363,4 +386,5 @@ def profile_layers(
         not_applicable=why_not,
         n_samples=n,
         profile_batch_size=rebatched.size,
+        calibration_samples=n_calibration,
     )

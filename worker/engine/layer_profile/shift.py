@@ -19,6 +19,8 @@
 - dead units (ReLU-family golden layers): among the golden values > 0, the share that is exactly 0 in the
   compressed model; and dead channels (axis 1), positive somewhere in the golden model and 0 everywhere in
   the compressed one.
+- calibration range (when the profile is given a calibration set, calibration.py): the share of the
+  golden values outside the golden layer's [min, max] on the calibration set.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from worker.engine.layer_profile.quantizer_range import QuantizerRange
 from worker.engine.metrics.numerical import json_float
 
 if TYPE_CHECKING:
-    import onnx
+    from worker.engine.layer_profile.calibration import CalibrationCounter
 
 HISTOGRAM_BINS = 32
 HISTOGRAM_SAMPLE = 1 << 12
@@ -40,136 +43,6 @@ EfficientNet-Lite0 (1-sample profile batches) binning every value made the profi
 batch 1.38x; at 4096 a batch a 1024-sample Lite0 profile still bins ~4 M values per layer."""
 RELU_FAMILY = frozenset({"Relu", "Clip", "ReLU", "ReLU6", "relu", "relu6", "Hardtanh"})
 """Golden op types whose outputs are clamped at 0 from below (ONNX op types and torch module classes)."""
-
-_INTEGER_RANGES = {
-    2: (0, 255),  # UINT8
-    3: (-128, 127),  # INT8
-    4: (0, 65535),  # UINT16
-    5: (-32768, 32767),  # INT16
-    21: (0, 15),  # UINT4
-    22: (-8, 7),  # INT4
-}
-"""onnx.TensorProto data type -> the integer range a QuantizeLinear saturates to."""
-
-
-def _float32_below(threshold: np.ndarray) -> np.ndarray:
-    """The largest float32 <= each float64 threshold: for float32 x, x > it exactly when x > threshold."""
-    f = threshold.astype(np.float32)
-    return np.where(f.astype(np.float64) > threshold, np.nextafter(f, np.float32(-np.inf)), f)
-
-
-def _float32_above(threshold: np.ndarray) -> np.ndarray:
-    """The smallest float32 >= each float64 threshold: for float32 x, x < it exactly when x < threshold."""
-    f = threshold.astype(np.float32)
-    return np.where(f.astype(np.float64) < threshold, np.nextafter(f, np.float32(np.inf)), f)
-
-
-@dataclass(frozen=True)
-class QuantizerRange:
-    """What a QuantizeLinear can represent: `low` = (qmin − zero_point)·scale, `high` = (qmax −
-    zero_point)·scale and `scale`, per channel along `axis` or scalars (float64)."""
-
-    low: np.ndarray
-    high: np.ndarray
-    scale: np.ndarray
-    zero_point: np.ndarray
-    qmin: int
-    qmax: int
-    axis: int | None
-
-    def _shaped(self, value: np.ndarray, ndim: int) -> np.ndarray:
-        if self.axis is None:
-            return value
-        shape = [1] * ndim
-        shape[self.axis % ndim] = -1
-        return value.reshape(shape)
-
-    def saturation(self, act_min: float, act_max: float) -> tuple[np.ndarray, np.ndarray]:
-        """The thresholds beyond which a value saturates: (qmin − zero_point − ½)·scale and (qmax −
-        zero_point + ½)·scale (a value within half a step of the range rounds into it), ±inf where the
-        layer's own activation clamp (act_min, act_max) already keeps values inside (a Relu or Clip that
-        onnxruntime's quantizer dropped, leaving the clamp to the quantizer)."""
-        low = (self.qmin - self.zero_point - 0.5) * self.scale
-        high = (self.qmax - self.zero_point + 0.5) * self.scale
-        return np.where(act_min < low, low, -np.inf), np.where(act_max > high, high, np.inf)
-
-    def outside(self, values: np.ndarray, act_min: float = -np.inf, act_max: float = np.inf) -> int:
-        """How many of `values` saturate (see `saturation`; NaN never does). float32 values are compared
-        with the float32 neighbours of the thresholds, which gives the float64 comparison's answer."""
-        low, high = self.saturation(act_min, act_max)
-        if values.dtype == np.float32:
-            low, high = _float32_above(low), _float32_below(high)
-        low, high = self._shaped(low, values.ndim), self._shaped(high, values.ndim)
-        below = 0 if np.all(np.isneginf(low)) else int(np.count_nonzero(values < low))
-        above = 0 if np.all(np.isposinf(high)) else int(np.count_nonzero(values > high))
-        return below + above
-
-
-def activation_bounds(
-    model: onnx.ModelProto | None, node: onnx.NodeProto | None, folder: Any
-) -> tuple[float, float]:
-    """The clamp a golden ONNX node applies itself: Relu [0, inf), Clip [min, max] (constant inputs or
-    attributes), anything else (-inf, inf)."""
-    if model is None or node is None:
-        return -np.inf, np.inf
-    if node.op_type == "Relu":
-        return 0.0, np.inf
-    if node.op_type != "Clip":
-        return -np.inf, np.inf
-    bounds = [-np.inf, np.inf]
-    attrs = {attr.name: attr.f for attr in node.attribute}
-    for i, key in ((1, "min"), (2, "max")):
-        if len(node.input) > i and node.input[i]:
-            value = _constant(model, node.input[i], folder)
-            if value is not None:
-                bounds[i - 1] = float(value)
-        elif key in attrs:
-            bounds[i - 1] = float(attrs[key])
-    return bounds[0], bounds[1]
-
-
-def _constant(model: onnx.ModelProto, name: str, folder: Any) -> np.ndarray | None:
-    """An initializer or Constant node's value, None when `name` is neither."""
-    from onnx import numpy_helper
-
-    for init in model.graph.initializer:
-        if init.name == name:
-            return numpy_helper.to_array(init, base_dir=str(folder))
-    for node in model.graph.node:
-        if node.op_type == "Constant" and node.output and node.output[0] == name:
-            for attr in node.attribute:
-                if attr.name == "value":
-                    return numpy_helper.to_array(attr.t)
-    return None
-
-
-def quantizer_range(model: onnx.ModelProto, quantize: onnx.NodeProto, folder: Any) -> QuantizerRange | None:
-    """The representable range of a QuantizeLinear node; None when its scale or zero point is not a
-    constant or its integer type is not one listed in _INTEGER_RANGES."""
-    scale = _constant(model, quantize.input[1], folder) if len(quantize.input) > 1 else None
-    if scale is None:
-        return None
-    zero_name = quantize.input[2] if len(quantize.input) > 2 else ""
-    attrs = {attr.name: attr for attr in quantize.attribute}
-    if zero_name:
-        zero = _constant(model, zero_name, folder)
-        if zero is None:
-            return None
-        from onnx import helper
-
-        dtype = int(helper.np_dtype_to_tensor_dtype(zero.dtype))
-    else:
-        zero = np.zeros_like(scale, dtype=np.int64)
-        dtype = attrs["output_dtype"].i if "output_dtype" in attrs else 2
-    if dtype not in _INTEGER_RANGES:
-        return None
-    qmin, qmax = _INTEGER_RANGES[dtype]
-    s = np.asarray(scale, np.float64)
-    z = np.asarray(zero, np.float64)
-    axis = None if s.ndim == 0 or s.size == 1 else (attrs["axis"].i if "axis" in attrs else 1)
-    if axis is None:
-        s, z = s.reshape(()), z.reshape(())
-    return QuantizerRange((qmin - z) * s, (qmax - z) * s, s, z, qmin, qmax, axis)
 
 
 @dataclass(frozen=True)
@@ -228,9 +101,12 @@ class ActivationShift:
     """Accumulated error power / local error power (Σ(golden − compressed)² over Σ(golden − local)²): 1
     when the layer's own error is all there is, large when error from earlier layers dominates."""
     calibration_outside_rate: float | None = None
-    """Share of evaluation activations outside the range seen on a calibration set: always None, fidelity
-    jobs have no calibration set (golden_outside_rate is the nearest measure: the quantizer's range is
-    the calibrated one)."""
+    """Share of the (evaluation) golden values outside [calibration_min, calibration_max], the golden
+    layer's range on the calibration set; None without a calibration set (calibration.py)."""
+    calibration_min: float | None = None
+    calibration_max: float | None = None
+    calibration_below: int | None = None
+    calibration_above: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -252,6 +128,10 @@ class ActivationShift:
             if self.error_amplification is None
             else json_float(self.error_amplification),
             "calibration_outside_rate": self.calibration_outside_rate,
+            "calibration_min": None if self.calibration_min is None else json_float(self.calibration_min),
+            "calibration_max": None if self.calibration_max is None else json_float(self.calibration_max),
+            "calibration_below": self.calibration_below,
+            "calibration_above": self.calibration_above,
         }
 
 
@@ -300,6 +180,8 @@ class ShiftAccumulator:
         self.golden_fires: np.ndarray | None = None  # per channel: golden > 0 somewhere
         self.compressed_fires: np.ndarray | None = None  # per channel: compressed != 0 somewhere
         self.channels = True
+        self.calibration: CalibrationCounter | None = None
+        """Set before the evaluation pass when the profile has a calibration set (calibration.py)."""
 
     def update(self, g: np.ndarray, c: np.ndarray, qdq_input: np.ndarray | None) -> None:
         """Fold one batch in (golden and compressed of the same shape; `qdq_input` the tensor entering the
@@ -313,6 +195,8 @@ class ShiftAccumulator:
             current = self.minmax[i]
             self.minmax[i] = np.nan if np.isnan(value) or np.isnan(current) else fold(current, value)
         self._histogram(g, c)
+        if self.calibration is not None:
+            self.calibration.update(g)
         if self.quantizer is not None and qdq_input is not None:
             self.clipped += self.quantizer.outside(qdq_input, *self.activation)
             self.n_quantized += int(qdq_input.size)
@@ -372,6 +256,7 @@ class ShiftAccumulator:
             )
         q = self.quantizer
         quantized = q is not None and self.n_quantized > 0
+        cal = self.calibration
         return ActivationShift(
             n_values=self.n_values,
             golden_min=self.minmax[0],
@@ -388,6 +273,13 @@ class ShiftAccumulator:
             dead_channels=self._dead_channels(),
             active_channels=self._active_channels(),
             error_amplification=error_amplification,
+            calibration_outside_rate=(cal.below + cal.above) / self.n_values
+            if cal and self.n_values
+            else None,
+            calibration_min=cal.low if cal else None,
+            calibration_max=cal.high if cal else None,
+            calibration_below=cal.below if cal else None,
+            calibration_above=cal.above if cal else None,
         )
 
     def _has_channels(self) -> bool:
