@@ -36,7 +36,7 @@ from backend.settings import Settings
 from tests.conftest import truncate_all
 from tests.support import files
 from tests.support.accounts import TestAccount, add_account
-from tests.support.services import REDIS_URL
+from tests.support.services import stack_settings
 
 
 @dataclass
@@ -217,15 +217,7 @@ def test_every_operation_has_an_access_case() -> None:
 
 @pytest.fixture(scope="module")
 def app_settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    tmp = tmp_path_factory.mktemp("access")
-    return Settings(
-        data_dir=tmp / "data",
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        artifact_uri=(tmp / "artifacts").as_uri(),
-        queue_name=f"kneeboard-access-{uuid.uuid4().hex[:8]}",
-        seed_demo=False,
-    )
+    return stack_settings(pg_url, tmp_path_factory.mktemp("access"), "access")
 
 
 @pytest.fixture(scope="module")

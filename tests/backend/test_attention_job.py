@@ -29,7 +29,7 @@ from tests.backend.test_typed_results import extras, missing
 from tests.conftest import truncate_all
 from tests.support.accounts import add_account
 from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
-from tests.support.services import REDIS_URL
+from tests.support.services import stack_settings
 from worker.engine.attention import AttentionOutcome, attention_fidelity
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.runtime import execute_job, json_safe
@@ -47,15 +47,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    tmp = tmp_path_factory.mktemp("attention_job")
-    return Settings(
-        data_dir=tmp / "data",
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        artifact_uri=(tmp / "artifacts").as_uri(),
-        queue_name=f"kneeboard-attention-{uuid.uuid4().hex[:8]}",
-        seed_demo=False,
-    )
+    return stack_settings(pg_url, tmp_path_factory.mktemp("attention_job"), "attention")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ numpy re-implementation); a TorchScript pair with attention leaves a document wh
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from backend.settings import Settings
 from tests.backend.test_attention_job import Api, stored
 from tests.conftest import truncate_all
 from tests.support.attention_torch import export_encoder, round_weights, sample_inputs, tiny_encoder
-from tests.support.services import REDIS_URL
+from tests.support.services import stack_settings
 from worker.engine.attention import torch_attention_fidelity
 from worker.engine.attention.torch_side import TORCHSCRIPT_NOTE
 from worker.runtime import json_safe
@@ -31,15 +30,7 @@ N_SAMPLES = 9
 
 @pytest.fixture(scope="module")
 def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    tmp = tmp_path_factory.mktemp("attention_torch_job")
-    return Settings(
-        data_dir=tmp / "data",
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        artifact_uri=(tmp / "artifacts").as_uri(),
-        queue_name=f"kneeboard-attention-torch-{uuid.uuid4().hex[:8]}",
-        seed_demo=False,
-    )
+    return stack_settings(pg_url, tmp_path_factory.mktemp("attention_torch_job"), "attention-torch")
 
 
 @pytest.fixture(scope="module")

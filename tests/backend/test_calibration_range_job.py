@@ -27,21 +27,13 @@ from tests.backend.test_robustness_job import Api
 from tests.backend.test_typed_results import missing
 from tests.conftest import truncate_all
 from tests.engine.test_activation_shift import capture
-from tests.support.services import REDIS_URL
+from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
 
 
 @pytest.fixture(scope="module")
 def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    tmp = tmp_path_factory.mktemp("calibration_job")
-    return Settings(
-        data_dir=tmp / "data",
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        artifact_uri=(tmp / "artifacts").as_uri(),
-        queue_name=f"kneeboard-calibration-{uuid.uuid4().hex[:8]}",
-        seed_demo=False,
-    )
+    return stack_settings(pg_url, tmp_path_factory.mktemp("calibration_job"), "calibration")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.conftest import truncate_all
 from tests.support.accounts import TestAccount, add_account
-from tests.support.services import REDIS_URL
+from tests.support.services import stack_settings
 from worker.demo.models import write_demo_bundle
 from worker.engine.inspection.graph import model_graph
 from worker.handlers import InspectHandler
@@ -29,15 +29,7 @@ from worker.runtime import execute_job
 
 @pytest.fixture(scope="module")
 def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    tmp = tmp_path_factory.mktemp("graph_api")
-    return Settings(
-        data_dir=tmp / "data",
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        artifact_uri=(tmp / "artifacts").as_uri(),
-        queue_name=f"kneeboard-graph-{uuid.uuid4().hex[:8]}",
-        seed_demo=False,
-    )
+    return stack_settings(pg_url, tmp_path_factory.mktemp("graph_api"), "graph")
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from backend.storage import LocalArtifactStore
 from tests.backend.test_typed_results import extras
 from tests.conftest import truncate_all
 from tests.support.accounts import add_account
-from tests.support.services import REDIS_URL
+from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
 from worker.engine.robustness import SLICES
 from worker.handlers import FidelityHandler, InspectHandler
@@ -44,15 +44,7 @@ OPTIONS = {"slices": ["brightness", "contrast"], "severities": [1, 3], "max_samp
 
 @pytest.fixture(scope="module")
 def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    tmp = tmp_path_factory.mktemp("robustness_images")
-    return Settings(
-        data_dir=tmp / "data",
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        artifact_uri=(tmp / "artifacts").as_uri(),
-        queue_name=f"kneeboard-robustness-images-{uuid.uuid4().hex[:8]}",
-        seed_demo=False,
-    )
+    return stack_settings(pg_url, tmp_path_factory.mktemp("robustness_images"), "robustness-images")
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from backend.settings import Settings
 from tests.backend.test_typed_results import extras, missing
 from tests.conftest import truncate_all
 from tests.support.accounts import add_account
-from tests.support.services import REDIS_URL
+from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.runtime import execute_job
@@ -38,15 +38,7 @@ SAMPLES = 96
 
 @pytest.fixture(scope="module")
 def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    tmp = tmp_path_factory.mktemp("robustness_job")
-    return Settings(
-        data_dir=tmp / "data",
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        artifact_uri=(tmp / "artifacts").as_uri(),
-        queue_name=f"kneeboard-robustness-{uuid.uuid4().hex[:8]}",
-        seed_demo=False,
-    )
+    return stack_settings(pg_url, tmp_path_factory.mktemp("robustness_job"), "robustness")
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,19 @@ def private_postgres_database() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def stack_settings(pg_url: str, folder: Path, name: str) -> Settings:
+    """Settings of a test module's own stack: the session's Postgres database, Redis, artifacts under
+    `folder`, and a private queue (`kneeboard-{name}-<random>`) so no other module's worker takes its tasks."""
+    return Settings(
+        data_dir=folder / "data",
+        database_url=pg_url,
+        broker_url=REDIS_URL,
+        artifact_uri=(folder / "artifacts").as_uri(),
+        queue_name=f"kneeboard-{name}-{uuid.uuid4().hex[:8]}",
+        seed_demo=False,
+    )
+
+
 def settings_env(settings: Settings) -> dict[str, str]:
     """Environment variables that reproduce these settings in a child process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
