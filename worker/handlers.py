@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import tempfile
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 from sqlalchemy import insert
@@ -26,8 +25,9 @@ from backend.db.models import Dataset, JobResult, Model, ModelStatus, SampleDive
 from backend.image_datasets import describe_image_zip
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
-from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, ModelLoadError
+from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.types import ModelFormat, Runner
+from worker.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
 from worker.lost_work import model_invalid
 from worker.model_files import model_file
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -170,13 +170,8 @@ class FidelityHandler:
         arrays = read_dataset(ctx, dataset)
         labels = arrays.pop("labels", None)
         n = len(next(iter(arrays.values()))) if arrays else 0
-        n_profiled = min(n, params.layer_profile_samples) if params.layer_profile else 0
-        # ONNX pairs get the kernel gap (worker/engine/kernel_gap.py): the runtime's output SQNR over the
-        # profile's samples, which takes a second output-level pass when the profile covers only a subset.
-        onnx_pair = all(fmt in ("onnx", "onnx_zip") for _, fmt in models)
-        n_rerun = n_profiled if onnx_pair and n_profiled < n else 0
-        # The profile captures every layer of both models: weigh its samples 3x in the progress bar.
-        total_work = max(n + n_rerun + 3 * n_profiled, 1)
+        plan = profile_plan(params, models, n)  # the layer profile's (and kernel gap's) share of the work
+        total_work = plan.work(n)
         share = n / total_work
 
         def on_progress(done: int, total: int) -> None:
@@ -196,18 +191,10 @@ class FidelityHandler:
             topk.wrap(runners[0], "golden"), topk.wrap(runners[1], "compressed"), arrays, labels,
             fidelity_params, on_progress=on_progress,
         )  # fmt: skip
-        runtime_outputs = report.outputs if onnx_pair and n_profiled > 0 else None
-        if n_rerun:
-
-            def on_rerun_progress(done: int, total: int) -> None:
-                ctx.progress(
-                    (n + done) / total_work, f"runtime outputs on the layer profile's {total} samples: {done}"
-                )
-
-            subset = {name: a[:n_profiled] for name, a in arrays.items()}
-            runtime_outputs = compare_models(
-                runners[0], runners[1], subset, None, fidelity_params, on_progress=on_rerun_progress
-            ).outputs
+        profile_start = (n + plan.n_rerun) / total_work
+        runtime_outputs = kernel_gap_outputs(
+            ctx, plan, runners, arrays, report.outputs, fidelity_params, share, profile_start
+        )
 
         def load_twin(model_id: uuid.UUID) -> Runner:
             return load_runner(ctx, model_id, "twin", params.threads).runner
@@ -231,13 +218,9 @@ class FidelityHandler:
         diagnostics.update(robustness)  # {} unless the job asks for robustness slices
         diagnostics.update(attention_results(ctx, models, arrays, params.threads, share))  # ONNX / .pt2
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
-        layers = None
-        if params.layer_profile:
-            calibration = calibration_arrays(ctx, params)
-            layers = _layer_profile(
-                ctx, params, models, arrays, n_profiled, (n + n_rerun) / total_work, runtime_outputs,
-                calibration,
-            )  # fmt: skip
+        layers = layer_profile_results(
+            ctx, params, models, arrays, plan, profile_start, runtime_outputs, lambda i: named_dataset(ctx, i)
+        )
 
         def write(session: Session) -> None:
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
@@ -252,128 +235,6 @@ class FidelityHandler:
 
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
         return None
-
-
-def calibration_arrays(ctx: JobContext, params: FidelityJobParams) -> dict[str, np.ndarray] | str | None:
-    """The job's calibration set (memory-mapped like the dataset, without its labels, cut to its first
-    calibration_samples samples), None when the job names none, or why it cannot be read (the profile then
-    says so in a note: the calibration range is an extra of an extra)."""
-    if params.calibration_dataset_id is None:
-        return None
-    from celery.exceptions import SoftTimeLimitExceeded
-
-    from worker.runtime import raise_if_stopping
-
-    try:
-        _, arrays = named_dataset(ctx, params.calibration_dataset_id)
-    except (JobCancelled, SoftTimeLimitExceeded):
-        raise
-    except Exception as exc:
-        raise_if_stopping(exc)
-        return f"The calibration set could not be read ({type(exc).__name__}: {exc}); no calibration ranges."
-    arrays.pop("labels", None)
-    return {key: a[: params.calibration_samples] for key, a in arrays.items()}
-
-
-def _layer_profile(
-    ctx: JobContext,
-    params: FidelityJobParams,
-    models: list[tuple[Path, ModelFormat]],
-    arrays: dict[str, np.ndarray],
-    n_profiled: int,
-    start: float,
-    runtime_outputs: Mapping[str, Mapping[str, Any]] | None = None,
-    calibration: Mapping[str, np.ndarray] | str | None = None,
-) -> dict[str, Any]:
-    """The per-layer profile over the first n_profiled samples, as a JSON document. A profile that cannot
-    be made, for any reason (a model the instrumented runtime refuses, an allocation that fails, a bug),
-    does not fail the job: the output-level report stands, and the document's ``error`` says why the
-    profile is missing and what to change. Only a cancellation and the soft time limit go through (the
-    job must stop then).
-
-    The profile re-cuts the samples into its own batches, sized from KNEEBOARD_PROFILE_MEMORY_BUDGET_MB
-    (settings.profile_memory_budget_mb), whatever the job's batch_size.
-
-    runtime_outputs (ONNX pairs only): the deployed runtimes' output metrics over the same n_profiled
-    samples (FidelityReport.outputs). With them the document gets ``kernel_gap``, one entry per model
-    output that is a profiled layer: the profile's simulated SQNR there against the runtime's (see
-    worker/engine/kernel_gap.py); a significant gap also gets a note, in the entry's ``note`` and in the
-    profile's notes. Without them ``kernel_gap`` is None.
-
-    calibration: the job's calibration set (calibration_arrays): the profile records each golden layer's
-    range on it and reports the share of evaluation values outside (engine layer_profile/calibration.py);
-    a string is why it could not be read, added to the profile's notes.
-    """
-    from celery.exceptions import SoftTimeLimitExceeded
-
-    from worker.engine.kernel_gap import cpu_vnni, kernel_gap_note, kernel_gaps
-    from worker.engine.layer_profile import profile_layers
-    from worker.runtime import out_of_memory, raise_if_stopping
-
-    def on_progress(done: int) -> None:
-        ctx.progress(
-            start + (1 - start) * done / n_profiled, f"layer profile: {done} of {n_profiled} samples"
-        )
-
-    def on_calibration_progress(done: int) -> None:
-        ctx.progress(start, f"layer profile: golden ranges on the calibration set, {done} samples")
-
-    ctx.progress(start, "layer profile: capturing the layers of both models")
-    budget = ctx.settings.profile_memory_budget_mb
-    try:
-        profile = profile_layers(
-            *models[0],
-            *models[1],
-            [{name: a[:n_profiled] for name, a in arrays.items()}],  # memory-mapped: sliced per batch
-            name_map=params.layer_name_map,
-            on_progress=on_progress,
-            memory_budget_mb=budget,
-            intra_op_threads=params.threads,
-            calibration_batches=None
-            if calibration is None or isinstance(calibration, str)
-            else [calibration],
-            calibration_samples=params.calibration_samples,
-            on_calibration_progress=on_calibration_progress,
-        )
-        if isinstance(calibration, str):
-            profile.notes.append(calibration)
-        entries: list[dict[str, Any]] | None = None
-        if runtime_outputs is not None:
-            gaps = kernel_gaps(profile.layers, runtime_outputs)
-            vnni = cpu_vnni() if any(gap.significant for gap in gaps) else None
-            entries = []
-            for gap in gaps:
-                note = kernel_gap_note(gap, profile.n_samples, vnni) if gap.significant else None
-                if note is not None:
-                    profile.notes.append(note)
-                entries.append(gap.to_dict() | {"note": note})
-        return cast(dict[str, Any], json_safe(profile.to_dict() | {"kernel_gap": entries}))
-    except (JobCancelled, SoftTimeLimitExceeded):
-        raise
-    except Exception as exc:  # the profile is extra: whatever stops it must not take the report with it
-        raise_if_stopping(exc)  # the engine wraps runtime failures; a stop inside one still stops
-        return {"error": profile_error(exc, out_of_memory(exc), budget)}
-
-
-def profile_error(exc: Exception, memory: bool, budget_mb: float) -> str:
-    """Why the profile is missing, and what to change."""
-    import logging
-    import traceback
-
-    if memory:
-        return (
-            f"the layer profile ran out of memory ({type(exc).__name__}: {exc}). The output-level report "
-            f"is complete. Lower KNEEBOARD_PROFILE_MEMORY_BUDGET_MB (now {budget_mb:g} MiB: the profile's "
-            "batches hold every layer of both models) or raise the worker's memory limit "
-            "(KNEEBOARD_WORKER_MEMORY_LIMIT_MB), or run the job with layer_profile=false."
-        )
-    if isinstance(exc, EngineError):
-        return f"the layer profile could not be made: {exc}"
-    logging.getLogger(__name__).error("the layer profile failed:\n%s", traceback.format_exc())
-    return (
-        f"the layer profile could not be made (internal error {type(exc).__name__}: {exc}; please report "
-        "it). The output-level report is complete; run the job with layer_profile=false to skip the profile."
-    )
 
 
 def _floats(values: np.ndarray) -> list[float | None]:

@@ -25,7 +25,7 @@ from worker.demo.models import (
 )
 from worker.engine.errors import JobCancelled
 from worker.engine.layer_profile import DEFAULT_MEMORY_BUDGET_MB, TORCHSCRIPT_NOTE
-from worker.handlers import _layer_profile
+from worker.layer_profile_step import _layer_profile
 
 ORT_ALLOCATION_FAILURE = (
     "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running Conv node. "
