@@ -1,7 +1,8 @@
 // Drives the robustness report for tests/browser/test_robustness_browser.py: on the demo project, a fidelity
 // job is launched from the form with robustness slices and an out-of-distribution dataset; once the worker
 // finishes it, the report's robustness section shows the slices' table, a worst sample's corrupted input
-// beside its clean one once clicked, and the out-of-distribution panel.
+// beside its clean one once clicked, and the out-of-distribution panel with the picture of its first worst
+// sample (the row of that dataset) once clicked.
 //
 //   node drive_robustness.mjs '{"base": URL, "chromium": PATH, "artifacts": DIR, "username": NAME,
 //                               "password": PASSWORD, "ids": {"project", "golden", "compressed", "dataset", "ood"}}'
@@ -107,7 +108,7 @@ await runSignedIn(config, observations, step, async (page) => {
   const panel = section.getByLabel("Out-of-distribution data", { exact: true });
   await panel.waitFor();
   observations.oodHeading = (
-    await panel.getByRole("heading").innerText()
+    await panel.getByRole("heading", { level: 3 }).innerText()
   ).trim();
   const metrics = panel.getByRole("table", {
     name: "Out-of-distribution metrics",
@@ -126,6 +127,26 @@ await runSignedIn(config, observations, step, async (page) => {
     .locator("tbody tr td:first-child")
     .allInnerTexts();
   observations.oodText = (await panel.locator("p").first().innerText()).trim();
+
+  step("click the first out-of-distribution worst sample: its row's picture");
+  const firstOod = worst.getByRole("button").first();
+  await firstOod.click();
+  observations.oodPressed = await firstOod.getAttribute("aria-pressed");
+  const oodPreview = panel.getByLabel("Out-of-distribution sample", {
+    exact: true,
+  });
+  const oodPicture = oodPreview.getByRole("img", {
+    name: /^Out-of-distribution sample \d+ of /,
+  });
+  await oodPicture.waitFor({ timeout: 30_000 });
+  observations.oodSrc = await oodPicture.getAttribute("src");
+  observations.oodWidth = await loaded(oodPicture);
+  observations.oodCaption = (
+    await oodPreview.locator("figcaption").innerText()
+  ).trim();
+  observations.oodPreviewHeading = (
+    await oodPreview.getByRole("heading").innerText()
+  ).trim();
   await panel.scrollIntoViewIfNeeded();
   await page.screenshot({
     path: join(config.artifacts, "robustness.png"),

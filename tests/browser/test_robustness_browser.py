@@ -2,7 +2,8 @@
 fidelity job launched from the form with robustness checked and a second dataset (the demo digits inverted)
 chosen as out-of-distribution data runs on the real worker; the report shows every slice x severity in its
 ratio table, the corrupted input of a clicked worst sample (the API's picture, loaded) beside its clean one,
-and the out-of-distribution panel with the API's numbers and worst samples.
+and the out-of-distribution panel with the API's numbers and worst samples, the first of which, clicked,
+shows that row of the out-of-distribution dataset (the dataset preview's thumbnail, loaded).
 
 Uses the embedded stack and its demo project (tests/browser/test_dashboard.py's fixtures); driven by
 drive_robustness.mjs.
@@ -10,10 +11,12 @@ drive_robustness.mjs.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from kneeboard_client import KneeboardClient
 from tests.browser.support import DemoStack, driver_config, run_driver
@@ -88,3 +91,23 @@ def test_robustness_with_ood_data_from_the_form_to_the_report(demo: DemoStack, t
     ratio = seen["oodText"].split("Brittleness ratio: ")[1].split("×")[0]
     assert number(ratio) == pytest.approx(found["brittleness_ratio"], rel=5e-3)  # 3 digits shown
     assert seen["oodWorst"] == [f"#{w['sample_index']}" for w in found["worst_samples"]]
+    # The first out-of-distribution worst sample, clicked: the row of that dataset, drawn by the API.
+    top = found["worst_samples"][0]
+    assert seen["oodPressed"] == "true"
+    thumbnail = f"/api/v1/datasets/{ood['id']}/samples/{top['sample_index']}/thumbnail.png"
+    assert seen["oodSrc"] == thumbnail
+    assert seen["oodWidth"] > 0  # loaded in the page
+    assert seen["oodPreviewHeading"] == f"Row #{top['sample_index']} of inverted digits"
+    png = client.http.get(thumbnail.removeprefix("/api/v1"))
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    # The picture is that row of the uploaded dataset: its pixels follow the inverted digit's, independently
+    # min-max scaled here (the thumbnail route scales each sample to 0..255 and enlarges it nearest-neighbour).
+    drawn = np.asarray(Image.open(io.BytesIO(png.content)).convert("L"), dtype=np.float64)
+    row = (1.0 - digits["input"][top["sample_index"]]).reshape(8, 8)
+    expected = (row - row.min()) / (row.max() - row.min()) * 255
+    scale = drawn.shape[0] // 8
+    assert np.abs(drawn[scale // 2 :: scale, scale // 2 :: scale] - expected).max() <= 1.0
+    golden, compressed = top["golden_class"], top["compressed_class"]
+    assert seen["oodCaption"] == f"golden {golden}, compressed {compressed}" + (
+        " (they disagree)" if golden != compressed else ""
+    )

@@ -1,12 +1,11 @@
 // One worst sample of a robustness point: its corrupted input (as the models received it, drawn on the
 // clean sample's value range so that a brightness or contrast change shows) beside the clean input (the
-// sample inspector's picture), with both models' classes on each and the label.
+// sample inspector's picture), with both models' classes on each and the label (SamplePictures.tsx).
 import { isOffline } from "../offline/mode";
 import { useSampleInspection } from "./inspectorQueries";
 import { sliceLabel } from "./robustness";
-import { cleanPictureUrl, corruptedPictureUrl, predictionText, type WorstSample } from "./worstSamples";
-import "./inspector.css";
-import "./corruptedSample.css";
+import { SamplePictures } from "./SamplePictures";
+import { cleanPictureUrl, corruptedPictureUrl, labelSentence, predictionText, type WorstSample } from "./worstSamples";
 
 export function CorruptedSample({
   jobId,
@@ -26,52 +25,38 @@ export function CorruptedSample({
   const inspection = useSampleInspection(jobId, sample.image && !offline ? index : null);
   const clean = inspection.data?.metrics ?? null;
   const heading = `Sample #${index.toString()} under ${sliceLabel(slice)} (${severityName})`;
+  const predicted = predictionText(sample.golden_class, sample.compressed_class);
   if (!sample.image || offline) {
+    const why = offline
+      ? "The corrupted inputs' pictures are not embedded in an exported report: open the report in Kneeboard to see them."
+      : "No picture of the corrupted input: it is not an image, or the job ran before Kneeboard kept them (relaunch it).";
+    const label = sample.label !== null ? `; label ${sample.label.toString()}` : "";
     return (
-      <div className="inspector" aria-label="Corrupted input">
-        <h4>{heading}</h4>
-        <p className="muted">
-          {offline
-            ? "The corrupted inputs' pictures are not embedded in an exported report: open the report in Kneeboard to see them."
-            : "No picture of the corrupted input: it is not an image, or the job ran before Kneeboard kept them (relaunch it)."}{" "}
-          On the corrupted input: {predictionText(sample.golden_class, sample.compressed_class)}
-          {sample.label !== null ? `; label ${sample.label.toString()}` : ""}.
-        </p>
-      </div>
+      <SamplePictures
+        label="Corrupted input"
+        heading={heading}
+        pictures={null}
+        note={`${why} On the corrupted input: ${predicted}${label}.`}
+      />
     );
   }
   return (
-    <div className="inspector" aria-label="Corrupted input">
-      <h4>{heading}</h4>
-      <div className="inspector-input corrupted-pair">
-        <figure>
-          <img
-            src={cleanPictureUrl(jobId, index)}
-            alt={`Clean input of sample ${index.toString()}`}
-            width={192}
-            height={192}
-          />
-          <figcaption>
-            Clean
-            {clean ? `: ${predictionText(clean.golden_class, clean.compressed_class)}` : ""}
-          </figcaption>
-        </figure>
-        <figure>
-          <img
-            src={corruptedPictureUrl(jobId, slice, severity, index)}
-            alt={`Corrupted input of sample ${index.toString()} (${sliceLabel(slice)}, ${severityName})`}
-            width={192}
-            height={192}
-          />
-          <figcaption>
-            {sliceLabel(slice)}, {severityName}: {predictionText(sample.golden_class, sample.compressed_class)}
-          </figcaption>
-        </figure>
-      </div>
-      <p className="small-text muted">
-        {sample.label !== null ? `Label ${sample.label.toString()}. ` : ""}The corrupted picture is drawn on the clean
-        sample&apos;s value range (values outside it clipped), so brightness and contrast changes show.
-      </p>
-    </div>
+    <SamplePictures
+      label="Corrupted input"
+      heading={heading}
+      pictures={[
+        {
+          src: cleanPictureUrl(jobId, index),
+          alt: `Clean input of sample ${index.toString()}`,
+          caption: `Clean${clean ? `: ${predictionText(clean.golden_class, clean.compressed_class)}` : ""}`,
+        },
+        {
+          src: corruptedPictureUrl(jobId, slice, severity, index),
+          alt: `Corrupted input of sample ${index.toString()} (${sliceLabel(slice)}, ${severityName})`,
+          caption: `${sliceLabel(slice)}, ${severityName}: ${predicted}`,
+        },
+      ]}
+      note={`${labelSentence(sample.label)}The corrupted picture is drawn on the clean sample's value range (values outside it clipped), so brightness and contrast changes show.`}
+    />
   );
 }

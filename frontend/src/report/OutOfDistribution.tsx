@@ -1,14 +1,20 @@
 // The out-of-distribution dataset of a robustness job (seed 003): both models on a second dataset the user
 // named, compared like a robustness slice (divergence, brittleness ratio against the clean data, agreement,
-// accuracies) beside the clean figures, and its worst samples (rows of that dataset, not of the job's).
+// accuracies) beside the clean figures, and its worst samples (rows of that dataset, not of the job's): click
+// one to see that row's picture with both models' classes (OodSample.tsx).
+import { useState } from "react";
 import { formatNumber, formatPercent } from "../lib/format";
+import { OodSample } from "./OodSample";
 import type { FidelityRobustness } from "./robustness";
 import { WorstSamplesTable } from "./WorstSamplesTable";
+import { pickedAmong } from "./worstSamples";
 
 type Ood = NonNullable<FidelityRobustness["ood"]>;
 
 export function OutOfDistribution({ doc, ood }: { doc: FidelityRobustness; ood: Ood }) {
   const name = ood.dataset_name ?? ood.dataset_id;
+  const [picked, setPicked] = useState<number | null>(null);
+  const sample = pickedAmong(ood.worst_samples, picked);
   if (ood.error) {
     return (
       <div className="panel" aria-label="Out-of-distribution data">
@@ -75,8 +81,13 @@ export function OutOfDistribution({ doc, ood }: { doc: FidelityRobustness; ood: 
           divergence={doc.divergence}
           label="Worst out-of-distribution samples"
           indexHeader={`Row of ${name}`}
+          picked={sample?.sample_index ?? null}
+          onPick={(w) => {
+            setPicked(w.sample_index);
+          }}
         />
       </div>
+      {sample && <OodSample datasetId={ood.dataset_id} datasetName={name} sample={sample} />}
     </div>
   );
 }

@@ -4,6 +4,9 @@ import {
   cleanPictureUrl,
   corruptedPictureUrl,
   defaultPointKey,
+  labelSentence,
+  oodPicture,
+  pickedAmong,
   pickedIn,
   pointKey,
   pointOf,
@@ -72,5 +75,49 @@ describe("worst samples", () => {
     expect(predictionText(3, 3)).toBe("golden 3, compressed 3");
     expect(predictionText(3, 5)).toBe("golden 3, compressed 5 (they disagree)");
     expect(predictionText(null, 5)).toBe("golden —, compressed 5");
+  });
+
+  it("keeps an out-of-distribution pick only while it is one of the rows", () => {
+    const rows = [worst(5, false), worst(1, false)];
+    expect(pickedAmong(rows, 1)).toBe(rows[1]);
+    expect(pickedAmong(rows, 2)).toBeNull();
+    expect(pickedAmong(rows, null)).toBeNull();
+    expect(pickedAmong([], 5)).toBeNull();
+  });
+
+  it("says the label when there is one", () => {
+    expect(labelSentence(0)).toBe("Label 0. ");
+    expect(labelSentence(null)).toBe("");
+  });
+});
+
+describe("out-of-distribution picture", () => {
+  const id = "0b7c4e1e-5d3a-4f0e-9a7e-2c1d3b4a5f60";
+
+  it("draws an image row from the dataset preview's thumbnail route", () => {
+    // GET /api/v1/datasets/{dataset_id}/samples/{index}/thumbnail.png (getDatasetSampleThumbnail)
+    expect(oodPicture(id, 17, false, { image: true, error: null }, null)).toEqual({
+      kind: "picture",
+      src: `/api/v1/datasets/${id}/samples/17/thumbnail.png`,
+    });
+  });
+
+  it("says why there is no picture instead of a broken image", () => {
+    const why = (o: ReturnType<typeof oodPicture>): string => (o.kind === "none" ? o.why : "picture");
+    expect(why(oodPicture(id, 3, false, { image: false }, null))).toMatch(/not images/);
+    expect(why(oodPicture(id, 3, false, { image: true, error: "image too large to decode" }, null))).toBe(
+      "No picture: image too large to decode",
+    );
+    expect(why(oodPicture(id, 3, false, null, null))).toMatch(/no row 3/);
+    expect(why(oodPicture(id, 3, false, undefined, "503 busy"))).toMatch(/could not be read \(503 busy\)/);
+    const loading = oodPicture(id, 3, false, undefined, null);
+    expect(loading.kind === "none" && loading.loading).toBe(true);
+  });
+
+  it("says so in an exported report, whatever the preview", () => {
+    for (const row of [undefined, null, { image: true }]) {
+      const o = oodPicture(id, 3, true, row, null);
+      expect(o.kind === "none" && !o.loading && /not embedded in an exported report/.test(o.why)).toBe(true);
+    }
   });
 });
