@@ -7,8 +7,9 @@ same thread count, with the largest relative difference between the two over eve
   quantization at 8 and 4 bits per layer;
 * a ResNet-18-shaped model (21 conv / linear layers, batch-norm folded by the exporter) at 64 px;
 * a 500-layer residual MLP: a whole scan completes, with its time and the scan process's peak RSS;
-* the same scan as a job with one worker process and with two (embedded stack: SQLite, kombu's
-  filesystem broker), as bench_sweep measures its sweep.
+* the same scans as jobs with one worker process and with two (embedded stack: SQLite, kombu's
+  filesystem broker), as bench_sweep measures its sweep: the ResNet-18 shape (a 12 s job, where each
+  worker's fixed costs show) and EfficientNet-Lite0 on every third layer (the real-size one).
 
 `--quick` scans a few layers spread over the depth on fewer samples (for development). The naive loop
 always runs on the layers the product scan runs on; without --quick, EfficientNet's naive loop runs on
@@ -216,8 +217,11 @@ def _through_the_queue_job(
         api.stop()
 
 
-def _fan_out(root: Path, model: Path, x: np.ndarray, chunks: int) -> None:
-    data = root / "calibration.npz"
+def _fan_out(
+    root: Path, name: str, model: Path, x: np.ndarray, chunks: int, layers: list[str] | None = None
+) -> None:
+    """One sensitivity job through the queue with one worker process and with two."""
+    data = root / f"calibration-{model.stem}.npz"
     np.savez(data, input=x)
     params: dict[str, Any] = {
         "configs": CONFIGS,
@@ -228,10 +232,12 @@ def _fan_out(root: Path, model: Path, x: np.ndarray, chunks: int) -> None:
         "importance_methods": [],
         "threads": 1,
         "chunks": chunks,
+        "layers": layers,
     }
     one, _ = _through_the_queue_job(root, model, data, 1, "sensitivity", params)
     two, used = _through_the_queue_job(root, model, data, 2, "sensitivity", params)
-    print(f"sensitivity job: ResNet-18 shape at 64 px, {len(x)} inputs, {chunks} chunks, 1 thread per worker")
+    cells = f"{len(layers)} layers" if layers is not None else "every layer"
+    print(f"sensitivity job: {name}, {len(x)} inputs, {cells}, {chunks} chunks, 1 thread per worker")
     report("sensitivity job, 1 worker process", one, "1 worker", one)
     report(f"sensitivity job, 2 worker processes ({len(used)} used)", two, "1 worker", one)
     print(f"{'speed-up of 2 workers over 1':<46} {one / two:10.2f}x")
@@ -245,8 +251,9 @@ def main() -> None:
     quick = args.quick
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        if "efficientnet" not in args.skip:
+        if "efficientnet" not in args.skip or "fanout" not in args.skip:
             path, images = _efficientnet(root, 32 if quick else 256)
+        if "efficientnet" not in args.skip:
             _product_vs_naive("EfficientNet-Lite0 at 224 px", path, images, every=12 if quick else 3)
         resnet, inputs = _resnet18_shape(root, 64 if quick else 256)
         if "resnet" not in args.skip:
@@ -254,7 +261,9 @@ def main() -> None:
         if "deep" not in args.skip:
             _deep(root, 64, 50 if quick else 500)
         if "fanout" not in args.skip:
-            _fan_out(root, resnet, inputs, chunks=4 if quick else 8)
+            _fan_out(root, "ResNet-18 shape at 64 px", resnet, inputs, chunks=4 if quick else 8)
+            every = 12 if quick else 3
+            _fan_out(root, "EfficientNet-Lite0 at 224 px", path, images, 8, _layers(path, every))
 
 
 if __name__ == "__main__":

@@ -136,9 +136,13 @@ def _watch_for_oom_kills(**_: object) -> None:
 
 @worker_process_init.connect
 def _prepare_pool_process(**_: object) -> None:
-    """Import torch, onnxruntime and the engine when a pool process starts, not inside the first job
-    (about a second, which a job that fans out would otherwise pay on every worker); then apply the memory
-    limit, which counts what the imports reserved."""
+    """Import torch, onnxruntime, onnx and the engine when a pool process starts, not inside the first job
+    (about a second, which a job that fans out would otherwise pay on every worker: the engine imports the
+    onnx package lazily, and its 0.5 s showed in each fresh worker's first sensitivity chunk); then apply
+    the memory limit, which counts what the imports reserved."""
+    import onnx.helper
+    import onnx.numpy_helper  # noqa: F401
+
     import worker.engine.compression
     import worker.engine.fidelity
     import worker.engine.loaders

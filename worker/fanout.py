@@ -39,6 +39,14 @@ ChunkResults = list[tuple[dict[str, Any], dict[str, Any]]]
 """(spec, result) of every chunk, in chunk order."""
 
 
+def dispatch_order(costs: list[float]) -> list[int]:
+    """Chunk indices in the order their messages are sent: largest expected cost first (a spec's optional
+    "cost"; ties and specs without one in index order). Longest-processing-time-first: a worker that frees
+    up late takes a small chunk, not the biggest one (worker/sensitivity_chunks.py says what the
+    sensitivity costs are)."""
+    return sorted(range(len(costs)), key=lambda i: (-costs[i], i))
+
+
 class FanOutHandler(Protocol):
     def plan(self, ctx: JobContext) -> list[dict[str, Any]]:
         """The chunks' specs (JSON documents), at least one. Raise EngineError for bad input."""
@@ -70,8 +78,8 @@ def execute_fanout_job(job_id: str, handler: FanOutHandler, settings: Settings |
         with sessions() as session:
             if not chunk_lifecycle.fan_out(session, claim, specs):
                 return "skipped"
-        for index, spec in enumerate(specs):
-            enqueue_chunk(settings, jid, index, spec.get("queue"))
+        for index in dispatch_order([float(spec.get("cost") or 0.0) for spec in specs]):
+            enqueue_chunk(settings, jid, index, specs[index].get("queue"))
         return "fanned out"
 
     ctx._heartbeat.start()

@@ -3,14 +3,14 @@
 Each chunk loads the golden model and the calibration set itself, so any worker can take any chunk; the
 engine guarantees that merged chunks equal one full scan (same golden outputs, same activation ranges).
 The plan step runs the golden model once and shares its outputs with the chunks through the artifact
-store (deleted at the merge); chunks are contiguous runs of layers balanced by cost, since a cell
-re-runs only what is downstream of its layer. Chunk 0 also measures every configuration on the whole model. The merge plans mixed precision at the
+store (deleted at the merge); chunks are contiguous runs of layers balanced by expected cost
+(worker/sensitivity_chunks.py), sent largest first. The cheapest chunk also measures every configuration on
+the whole model. The merge plans mixed precision at the
 requested average bit-widths and measures each plan with all layers compressed together.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import tempfile
@@ -35,6 +35,7 @@ from worker.engine.errors import EngineError
 from worker.engine.jsonable import json_safe
 from worker.fanout import ChunkResults
 from worker.runtime import JobContext, ResultWriter
+from worker.sensitivity_chunks import balanced_chunks
 
 MAX_LAYERS_PER_CHUNK_DEFAULT = 4
 MAX_CHUNKS_DEFAULT = 16
@@ -83,10 +84,18 @@ class SensitivityHandler:
             MAX_CHUNKS_DEFAULT, math.ceil(len(names) / MAX_LAYERS_PER_CHUNK_DEFAULT)
         )
         n_chunks = min(n_chunks, len(names))
-        parts = _balanced_chunks(names, handle.layers(), n_chunks)
+        cells_per_layer = len(params.configs) * (2 if params.all_but else 1)
+        parts = balanced_chunks(names, handle.layers(), n_chunks, cells_per_layer)
         golden = self._share_golden(ctx, loaded)
+        # the whole-model cells (one full pass per configuration) go to the cheapest chunk
+        whole = min(range(len(parts)), key=lambda i: parts[i].cost) if params.whole_model else -1
         return [
-            {"layers": [str(n) for n in part], "whole_model": i == 0, "golden": golden}
+            {
+                "layers": part.layers,
+                "whole_model": i == whole,
+                "golden": golden,
+                "cost": round(part.cost + (len(params.configs) if i == whole else 0), 3),
+            }
             for i, part in enumerate(parts)
         ]
 
@@ -255,30 +264,3 @@ class SensitivityHandler:
                 }
             )
         return plans
-
-
-def _balanced_chunks(names: list[str], layers: list[Any], n_chunks: int) -> list[list[str]]:
-    """`names` (depth order) in `n_chunks` contiguous chunks of about equal cost. A cell re-runs only
-    what is downstream of its layer, so a layer costs about the MACs from it to the end: shallow chunks
-    get fewer layers. Contiguous, because each chunk pays one golden prefix pass up to its deepest layer
-    (chunks taking layers round robin each paid a whole pass; ResNet-18 shape, 8 chunks, 1 worker:
-    39.2 s round robin, 37.0 s contiguous).
-    Without MAC counts, equal numbers of layers."""
-    macs = [layer.macs for layer in layers]
-    if any(m is None for m in macs):
-        return [list(part) for part in np.array_split(np.array(names, dtype=object), n_chunks)]
-    downstream = np.cumsum(np.array(macs[::-1], dtype=np.float64))[::-1]
-    cost_of = {layer.name: float(c) + 1.0 for layer, c in zip(layers, downstream, strict=True)}
-    costs = [cost_of[name] for name in names]
-    total = sum(costs)
-    bounds: list[int] = []
-    spent = 0.0
-    for i, cost in enumerate(costs):
-        spent += cost
-        closed = len(bounds) + 1
-        if closed < n_chunks and (
-            spent >= total * closed / n_chunks or len(names) - i - 1 == n_chunks - closed
-        ):
-            bounds.append(i + 1)
-    edges = [0, *bounds, len(names)]
-    return [names[a:b] for a, b in itertools.pairwise(edges)]
