@@ -35,6 +35,7 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
         corrupt,
         evaluate_robustness,
     )
+    from worker.robustness_images import WorstPictures
 
     torch.set_num_threads(1)
     array_slices = tuple(n for n, s in SLICES.items() if s.target in ("float", "image"))
@@ -54,10 +55,12 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
             for _ in range(times):
                 compare_models(runner, compressed, {"input": x}, labels, params)  # type: ignore[arg-type]
 
-        def robustness(runner: object, slices: tuple[str, ...]) -> None:
+        def robustness(runner: object, slices: tuple[str, ...], pictures: bool = False) -> None:
+            # pictures: the worst samples' corrupted inputs drawn as PNGs, as the fidelity job does
+            sink = WorstPictures({"input": x}).keep if pictures else None
             evaluate_robustness(
                 runner, compressed, {"input": x}, labels, params, clean.per_sample, "classification",  # type: ignore[arg-type]
-                RobustnessParams(slices=slices),
+                RobustnessParams(slices=slices), worst_inputs=sink,
             )  # fmt: skip
 
         stats = array_stats(x)
@@ -71,6 +74,12 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
         report(
             "evaluate_robustness (array slices)",
             best_of(lambda: robustness(golden, array_slices), repeats),
+            "baseline",
+            base,
+        )
+        report(
+            "  + worst samples' pictures (as the job)",
+            best_of(lambda: robustness(golden, array_slices, pictures=True), repeats),
             "baseline",
             base,
         )
