@@ -84,8 +84,13 @@ class SensitivityHandler:
             MAX_CHUNKS_DEFAULT, math.ceil(len(names) / MAX_LAYERS_PER_CHUNK_DEFAULT)
         )
         n_chunks = min(n_chunks, len(names))
-        cells_per_layer = len(params.configs) * (2 if params.all_but else 1)
-        parts = balanced_chunks(names, handle.layers(), n_chunks, cells_per_layer)
+        # "only" cells of an ONNX model run their suffix; "all but" cells and torch models' cells the whole model
+        from worker.engine.compression.onnx_backend import OnnxCompressible
+
+        split = isinstance(handle, OnnxCompressible)
+        n_configs = len(params.configs)
+        whole_cells = (0 if split else n_configs) + (n_configs if params.all_but else 0)
+        parts = balanced_chunks(names, handle.layers(), n_chunks, n_configs if split else 0, whole_cells)
         golden = self._share_golden(ctx, loaded)
         # the whole-model cells (one full pass per configuration) go to the cheapest chunk
         whole = min(range(len(parts)), key=lambda i: parts[i].cost) if params.whole_model else -1

@@ -73,7 +73,22 @@ def test_a_subset_of_layers_keeps_the_whole_models_costs() -> None:
 def test_without_mac_counts_layers_are_shared_out_evenly() -> None:
     layers = _layers([10, None, 10, 10, 10])
     chunks = balanced_chunks([layer.name for layer in layers], layers, 2, n_configs=2)
-    assert [len(c.layers) for c in chunks] == [3, 2] and [c.cost for c in chunks] == [3.0, 2.0]
+    assert [len(c.layers) for c in chunks] == [3, 2]
+    # in whole-model passes, like the costs with MACs: each layer's 2 cells at 1 + CELL_OVERHEAD
+    assert [c.cost for c in chunks] == pytest.approx([6 * (1 + CELL_OVERHEAD), 4 * (1 + CELL_OVERHEAD)])
+
+
+def test_cells_that_rerun_the_whole_model_cost_a_pass_each_wherever_the_layer_is() -> None:
+    # torch models (no suffix split): every layer costs the same, so the split is by count
+    layers = _layers([100, 90, 80, 70, 60, 50])
+    torch_like = balanced_chunks([layer.name for layer in layers], layers, 3, 0, whole_model_cells=2)
+    assert [len(c.layers) for c in torch_like] == [2, 2, 2]
+    assert all(c.cost == pytest.approx(4 * (1 + CELL_OVERHEAD)) for c in torch_like)
+    # "all but" cells on top of an ONNX model's suffix cells: a whole pass more per layer and config
+    only = chunk_cost([150.0, 50.0], 450.0, 2)
+    assert chunk_cost([150.0, 50.0], 450.0, 2, whole_model_cells=2) == pytest.approx(
+        only + 2 * 2 * 450 * (1 + CELL_OVERHEAD)
+    )
 
 
 def test_chunks_are_sent_largest_first() -> None:
