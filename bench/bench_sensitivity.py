@@ -191,13 +191,13 @@ def _through_the_queue_job(
     from tests.support.accounts import account_in
     from tests.support.services import start_api, start_worker
 
-    settings = Settings(data_dir=root / f"data-{kind}-{workers}", seed_demo=False)
+    settings = Settings(data_dir=root / f"data-{kind}-{workers}-{model.stem}", seed_demo=False)
     settings.data_dir.mkdir()
     upgrade_to_head(settings.resolved_database_url)
     account = account_in(settings.resolved_database_url, username="bench", team="bench")
-    api, base = start_api(settings, root / f"api-{kind}-{workers}.log")
+    api, base = start_api(settings, root / f"api-{kind}-{workers}-{model.stem}.log")
     procs = [
-        start_worker(settings, root / f"worker-{kind}-{workers}-{i}.log", name=f"w{i}")
+        start_worker(settings, root / f"worker-{kind}-{workers}-{model.stem}-{i}.log", name=f"w{i}")
         for i in range(workers)
     ]
     try:
