@@ -1,4 +1,4 @@
-"""Attention-map fidelity (worker/engine/attention.py).
+"""Attention-map fidelity of ONNX pairs (worker/engine/attention/, through attention_fidelity_of).
 
 all-MiniLM-L6-v2's fp32 encoder (golden) against a third party's int8 ONNX of it (tests/support/pretrained.py):
 the engine's per layer x head KL and JS against scipy (rel_entr, jensenshannon squared) computed here on
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -18,8 +19,9 @@ from onnx import TensorProto, helper
 from scipy.spatial.distance import jensenshannon
 from scipy.special import rel_entr
 
+from tests.support.attention_torch import scipy_divergences
 from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
-from worker.engine.attention import attention_fidelity, has_attention
+from worker.engine.attention import AttentionOutcome, attention_fidelity_of, attention_softmaxes
 
 SENTENCES = (
     "A man is playing a guitar on stage.",
@@ -32,7 +34,7 @@ SENTENCES = (
 )
 
 
-def _softmaxes(path: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+def onnx_softmaxes(path: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """Every Softmax output of the graph, in node order, from one onnxruntime run (optimizations off)."""
     model = onnx.load(str(path))
     names = [n.output[0] for n in model.graph.node if n.op_type == "Softmax"]
@@ -43,16 +45,10 @@ def _softmaxes(path: Path, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(a, dtype=np.float64) for a in session.run(names, dict(feeds))]
 
 
-def _reference(
-    golden: list[np.ndarray], compressed: list[np.ndarray], keep: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """[layers, heads] mean KL and JS over the kept (sample, query) positions, from scipy."""
-    kl, js = [], []
-    for p, q in zip(golden, compressed, strict=True):
-        heads = range(p.shape[1])
-        kl.append([rel_entr(p[:, h], q[:, h]).sum(axis=-1)[keep].mean() for h in heads])
-        js.append([(jensenshannon(p[:, h], q[:, h], axis=-1) ** 2)[keep].mean() for h in heads])
-    return np.array(kl), np.array(js)
+def onnx_pair(
+    golden: Path, compressed: Path, arrays: Mapping[str, np.ndarray], **kwargs: Any
+) -> AttentionOutcome:
+    return attention_fidelity_of([(golden, "onnx"), (compressed, "onnx")], arrays, **kwargs)
 
 
 @pytest.mark.slow
@@ -61,18 +57,16 @@ def test_minilm_int8_attention_matches_scipy(tmp_path: Path) -> None:
     feeds = tokenize(SENTENCES)
     mask = feeds["attention_mask"] != 0
     assert not mask.all(), "the sentences differ in length, so some query positions are padding"
-    assert has_attention(fp32) and has_attention(int8)
+    assert attention_softmaxes(onnx.load(str(fp32))) and attention_softmaxes(onnx.load(str(int8)))
 
-    g, c = _softmaxes(fp32, feeds), _softmaxes(int8, feeds)
+    g, c = onnx_softmaxes(fp32, feeds), onnx_softmaxes(int8, feeds)
     assert len(g) == 6 and all(a.shape == (len(SENTENCES), 12, mask.shape[1], mask.shape[1]) for a in g)
-    kl_masked, js_masked = _reference(g, c, mask)
-    kl_all, js_all = _reference(g, c, np.ones_like(mask))
+    kl_masked, js_masked = scipy_divergences(g, c, mask)
+    kl_all, js_all = scipy_divergences(g, c, np.ones_like(mask))
 
     seen: list[tuple[int, int]] = []
     # A budget of 4 MiB holds 2 of these sentences' maps: the engine folds 4 batches.
-    outcome = attention_fidelity(
-        fp32, int8, feeds, memory_budget_mb=4, on_progress=lambda d, t: seen.append((d, t))
-    )
+    outcome = onnx_pair(fp32, int8, feeds, memory_budget_mb=4, on_progress=lambda d, t: seen.append((d, t)))
     doc = outcome.document
     assert doc is not None, outcome.note
     assert len(seen) > 2 and seen[-1] == (len(SENTENCES), len(SENTENCES))
@@ -93,7 +87,7 @@ def test_minilm_int8_attention_matches_scipy(tmp_path: Path) -> None:
         "am": feeds["attention_mask"],
         "token_type_ids": feeds["token_type_ids"],
     }
-    doc_all = attention_fidelity(fp32, int8, unmasked).document
+    doc_all = onnx_pair(fp32, int8, unmasked).document
     assert doc_all is not None and doc_all["mask_input"] is None
     assert doc_all["n_queries"] == mask.size
     np.testing.assert_allclose([layer["kl"] for layer in doc_all["layers"]], kl_all, rtol=1e-9)
@@ -122,7 +116,7 @@ def test_synthetic_pair_matches_scipy_and_bad_pairs_give_notes(tmp_path: Path) -
     x = np.random.default_rng(0).normal(size=(9, 2, 3, 5)).astype(np.float32)
     golden = _attention_graph(tmp_path / "g.onnx", 1, 1.0)
     compressed = _attention_graph(tmp_path / "c.onnx", 1, 0.8)
-    doc = attention_fidelity(golden, compressed, {"x": x}, memory_budget_mb=1e-3).document  # 1 sample a batch
+    doc = onnx_pair(golden, compressed, {"x": x}, memory_budget_mb=1e-3).document  # 1 sample a batch
     assert doc is not None and doc["heads"] == 2 and doc["mask_input"] is None
     p = np.exp(x.astype(np.float64)) / np.exp(x.astype(np.float64)).sum(-1, keepdims=True)
     q = np.exp(0.8 * x.astype(np.float64)) / np.exp(0.8 * x.astype(np.float64)).sum(-1, keepdims=True)
@@ -132,7 +126,8 @@ def test_synthetic_pair_matches_scipy_and_bad_pairs_give_notes(tmp_path: Path) -
     )
     assert doc["layers"][0]["golden_node"] == "attn0"
 
-    two = attention_fidelity(golden, _attention_graph(tmp_path / "two.onnx", 2, 1.0), {"x": x})
+    two = onnx_pair(golden, _attention_graph(tmp_path / "two.onnx", 2, 1.0), {"x": x})
     assert two.document is None and two.note is not None and "1 and the compressed graph 2" in two.note
     flat = _attention_graph(tmp_path / "flat.onnx", 1, 1.0, rank=2)
-    assert not has_attention(flat)  # a 2-D softmax (a classifier's) is not attention
+    assert not attention_softmaxes(onnx.load(str(flat)))  # a 2-D softmax (a classifier's) is not attention
+    assert onnx_pair(flat, flat, {"x": x[:, 0, 0]}) == AttentionOutcome(None, None)

@@ -1,5 +1,6 @@
-"""Attention-map fidelity of torch.export programs (worker/engine/attention/torch_side.py), and the notes for
-what cannot be read (fused ONNX attention operators, TorchScript).
+"""Attention-map fidelity through the one entry point (worker/engine/attention/pairs.py: attention_fidelity_of)
+on torch.export programs (torch_side.py), and the notes for what cannot be read (fused ONNX attention
+operators, TorchScript) or nothing at all (a classifier's final softmax in any format).
 
 The model (tests/support/attention_torch.py) has one block of each attention form the torch side reads: a
 hand-written softmax, nn.TransformerEncoderLayer (fused scaled_dot_product_attention, decomposed by the
@@ -17,26 +18,21 @@ import onnx
 import pytest
 import torch
 from onnx import TensorProto, helper
-from scipy.spatial.distance import jensenshannon
-from scipy.special import rel_entr
 
 from tests.support.attention_torch import (
+    ManualAttention,
+    SoftmaxCNN,
     export_encoder,
     numpy_attention,
     round_weights,
     sample_inputs,
+    scipy_divergences,
     tiny_encoder,
 )
-from worker.engine.attention import (
-    attention_fidelity,
-    attention_fidelity_of,
-    fused_attention_ops,
-    has_attention,
-    has_attention_of,
-    no_maps_note,
-    torch_attention_fidelity,
-)
-from worker.engine.attention.torch_side import TORCHSCRIPT_NOTE, fused_torch_ops
+from worker.engine.attention import attention_fidelity_of, attention_softmaxes, fused_attention_ops
+from worker.engine.attention.torch_side import TORCHSCRIPT_NOTE, fused_torch_ops, torchscript_attention
+from worker.engine.exporters import export_onnx, export_torch_program, export_torchscript
+from worker.engine.loaders import TorchRunner, load_model
 
 N_SAMPLES = 13
 
@@ -55,35 +51,23 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[np.
     )
 
 
-def _reference(
-    p_maps: list[np.ndarray], q_maps: list[np.ndarray], keep: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """[layers, heads] mean KL and JS over the kept (sample, query) positions, from scipy."""
-    kl, js = [], []
-    for p, q in zip(p_maps, q_maps, strict=True):
-        heads = range(p.shape[1])
-        kl.append([rel_entr(p[:, h], q[:, h]).sum(axis=-1)[keep].mean() for h in heads])
-        js.append([(jensenshannon(p[:, h], q[:, h], axis=-1) ** 2)[keep].mean() for h in heads])
-    return np.array(kl), np.array(js)
-
-
 def test_pt2_pair_matches_numpy_and_scipy(
-    pair: tuple[Path, Path, list[np.ndarray], list[np.ndarray]],
+    pair: tuple[Path, Path, list[np.ndarray], list[np.ndarray]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     golden, compressed, p_maps, q_maps = pair
+    models = [(golden, "torch_export"), (compressed, "torch_export")]
     x, mask = sample_inputs(N_SAMPLES)
     keep = mask != 0
     assert not keep.all(), "some query positions are padding"
-    assert has_attention_of(golden, "torch_export")
     seen: list[tuple[int, int]] = []
     # 0.02 MiB holds 4 samples' maps (3 layers x 4 heads x 6 x 6 x 56 bytes each): the engine folds 5 batches.
-    outcome = torch_attention_fidelity(
-        golden, compressed, {"x": x, "attention_mask": mask}, memory_budget_mb=0.02,
+    outcome = attention_fidelity_of(
+        models, {"x": x, "attention_mask": mask}, memory_budget_mb=0.02,
         on_progress=lambda done, total: seen.append((done, total)),
     )  # fmt: skip
     doc = outcome.document
     assert doc is not None, outcome.note
-    assert len(seen) > 2 and seen[-1] == (N_SAMPLES, N_SAMPLES)
+    assert len(seen) > 2 and seen[0] == (0, N_SAMPLES) and seen[-1] == (N_SAMPLES, N_SAMPLES)
     assert doc["heads"] == 4 and doc["notes"] == []
     assert [layer["golden_node"].split(":")[0] for layer in doc["layers"]] == [
         "manual",
@@ -91,7 +75,7 @@ def test_pt2_pair_matches_numpy_and_scipy(
         "mha",
     ]
     assert doc["mask_input"] == "attention_mask" and doc["n_queries"] == int(keep.sum())
-    kl_ref, js_ref = _reference(p_maps, q_maps, keep)
+    kl_ref, js_ref = scipy_divergences(p_maps, q_maps, keep)
     kl = np.array([layer["kl"] for layer in doc["layers"]])
     js = np.array([layer["js"] for layer in doc["layers"]])
     # Measured: within 5e-6 relative of the float64 reference (torch computes the maps in float32).
@@ -99,12 +83,18 @@ def test_pt2_pair_matches_numpy_and_scipy(
     np.testing.assert_allclose(js, js_ref, rtol=5e-5)
     assert np.all(kl > 1e-4) and np.all(js <= np.log(2))
 
-    # The mask input renamed: bound by position, not recognised, so every query position counts.
-    unmasked = attention_fidelity_of(
-        [(golden, "torch_export"), (compressed, "torch_export")], {"x": x, "am": mask}
-    ).document
+    # The mask input renamed: bound by position, not recognised, so every query position counts. The
+    # programs come loaded (as the fidelity job's runners hold them): no file is loaded again.
+    runners = [load_model(path, "torch_export") for path, _ in models]
+    programs = [runner.program for runner in runners if isinstance(runner, TorchRunner)]
+
+    def no_reload(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was loaded again")
+
+    monkeypatch.setattr("worker.engine.attention.torch_side.load_model", no_reload)
+    unmasked = attention_fidelity_of(models, {"x": x, "am": mask}, loaded=programs).document
     assert unmasked is not None and unmasked["mask_input"] is None and unmasked["n_queries"] == mask.size
-    kl_all, js_all = _reference(p_maps, q_maps, np.ones_like(keep))
+    kl_all, js_all = scipy_divergences(p_maps, q_maps, np.ones_like(keep))
     np.testing.assert_allclose([layer["kl"] for layer in unmasked["layers"]], kl_all, rtol=5e-5)
     np.testing.assert_allclose([layer["js"] for layer in unmasked["layers"]], js_all, rtol=5e-5)
     assert np.max(np.abs(kl_all / kl_ref - 1)) > 1e-2, "the padded queries change the means"
@@ -145,13 +135,16 @@ def _unfused_onnx(path: Path) -> Path:
 
 def test_fused_onnx_attention_gets_a_note(tmp_path: Path) -> None:
     fused = _fused_onnx(tmp_path / "fused.onnx")
-    assert not has_attention(fused)
+    x = {"x": np.zeros((1, 6, 16), dtype=np.float32)}
+    assert not attention_softmaxes(onnx.load(str(fused)))
     assert fused_attention_ops(onnx.load(str(fused))) == {"com.microsoft:Attention": 1}
-    note = no_maps_note([(fused, "onnx"), (fused, "onnx")])
-    assert note is not None and "golden graph fuses attention" in note and "compressed graph" in note
+    both = attention_fidelity_of([(fused, "onnx"), (fused, "onnx")], x)
+    note = both.note
+    assert both.document is None and note is not None
+    assert "golden graph fuses attention" in note and "compressed graph" in note
     assert "com.microsoft:Attention x1" in note and "transformer optimizer" in note
     # An unfused golden graph against a fused compressed one: the count note says why they do not pair.
-    outcome = attention_fidelity(_unfused_onnx(tmp_path / "unfused.onnx"), fused, {"x": np.zeros((1, 6, 16))})
+    outcome = attention_fidelity_of([(_unfused_onnx(tmp_path / "unfused.onnx"), "onnx"), (fused, "onnx")], x)
     assert outcome.document is None and outcome.note is not None
     assert "golden graph has 1 and the compressed graph 0" in outcome.note
     assert "the compressed graph fuses attention" in outcome.note
@@ -163,7 +156,8 @@ def test_fused_onnx_attention_gets_a_note(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
     )  # fmt: skip
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(plain))
-    assert no_maps_note([(plain, "onnx"), (plain, "onnx")]) is None
+    nothing = attention_fidelity_of([(plain, "onnx"), (plain, "onnx")], {"x": np.zeros((1, 4), np.float32)})
+    assert (nothing.document, nothing.note) == (None, None)
 
 
 def test_fused_torch_ops_are_named() -> None:
@@ -175,17 +169,48 @@ def test_fused_torch_ops_are_named() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
-def test_torchscript_gets_a_note(tmp_path: Path) -> None:
+def test_torchscript_gets_a_note_once(
+    pair: tuple[Path, Path, list[np.ndarray], list[np.ndarray]], tmp_path: Path
+) -> None:
     x, mask = sample_inputs(2)
+    arrays = {"x": x, "attention_mask": mask}
     traced = torch.jit.trace(tiny_encoder(), (torch.from_numpy(x), torch.from_numpy(mask)), check_trace=False)
     path = tmp_path / "encoder.pt"
     torch.jit.save(traced, str(path))
-    assert not has_attention_of(path, "torchscript")
-    note = no_maps_note([(path, "torchscript"), (path, "torchscript")])
-    assert note is not None and TORCHSCRIPT_NOTE in note and "torch.export" in note
+    outcome = attention_fidelity_of([(path, "torchscript"), (path, "torchscript")], arrays)
+    assert outcome.document is None and outcome.note == f"both models: {TORCHSCRIPT_NOTE}"
+    assert "torch.export" in outcome.note
+    # A .pt2 golden program with attention against a TorchScript compressed model: no capture, the note.
+    mixed = attention_fidelity_of([(pair[0], "torch_export"), (path, "torchscript")], arrays)
+    assert mixed.document is None and mixed.note == f"the compressed model: {TORCHSCRIPT_NOTE}"
     relu = torch.jit.script(torch.nn.ReLU())
     torch.jit.save(relu, str(tmp_path / "relu.pt"))
-    assert no_maps_note([(tmp_path / "relu.pt", "torchscript")] * 2) is None
+    nothing = attention_fidelity_of([(tmp_path / "relu.pt", "torchscript")] * 2, arrays)
+    assert (nothing.document, nothing.note) == (None, None)
+
+
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+def test_a_classifier_softmax_is_not_attention(tmp_path: Path) -> None:
+    """The digits CNN ending in torch.softmax, exported to every format the way uploads are made
+    (worker/engine/exporters.py): no note and no document, whatever the format."""
+    torch.manual_seed(0)
+    model = SoftmaxCNN().eval()
+    sample = np.random.default_rng(0).random((2, 1, 8, 8), dtype=np.float32)
+    files = {
+        "torchscript": export_torchscript(model, sample, tmp_path / "cnn.pt"),
+        "torch_export": export_torch_program(model, sample, tmp_path / "cnn.pt2"),
+        "onnx": export_onnx(model, sample, tmp_path / "cnn.onnx"),
+    }
+    script = torch.jit.load(str(files["torchscript"]))
+    assert any("softmax" in node.kind() for node in script.inlined_graph.nodes()), "the graph has a softmax"
+    for fmt, path in files.items():
+        outcome = attention_fidelity_of([(path, fmt), (path, fmt)], {"input": sample})
+        assert (outcome.document, outcome.note) == (None, None), fmt
+    # The graph's own types decide when it has them (a trace in memory): 2-D here, 4-D in attention.
+    assert not torchscript_attention(torch.jit.trace(model, (torch.from_numpy(sample),)))
+    x, mask = sample_inputs(2)
+    manual = torch.jit.trace(ManualAttention().eval(), (torch.from_numpy(x), torch.from_numpy(mask) != 0))
+    assert torchscript_attention(manual)
 
 
 def test_unpaired_programs_give_a_note(

@@ -8,7 +8,8 @@ attention form the engine reads:
 `numpy_attention` recomputes every block's attention probabilities from the module's weights in float64
 numpy (an independent re-implementation: LayerNorm, ReLU feed-forward, masked softmax), and
 `round_weights` makes the "compressed" copy: every weight matrix rounded to a symmetric 4-bit per-tensor
-grid (15 levels, scale max|w| / 7) in numpy."""
+grid (15 levels, scale max|w| / 7) in numpy. `scipy_divergences` is the reference KL / JS of two models'
+maps (any format's), from scipy."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from scipy.spatial.distance import jensenshannon
+from scipy.special import rel_entr
 from torch import nn
+
+from worker.demo.models import DigitsCNN
 
 DIM, HEADS, FFN, TOKENS = 16, 4, 32, 6
 
@@ -55,6 +60,14 @@ class TinyEncoder(nn.Module):
             x, x, x, key_padding_mask=~keep, need_weights=True, average_attn_weights=False
         )
         return x + out
+
+
+class SoftmaxCNN(DigitsCNN):
+    """The digits CNN ending in a softmax over its 10 classes: a softmax, but no attention (no note, no
+    document, whatever the format)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(super().forward(x), dim=-1)
 
 
 def tiny_encoder(seed: int = 0) -> TinyEncoder:
@@ -146,9 +159,10 @@ def numpy_attention(model: TinyEncoder, x: np.ndarray, mask: np.ndarray) -> list
     def linear(a: np.ndarray, name: str) -> np.ndarray:
         return a @ w[f"{name}.weight"].T + w[f"{name}.bias"]
 
-    def in_proj(a: np.ndarray, prefix: str) -> list[np.ndarray]:
+    def in_proj(a: np.ndarray, prefix: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         qkv = a @ w[f"{prefix}.in_proj_weight"].T + w[f"{prefix}.in_proj_bias"]
-        return np.split(qkv, 3, axis=-1)
+        q, k, v = np.split(qkv, 3, axis=-1)
+        return q, k, v
 
     maps = []
     q, k, v = np.split(linear(h, "manual.qkv"), 3, axis=-1)
@@ -167,3 +181,17 @@ def numpy_attention(model: TinyEncoder, x: np.ndarray, mask: np.ndarray) -> list
     probs, _ = _attend(*in_proj(h, "mha"), keep)
     maps.append(probs)
     return maps
+
+
+def scipy_divergences(
+    p_maps: list[np.ndarray], q_maps: list[np.ndarray], keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """[layers, heads] mean KL (scipy's rel_entr) and JS (scipy's jensenshannon squared: nats) between the
+    golden maps p and the compressed maps q [N, heads, Tq, Tk], over the (sample, query) positions keep
+    [N, Tq] marks."""
+    kl, js = [], []
+    for p, q in zip(p_maps, q_maps, strict=True):
+        heads = range(p.shape[1])
+        kl.append([rel_entr(p[:, h], q[:, h]).sum(axis=-1)[keep].mean() for h in heads])
+        js.append([(jensenshannon(p[:, h], q[:, h], axis=-1) ** 2)[keep].mean() for h in heads])
+    return np.array(kl), np.array(js)

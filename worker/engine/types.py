@@ -13,6 +13,9 @@ ModelFormat = Literal["onnx", "onnx_zip", "torch_export", "torchscript"]
 torch_export: a torch.export program saved with torch.export.save (.pt2);
 torchscript: a TorchScript archive saved with torch.jit.save (.pt)."""
 
+ONNX_FORMATS: tuple[ModelFormat, ...] = ("onnx", "onnx_zip")
+"""The formats onnxruntime runs (an onnx_zip once its .onnx and external data are extracted)."""
+
 Dim = int | str | None
 """A dimension: a fixed size, a symbolic name (e.g. "batch"), or None when unknown."""
 

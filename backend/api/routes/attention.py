@@ -27,8 +27,11 @@ router = APIRouter(tags=["fidelity"])
 def get_fidelity_attention(job_id: uuid.UUID, session: SessionDep, caller: CallerDep) -> FidelityAttentionOut:
     """Per attention layer (Softmax over the last axis giving [N, heads, Tq, Tk]) and head: the mean KL and
     Jensen–Shannon divergence between the golden and compressed attention distributions. 404 when the job
-    has none (TorchScript or another format, no attention at all, or run before it existed); a document with
-    only ``error`` when attention is there but cannot be read (fused into single ops, TorchScript)."""
+    has none: the golden model has no attention (no attention softmax, no fused attention op; a classifier's
+    final softmax is not attention, in any format), or the job ran before the step existed. A document with
+    only ``error`` when attention is there but cannot be compared: fused into single ops, a TorchScript
+    model with attention ops (or paired with a golden model that has attention), graphs whose softmaxes do
+    not pair, or a failure of the step."""
     succeeded_job(session, job_id, JobKind.fidelity, caller)
     missing = f"job {job_id} has no attention maps (no ONNX or torch.export pair with attention softmaxes)"
     payload = job_result(session, job_id, RESULT_FIDELITY_ATTENTION, missing)

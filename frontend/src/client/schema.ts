@@ -367,8 +367,11 @@ export interface paths {
          * Get Fidelity Attention
          * @description Per attention layer (Softmax over the last axis giving [N, heads, Tq, Tk]) and head: the mean KL and
          *     Jensen–Shannon divergence between the golden and compressed attention distributions. 404 when the job
-         *     has none (TorchScript or another format, no attention at all, or run before it existed); a document with
-         *     only ``error`` when attention is there but cannot be read (fused into single ops, TorchScript).
+         *     has none: the golden model has no attention (no attention softmax, no fused attention op; a classifier's
+         *     final softmax is not attention, in any format), or the job ran before the step existed. A document with
+         *     only ``error`` when attention is there but cannot be compared: fused into single ops, a TorchScript
+         *     model with attention ops (or paired with a golden model that has attention), graphs whose softmaxes do
+         *     not pair, or a failure of the step.
          */
         get: operations["getFidelityAttention"];
         put?: never;

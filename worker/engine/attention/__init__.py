@@ -5,7 +5,7 @@ distributions move from the golden model's, per layer and head.
 - onnx_side.py: ONNX graphs (Softmax nodes; fused attention operators get a note).
 - torch_side.py: torch.export programs (aten softmaxes, scaled-dot-product attention decomposed to expose
   them); TorchScript gets a note.
-- pairs.py: any pair of those formats, mixed included.
+- pairs.py: `attention_fidelity_of`, the one entry point, for any pair of those formats, mixed included.
 
 The names below keep the module's former import path (worker.engine.attention) working.
 """
@@ -20,16 +20,8 @@ from worker.engine.attention.folding import (
     kl_rows,
     mask_input,
 )
-from worker.engine.attention.onnx_side import (
-    AttentionNode,
-    attention_fidelity,
-    attention_softmaxes,
-    fused_attention_note,
-    fused_attention_ops,
-    has_attention,
-)
-from worker.engine.attention.pairs import attention_fidelity_of, has_attention_of, no_maps_note
-from worker.engine.attention.torch_side import torch_attention_fidelity
+from worker.engine.attention.onnx_side import AttentionNode, attention_softmaxes, fused_attention_ops
+from worker.engine.attention.pairs import attention_fidelity_of
 
 __all__ = [
     "ATTENTION_RANK",
@@ -37,17 +29,11 @@ __all__ = [
     "AttentionCapture",
     "AttentionNode",
     "AttentionOutcome",
-    "attention_fidelity",
     "attention_fidelity_of",
     "attention_softmaxes",
     "compare_captures",
-    "fused_attention_note",
     "fused_attention_ops",
-    "has_attention",
-    "has_attention_of",
     "js_rows",
     "kl_rows",
     "mask_input",
-    "no_maps_note",
-    "torch_attention_fidelity",
 ]

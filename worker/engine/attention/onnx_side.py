@@ -7,20 +7,23 @@ quantization); folding.py pairs them k-th with k-th and folds the batches.
 
 A graph that fuses attention into one operator (com.microsoft Attention / MultiHeadAttention, written by
 onnxruntime's transformer optimizer, or ONNX's own Attention of opset 23) has no Softmax to read: its
-probabilities live inside the kernel. `fused_attention_note` names those operators and what to do instead.
+probabilities live inside the kernel. `OnnxSide.note` names those operators and what to do instead.
+
+Each graph is parsed once per job (`OnnxSide`): the cheap check, the notes and the augmented copy all use
+that one proto.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from worker.engine.attention.folding import ATTENTION_RANK, AttentionOutcome, compare_captures, count_note
+from worker.engine.attention.folding import ATTENTION_RANK
 from worker.engine.errors import ModelLoadError
 from worker.engine.layer_profile.onnx_side import ort_session
 from worker.engine.layer_profile.sides import bind_feeds
@@ -98,32 +101,38 @@ def fused_note(role: str, fused: Mapping[str, int]) -> str:
     )
 
 
-def fused_attention_note(paths: Mapping[str, Path]) -> str | None:
-    """Why an ONNX model with fused attention gets no attention maps ({role: path}), or None when no graph
-    fuses attention."""
-    notes = [
-        fused_note(role, fused)
-        for role, path in paths.items()
-        if (fused := fused_attention_ops(load_onnx(path)))
-    ]
-    return " ".join(notes) or None
+class OnnxSide:
+    """An ONNX model parsed once: its attention softmaxes, its fused attention operators and the capture,
+    all from the same proto. path: a .onnx (an onnx_zip extracted first: its external data beside it)."""
 
+    def __init__(self, role: str, path: Path) -> None:
+        self.role, self.path = role, path
+        self.model = load_onnx(path)
+        self.nodes = attention_softmaxes(self.model)
+        self.fused = fused_attention_ops(self.model)
 
-def has_attention(path: Path) -> bool:
-    """The cheap check: whether the graph has at least one attention softmax."""
-    return bool(attention_softmaxes(load_onnx(path)))
+    @property
+    def softmaxes(self) -> int:
+        return len(self.nodes)
+
+    def note(self) -> str | None:
+        """Why a graph with fused attention gets no attention maps, or None when it fuses none."""
+        return fused_note(self.role, self.fused) if self.fused else None
+
+    def capture(self, workdir: Path, threads: int | None) -> OnnxCapture:
+        return OnnxCapture(self.model, self.nodes, self.path, workdir, self.role, threads)
 
 
 class OnnxCapture:
     """One model's augmented copy: its outputs are the attention softmaxes only."""
 
-    def __init__(self, path: Path, workdir: Path, role: str, threads: int | None,
-                 model: onnx.ModelProto | None = None) -> None:  # fmt: skip
+    def __init__(self, model: onnx.ModelProto, nodes: list[AttentionNode], path: Path, workdir: Path,
+                 role: str, threads: int | None) -> None:  # fmt: skip
+        """model: the proto read from path (its external data is looked up beside path); nodes: its
+        attention softmaxes."""
         import onnx
 
-        model = model if model is not None else load_onnx(path)
-        self.nodes = attention_softmaxes(model)
-        self.fused = fused_attention_ops(model)
+        self.nodes = nodes
         augmented = onnx.ModelProto()
         augmented.CopyFrom(model)
         existing = {vi.name for vi in augmented.graph.output}
@@ -156,33 +165,3 @@ class OnnxCapture:
     def run(self, batch: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         feeds = bind_feeds(batch, self.inputs, self.role)
         return [np.asarray(a) for a in self.session.run(self.outputs, feeds)]
-
-
-def attention_fidelity(
-    golden_path: Path,
-    compressed_path: Path,
-    arrays: Mapping[str, np.ndarray],
-    *,
-    memory_budget_mb: float = 256.0,
-    intra_op_threads: int | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> AttentionOutcome:
-    """Per layer x head mean KL and JS between the golden and compressed attention maps of an ONNX pair
-    over `arrays`."""
-    import tempfile
-
-    golden_model, compressed_model = load_onnx(golden_path), load_onnx(compressed_path)
-    nodes, cnodes = attention_softmaxes(golden_model), attention_softmaxes(compressed_model)
-    if not nodes or len(nodes) != len(cnodes):
-        fused = {role: f for role, m in (("golden", golden_model), ("compressed", compressed_model))
-                 if (f := fused_attention_ops(m))}  # fmt: skip
-        notes = [count_note(len(nodes), len(cnodes)) + ("." if fused else "")]
-        notes.extend(fused_note(role, f) for role, f in fused.items())
-        return AttentionOutcome(None, " ".join(notes))
-    with tempfile.TemporaryDirectory(prefix="kb-attention-") as tmp:
-        golden = OnnxCapture(golden_path, Path(tmp), "golden", intra_op_threads, golden_model)
-        compressed = OnnxCapture(compressed_path, Path(tmp), "compressed", intra_op_threads, compressed_model)
-        del golden_model, compressed_model
-        return compare_captures(
-            golden, compressed, arrays, memory_budget_mb=memory_budget_mb, on_progress=on_progress
-        )

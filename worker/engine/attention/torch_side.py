@@ -15,7 +15,15 @@ ordinary forward pass; the maps are copied out and the references dropped after 
 TorchScript: its graph is TorchScript IR. Reading an intermediate value means rewriting that graph through
 private torch._C passes (freeze, inline, register extra outputs, rebuild a function from the graph), which
 torch does not offer as an API and which change between releases, so the step does not do it; a TorchScript
-model with softmax or attention ops gets a note saying so and what to do (save it with torch.export).
+model with attention gets a note saying so and what to do (save it with torch.export). Attention there is an
+attention op (scaled_dot_product_attention, _native_multi_head_attention, _transformer_encoder_layer_fwd...)
+or a softmax whose output type is a complete 4-D tensor type: not any softmax, since a classifier ending in
+one is no transformer. Measured on torch 2.13: a traced graph saved and loaded again types every value as
+plain `Tensor` (no rank), so a hand-written softmax attention in TorchScript gets no note, and the traced
+tiny encoder of the tests gets it from its scaled_dot_product_attention.
+
+Each model is read once per job (`ProgramSide`, `ScriptSide`): from the runner the fidelity job already
+loaded when there is one, and the cheap check, the notes and the capture all use that one program.
 """
 
 from __future__ import annotations
@@ -23,26 +31,30 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from worker.engine.attention.folding import ATTENTION_RANK, AttentionOutcome, compare_captures
+from worker.engine.attention.folding import ATTENTION_RANK
 from worker.engine.errors import EngineError
 from worker.engine.layer_profile.sides import bind_feeds
-from worker.engine.loaders import TorchRunner, load_model
+from worker.engine.loaders import TorchRunner, load_model, torch_export_specs
 from worker.engine.loaders.feeds import check_feeds
 
 if TYPE_CHECKING:
     import torch
     import torch.fx
 
+    from worker.engine.types import TensorSpec
+
 SOFTMAX_TARGETS = frozenset({"aten.softmax.int", "aten._softmax.default", "aten._safe_softmax.default"})
 MULTIHEAD_TYPE = "MultiheadAttention"
-TORCHSCRIPT_ATTENTION_KINDS = ("softmax", "attention", "transformer_encoder_layer")
+FUSED_WORDS = ("attention", "transformer_encoder_layer")
+"""Words of the op names that compute attention in one kernel (aten.scaled_dot_product_attention,
+_native_multi_head_attention, _transformer_encoder_layer_fwd, TorchScript's aten:: forms of the same)."""
 TORCHSCRIPT_NOTE = (
     "the attention maps of TorchScript models are not compared: reading a softmax inside a TorchScript graph "
     "needs it rewritten through private torch._C passes (freeze, inline, extra outputs), which torch does not "
@@ -96,7 +108,7 @@ def fused_torch_ops(graph: torch.fx.Graph) -> dict[str, int]:
             for node in graph.nodes
             if node.op == "call_function"
             and str(node.target) not in SOFTMAX_TARGETS
-            and any(word in str(node.target) for word in ("attention", "transformer_encoder_layer"))
+            and any(word in str(node.target) for word in FUSED_WORDS)
         )
     )
 
@@ -116,33 +128,7 @@ def expose_sdpa(program: torch.export.ExportedProgram) -> torch.export.ExportedP
         return program.run_decompositions(table)
 
 
-def _load_program(path: Path, threads: int | None) -> TorchRunner:
-    runner = load_model(path, "torch_export", intra_op_threads=threads)
-    assert isinstance(runner, TorchRunner) and runner.program is not None
-    return runner
-
-
-def has_torch_attention(path: Path) -> bool:
-    """The cheap check: whether the exported program has an attention softmax or a scaled-dot-product
-    attention op (found after the decomposition)."""
-    program = _load_program(path, None).program
-    assert program is not None
-    graph = program.graph
-    return bool(attention_softmax_nodes(graph)) or any(
-        "scaled_dot_product" in str(n.target) for n in graph.nodes
-    )
-
-
-def torch_fused_note(role: str, path: Path) -> str | None:
-    """Why a program whose attention is fused into ops the decomposition leaves whole gets no maps."""
-    program = _load_program(path, None).program
-    assert program is not None
-    graph = expose_sdpa(program).graph
-    if attention_softmax_nodes(graph):
-        return None
-    fused = fused_torch_ops(graph)
-    if not fused:
-        return None
+def _fused_program_note(role: str, fused: Mapping[str, int]) -> str:
     ops = ", ".join(f"{op} x{count}" for op, count in fused.items())
     return (
         f"the {role} program computes attention in fused ops ({ops}) that torch does not decompose into a "
@@ -151,15 +137,68 @@ def torch_fused_note(role: str, path: Path) -> str | None:
     )
 
 
-def torchscript_note(path: Path) -> str | None:
-    """TORCHSCRIPT_NOTE when the TorchScript model has softmax or attention ops, else None."""
-    runner = load_model(path, "torchscript")
-    assert isinstance(runner, TorchRunner)
-    graph = getattr(runner.module, "inlined_graph", None)
+class ProgramSide:
+    """A torch.export program read once: its attention softmaxes (after `expose_sdpa`), its fused attention
+    ops and the capture, all from the same program."""
+
+    def __init__(self, role: str, program: torch.export.ExportedProgram) -> None:
+        self.role = role
+        self.inputs = torch_export_specs(program)[0]
+        self.program = expose_sdpa(program)
+        self.softmaxes = len(attention_softmax_nodes(self.program.graph))
+        self.fused = fused_torch_ops(self.program.graph)
+
+    @classmethod
+    def load(cls, role: str, path: Path, threads: int | None) -> ProgramSide:
+        runner = load_model(path, "torch_export", intra_op_threads=threads)
+        assert isinstance(runner, TorchRunner) and runner.program is not None
+        return cls(role, runner.program)
+
+    def note(self) -> str | None:
+        """Why a program whose attention is fused into ops the decomposition leaves whole gets no maps."""
+        return _fused_program_note(self.role, self.fused) if self.fused and not self.softmaxes else None
+
+    def capture(self, workdir: Path, threads: int | None) -> TorchCapture:
+        """workdir is the ONNX side's; torch's threads were set (process-wide) when the program was loaded."""
+        return TorchCapture(self.program, self.inputs, self.role)
+
+
+def torchscript_attention(module: Any) -> bool:
+    """Whether a TorchScript module has attention: an attention op, or a softmax whose output is typed as a
+    complete 4-D tensor (a classifier's final softmax is not attention)."""
+    import torch
+
+    graph = getattr(module, "inlined_graph", None)
     if graph is None:
-        return None
-    kinds = [node.kind() for node in graph.nodes()]
-    return TORCHSCRIPT_NOTE if any(word in k for k in kinds for word in TORCHSCRIPT_ATTENTION_KINDS) else None
+        return False
+    for node in graph.nodes():
+        kind = node.kind()
+        if any(word in kind for word in FUSED_WORDS):
+            return True
+        if "softmax" in kind:
+            value = node.output().type()
+            if isinstance(value, torch.TensorType) and value.dim() == ATTENTION_RANK:
+                return True
+    return False
+
+
+class ScriptSide:
+    """A TorchScript model: never captured (see the module's docstring); `attention` says whether it gets
+    the TorchScript note."""
+
+    softmaxes = 0
+
+    def __init__(self, role: str, module: Any) -> None:
+        self.role, self.attention = role, torchscript_attention(module)
+
+    @classmethod
+    def load(cls, role: str, path: Path, threads: int | None) -> ScriptSide:
+        runner = load_model(path, "torchscript", intra_op_threads=threads)
+        assert isinstance(runner, TorchRunner)
+        return cls(role, runner.module)
+
+    def note(self) -> str | None:
+        return None  # the TorchScript note is one for the pair (pairs.py), not one per model
 
 
 @functools.cache
@@ -183,17 +222,15 @@ def _recorder_class() -> type[torch.nn.Module]:
 class TorchCapture:
     """An exported program whose unlifted graph module records its attention softmaxes."""
 
-    def __init__(self, path: Path, role: str, threads: int | None) -> None:
-
-        runner = _load_program(path, threads)
-        assert runner.program is not None
-        self.role, self.inputs = role, runner.inputs
+    def __init__(self, program: torch.export.ExportedProgram, inputs: list[TensorSpec], role: str) -> None:
+        """program: already through `expose_sdpa`; its unlifted module is a copy of its graph (the program
+        itself is left as it is) sharing its weights."""
+        self.role, self.inputs = role, inputs
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.module = expose_sdpa(runner.program).module()
+            self.module = program.module()
         found = attention_softmax_nodes(self.module.graph)
         self.nodes = [attention for _, attention in found]
-        self.fused = fused_torch_ops(self.module.graph)
         self._store: list[torch.Tensor | None] = [None] * len(found)
         for index, (node, _) in enumerate(found):
             target = f"_kb_attention_{index}"
@@ -234,20 +271,3 @@ class TorchCapture:
             maps.append(array)
         self._store[:] = [None] * len(self._store)
         return maps
-
-
-def torch_attention_fidelity(
-    golden_path: Path,
-    compressed_path: Path,
-    arrays: Mapping[str, np.ndarray],
-    *,
-    memory_budget_mb: float = 256.0,
-    intra_op_threads: int | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> AttentionOutcome:
-    """Per layer x head mean KL and JS between the attention maps of two torch.export programs."""
-    golden = TorchCapture(golden_path, "golden", intra_op_threads)
-    compressed = TorchCapture(compressed_path, "compressed", intra_op_threads)
-    return compare_captures(
-        golden, compressed, arrays, memory_budget_mb=memory_budget_mb, on_progress=on_progress
-    )
