@@ -8,7 +8,9 @@ Only a cancellation and the soft time limit go through. The out-of-distribution 
 twice over: one that cannot be read or does not fit the models leaves ``ood.error`` and the slices stand.
 
 The corrupted inputs of each point's worst samples are drawn as PNGs as the points end (robustness_images.py)
-and stored as one archive in the artifact store, named by the document's ``images``.
+and kept in memory; the job's result writer stores them as one archive in the artifact store, named by
+the document's ``images`` (RobustnessResults.store_pictures): after the steps that follow this one, so a
+job stopped or failed by them stores no archive that nothing would release.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded
+from sqlalchemy.orm import Session
 
 from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, FidelityJobParams
 from backend.robustness_contracts import RobustnessOptions
@@ -32,6 +36,24 @@ from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stoppi
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class RobustnessResults:
+    """documents: {RESULT_FIDELITY_ROBUSTNESS: document} when the job asks for robustness slices, else {};
+    pictures: the worst samples' PNGs, not stored yet (None without the slices; never stored for a
+    document whose ``error`` says the slices failed)."""
+
+    documents: dict[str, Any]
+    pictures: WorstPictures | None = None
+
+    def store_pictures(self, ctx: JobContext, session: Session) -> None:
+        """From the job's result writer, before the document is added to `session`: store the pictures'
+        archive and name it in the document's ``images``; released again if `session` does not commit
+        (WorstPictures.store)."""
+        document = self.documents.get(RESULT_FIDELITY_ROBUSTNESS)
+        if self.pictures is not None and document is not None and document.get("error") is None:
+            document["images"] = self.pictures.store(ctx, session, document)
+
+
 def robustness_results(
     ctx: JobContext,
     params: FidelityJobParams,
@@ -42,8 +64,8 @@ def robustness_results(
     at: float,
     read_ood: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]] | None = None,
     load_twin: Callable[[uuid.UUID], Runner] | None = None,
-) -> dict[str, Any]:
-    """{RESULT_FIDELITY_ROBUSTNESS: document} when the job asks for robustness slices, else {}.
+) -> RobustnessResults:
+    """The robustness document and the pictures its result writer stores (RobustnessResults).
 
     runners: the golden and compressed runners the clean comparison used; report: its result (the
     baseline of the brittleness ratio); at: the job's progress fraction when the step starts (held there:
@@ -51,7 +73,7 @@ def robustness_results(
     out-of-distribution dataset when the job names one; load_twin(id) -> Runner: loads the PyTorch twin
     of an ONNX golden model for the adversarial slices (a twin that fails to load skips only those)."""
     if params.robustness is None:
-        return {}
+        return RobustnessResults({})
     from worker.engine.fidelity import FidelityParams
     from worker.engine.robustness import RobustnessParams, evaluate_robustness
 
@@ -85,7 +107,7 @@ def robustness_results(
             worst_inputs=pictures.keep,
         )
         document["primary_output"] = report.primary_output
-        document["images"] = pictures.store(ctx, document)
+        document["images"] = None  # until the result writer stores the pictures
     except (JobCancelled, SoftTimeLimitExceeded):
         raise
     except Exception as exc:  # the slices are extra: whatever stops them must not take the report along
@@ -93,7 +115,7 @@ def robustness_results(
         document = {"error": robustness_error(exc, out_of_memory(exc))}
     if options.ood_dataset_id is not None and document.get("error") is None:
         document["ood"] = _ood(ctx, options, runners, report, read_ood, fraction)
-    return {RESULT_FIDELITY_ROBUSTNESS: json_safe(document)}
+    return RobustnessResults({RESULT_FIDELITY_ROBUSTNESS: json_safe(document)}, pictures)
 
 
 def _twin(

@@ -2,23 +2,29 @@
 the real handlers on the demo's digits CNN over the real app, Postgres and a local artifact store: GET
 /jobs/{id}/robustness/{slice}/{severity}/samples/{index}.png serves a PNG whose pixels (decoded by Pillow)
 are the corrupted row re-made here with numpy, drawn on the clean row's range (also re-made here); it
-answers 404 with the reason for what it does not hold; deleting the job removes the archive unless a
-rerun shares it."""
+answers 404 with the reason for what it does not hold, 503 for a damaged archive; each job has its own
+archive (a rerun's is another), which deleting the job removes; a job that stops or fails after the
+slices, or does not commit its results, leaves no archive in the store."""
 
 from __future__ import annotations
 
+import copy
 import io
+import json
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from fastapi.testclient import TestClient
 from PIL import Image
 from sqlalchemy import select
 
+from backend import job_lifecycle
 from backend.accounts import Role
 from backend.api.app import create_app
 from backend.api.result_schemas.robustness import RobustnessOut
@@ -26,7 +32,8 @@ from backend.contracts import RESULT_FIDELITY_ROBUSTNESS
 from backend.dataset_preview import array_thumbnail
 from backend.db.models import JobResult, Model
 from backend.db.session import session_factory
-from backend.robustness_images import PNG_MAX_SIDE
+from backend.errors import StorageError
+from backend.robustness_images import JOB_MEMBER, PNG_MAX_SIDE, read_member, write_archive
 from backend.settings import Settings
 from backend.storage import LocalArtifactStore
 from tests.backend.test_typed_results import extras
@@ -34,6 +41,7 @@ from tests.conftest import truncate_all
 from tests.support.accounts import add_account
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
+from worker.engine.errors import JobCancelled
 from worker.engine.robustness import SLICES
 from worker.handlers import FidelityHandler, InspectHandler
 from worker.runtime import execute_job
@@ -80,6 +88,11 @@ class Api:
         return self.http.request(method, f"/api/v1{path}", headers=self.headers, **kwargs)
 
     def fidelity(self, robustness: dict[str, Any]) -> str:
+        job_id = self.submit(robustness)
+        assert execute_job(job_id, FidelityHandler(), self.settings) == "succeeded"
+        return job_id
+
+    def submit(self, robustness: dict[str, Any]) -> str:
         params = {
             "golden_model_id": self.golden,
             "compressed_model_id": self.int8,
@@ -94,8 +107,13 @@ class Api:
                 "params": params | {"layer_profile": False, "robustness": robustness},
             },
         ).json()
-        assert execute_job(str(job["id"]), FidelityHandler(), self.settings) == "succeeded"
         return str(job["id"])
+
+    def store(self) -> LocalArtifactStore:
+        return LocalArtifactStore(Path(self.settings.resolved_artifact_uri.removeprefix("file://")))
+
+    def stored_files(self) -> set[Path]:
+        return {p for p in self.store().root.rglob("*") if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +200,7 @@ def test_what_is_not_held_is_a_404_that_says_why(api: Api, job: str, settings: S
             )
         ).scalar_one()
         saved = row.payload
-        old = {k: v for k, v in saved.items() if k != "images"}
+        old = {k: v for k, v in copy.deepcopy(saved).items() if k != "images"}  # saved stays whole
         for slice_doc in old["slices"]:
             for point in slice_doc["points"]:
                 point["worst_samples"] = [
@@ -202,16 +220,94 @@ def test_what_is_not_held_is_a_404_that_says_why(api: Api, job: str, settings: S
             s.commit()
 
 
-def test_deleting_the_job_removes_its_pictures_unless_a_rerun_shares_them(
-    api: Api, settings: Settings
-) -> None:
+def test_each_job_has_its_own_archive_and_deleting_one_keeps_the_others(api: Api) -> None:
+    """A rerun draws the same pictures (seeded corruptions) into an archive of its own, which names its job:
+    deleting the first job, even while a rerun has put its archive but not committed yet, cannot remove
+    the rerun's pictures (issue: the shared archive was released under a rerun)."""
     options = OPTIONS | {"severities": [3]}
     first, second = api.fidelity(options), api.fidelity(options)
     shas = [api.call("GET", f"/jobs/{j}/robustness").json()["images"]["sha256"] for j in (first, second)]
-    assert shas[0] == shas[1]  # seeded corruptions, fixed archive dates: the same bytes, stored once
-    store = LocalArtifactStore(Path(settings.resolved_artifact_uri.removeprefix("file://")))
-    assert store.exists(shas[0])
+    assert shas[0] != shas[1]
+    store = api.store()
+    members = []
+    for job_id, sha in zip((first, second), shas, strict=True):
+        with zipfile.ZipFile(store.local_path(sha)) as archive:
+            assert json.loads(archive.read(JOB_MEMBER))["job"] == job_id
+            members.append({n: archive.read(n) for n in archive.namelist() if n != JOB_MEMBER})
+    assert members[0] == members[1] and len(members[0]) == 2 * 10  # the same pictures, stored twice
     assert api.call("DELETE", f"/jobs/{first}").status_code == 204
-    assert store.exists(shas[0])  # the rerun still shows them
+    assert not store.exists(shas[0]) and store.exists(shas[1])
+    index = api.call("GET", f"/jobs/{second}/robustness").json()["slices"][0]["points"][0]["worst_samples"][0]
+    picture = api.call("GET", f"/jobs/{second}/robustness/brightness/3/samples/{index['sample_index']}.png")
+    assert picture.status_code == 200
     assert api.call("DELETE", f"/jobs/{second}").status_code == 204
-    assert not store.exists(shas[0])
+    assert not store.exists(shas[1])
+
+
+def _cancel_job(api: Api, job_id: str) -> None:
+    """Cancel the job in the database as its user would, without the worker noticing before it writes."""
+    with session_factory(api.settings.resolved_database_url)() as s:
+        assert job_lifecycle.cancel(s, uuid.UUID(job_id))
+
+
+@pytest.mark.parametrize(
+    "stop, outcome",
+    [
+        (RuntimeError("the layer profile crashed"), "failed"),
+        (SoftTimeLimitExceeded(), "failed"),
+        (JobCancelled("the job was cancelled"), "cancelled"),
+        (None, "skipped"),  # cancelled while the results are written: write_and_finish finds it not ours
+    ],
+)
+def test_a_job_that_does_not_commit_leaves_no_archive(
+    api: Api, monkeypatch: pytest.MonkeyPatch, stop: BaseException | None, outcome: str
+) -> None:
+    """The steps after the slices (here the layer profile, the last one) fail, hit the time limit, are
+    cancelled, or the job is cancelled once they are done: the store holds no archive of the job."""
+    before = api.stored_files()
+    job_id = api.submit(OPTIONS | {"severities": [3]})
+    reached: list[bool] = []
+
+    def after_the_slices(*args: object, **kwargs: object) -> None:
+        reached.append(True)
+        if stop is not None:
+            raise stop
+        _cancel_job(api, job_id)
+
+    monkeypatch.setattr("worker.handlers.layer_profile_results", after_the_slices)
+    assert execute_job(job_id, FidelityHandler(), api.settings) == outcome
+    assert reached == [True]
+    assert api.stored_files() == before
+    with session_factory(api.settings.resolved_database_url)() as s:
+        assert s.scalars(select(JobResult).where(JobResult.job_id == uuid.UUID(job_id))).all() == []
+
+
+def test_a_damaged_archive_is_a_storage_error(api: Api, job: str, tmp_path: Path) -> None:
+    """A truncated archive, or a picture whose bytes changed (its CRC fails), answers 503 with the reason,
+    not a 500; read_member says the same of any file that is not a ZIP."""
+    served = api.call("GET", f"/jobs/{job}/robustness").json()
+    index = served["slices"][0]["points"][0]["worst_samples"][0]["sample_index"]
+    path = api.store().local_path(served["images"]["sha256"])
+    url = f"/jobs/{job}/robustness/brightness/1/samples/{index}.png"
+    whole = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(f"brightness/1/{index}/input.png")
+    flipped = bytearray(whole)
+    flipped[info.header_offset + 30 + len(info.filename) + 40] ^= 0xFF  # a byte of the PNG's data
+    try:
+        for damaged in (whole[: len(whole) // 2], bytes(flipped)):
+            path.write_bytes(damaged)
+            answer = api.call("GET", url)
+            assert answer.status_code == 503, answer.text
+            assert "cannot be read" in answer.json()["detail"] and "relaunch" in answer.json()["detail"]
+    finally:
+        path.write_bytes(whole)
+    assert api.call("GET", url).status_code == 200
+    not_zip = tmp_path / "not.zip"
+    not_zip.write_bytes(b"\x89PNG not an archive")
+    with pytest.raises(StorageError, match="BadZipFile"):
+        read_member(not_zip, "brightness", 1, 0, None)
+    write_archive([("brightness/1/0/input.png", b"png")], not_zip)
+    not_zip.write_bytes(not_zip.read_bytes()[:-30])  # the end of the central directory cut off
+    with pytest.raises(StorageError, match="BadZipFile"):
+        read_member(not_zip, "brightness", 1, 0, None)

@@ -7,6 +7,7 @@ outputs for the re-corrupted dataset."""
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from worker.engine.fidelity import FidelityParams, compare_models
 from worker.engine.loaders import load_model
 from worker.engine.robustness import SLICES, RobustnessParams, evaluate_robustness
 from worker.engine.robustness import run as robustness_run
+from worker.engine.types import TensorSpec
 
 BATCH = 32
 SEED = 7
@@ -188,3 +190,74 @@ def test_a_twin_that_failed_to_load_is_the_attacks_skip_reason(
         assert [s["name"] for s in doc["skipped"]] == ["fgsm", "pgd"]
         assert all(expected in s["reason"] for s in doc["skipped"])
         assert (doc["skipped"][0]["reason"] == problem) is (twin_problem is not None)
+
+
+INFINITE_ROW = 17
+
+
+class OneInfinite:
+    """The digits model (onnxruntime) with one sample's logits replaced by ±1e308 in float64: golden
+    [1e308, -1e308, 0...], compressed [-1e308, 1e308, 0...], so its outputs stay finite while its
+    log-softmax underflows to -inf where the other model is sure, and its KL is +inf. The dataset's
+    integer "row" array (no slice changes it) says which row is which; the model never sees it."""
+
+    def __init__(self, inner: Any, sign: float) -> None:
+        self.inner, self.sign = inner, sign
+
+    @property
+    def inputs(self) -> list[TensorSpec]:
+        return [*self.inner.inputs, TensorSpec("row", ("batch",), "int64")]
+
+    @property
+    def outputs(self) -> list[TensorSpec]:
+        return [TensorSpec(o.name, o.shape, "float64") for o in self.inner.outputs]
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = self.inner.run({k: v for k, v in feeds.items() if k != "row"})
+        return {k: self.marked(np.asarray(v, dtype=np.float64), feeds["row"]) for k, v in out.items()}
+
+    def marked(self, logits: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        logits[rows == INFINITE_ROW] = 0.0
+        logits[rows == INFINITE_ROW, :2] = [self.sign * 1e308, -self.sign * 1e308]
+        return logits
+
+
+@pytest.mark.filterwarnings(
+    "ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning"
+)
+def test_an_infinite_kl_is_not_ranked_and_the_kept_rows_are_the_listed_samples(
+    digits_bundle: DemoBundle, data: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One sample of +inf KL: the document lists the 10 worst finite samples (not 9), and the corrupted
+    rows handed over belong to exactly those 10 (the document and RunningWorst rank alike)."""
+    x, labels = data[0][:256], data[1][:256]
+    arrays = {"input": x, "row": np.arange(len(x), dtype=np.int64)}
+    monkeypatch.setattr(robustness_run, "CHUNK_BUDGET_BYTES", 2 * BATCH * x[:1].nbytes)  # 4 chunks of 64
+    golden = OneInfinite(load_model(digits_bundle.golden_onnx, "onnx"), 1.0)
+    compressed = OneInfinite(load_model(digits_bundle.int8_onnx, "onnx"), -1.0)
+    fidelity = FidelityParams(batch_size=BATCH)
+    clean = compare_models(golden, compressed, arrays, labels, fidelity)
+    kept: Kept = {}
+
+    def sink(name: str, severity: int, index: int, rows: dict[str, np.ndarray]) -> bool:
+        kept[(name, severity, index)] = rows
+        return True
+
+    document = evaluate_robustness(
+        golden, compressed, arrays, labels, fidelity, clean.per_sample, "classification",
+        RobustnessParams(slices=("brightness",), seed=SEED), primary_output=clean.primary_output,
+        worst_inputs=sink,
+    )  # fmt: skip
+    for point in document["slices"][0]["points"]:
+        # scipy's KL of the re-corrupted rows, the marked row's from the ±1e308 logits: +inf
+        expected = numpy_corruption("brightness", point["severity"], x)
+        kl = ort_kl(digits_bundle, expected)
+        kl[INFINITE_ROW] = entropy(softmax([1e308, -1e308, 0.0]), softmax([-1e308, 1e308, 0.0]))
+        assert np.isposinf(kl[INFINITE_ROW])
+        finite = np.flatnonzero(np.isfinite(kl))
+        reference = finite[np.argsort(-kl[finite], kind="stable")][:10].tolist()
+        listed = [w["sample_index"] for w in point["worst_samples"]]
+        assert listed == reference and INFINITE_ROW not in listed
+        mine = sorted(i for (_, severity, i) in kept if severity == point["severity"])
+        assert mine == sorted(listed) and all(w["image"] for w in point["worst_samples"])
+        assert np.isposinf(point["kl_mean_nats"])  # the mean says it: the sample is counted there

@@ -58,7 +58,8 @@ def step(robustness: dict[str, Any] | None, progress: Any = None, read_ood: Any 
         | {"robustness": robustness}
     )
     ctx = SimpleNamespace(progress=progress or (lambda fraction, message: None))
-    return robustness_results(ctx, params, runners, {"x": x}, None, report, 1.0, read_ood)  # type: ignore[arg-type]
+    found = robustness_results(ctx, params, runners, {"x": x}, None, report, 1.0, read_ood)  # type: ignore[arg-type]
+    return found.documents
 
 
 def test_no_option_no_document() -> None:

@@ -73,7 +73,8 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/fidelity/attention": EMBEDDED,
     "/robustness": EMBEDDED,
     "/robustness/{slice}/{severity}/samples/{index}.png": "not in the file: the worst samples' corrupted "
-    "inputs (up to 270 pictures) are not embedded; the page says so where it would show them",
+    "inputs (up to 240 pictures per image input: 8 image slices x 3 severities x 10) are not embedded; the page "
+    "says so where it would show them",
     "/fidelity/samples": "sorted, filtered and paged in the file over the embedded rows",
     "/fidelity/classes/samples": "filtered in the file from the embedded rows",
     "/fidelity/samples.csv": "not in the file: a download (the page's links into the API are hidden there)",

@@ -1,6 +1,9 @@
 // One worst sample of a robustness point: its corrupted input (as the models received it, drawn on the
 // clean sample's value range so that a brightness or contrast change shows) beside the clean input (the
 // sample inspector's picture), with both models' classes on each and the label (SamplePictures.tsx).
+// For an .npz dataset both pictures come from the same array row on the same scale, so an unchanged row
+// looks the same; for a zip of images the clean picture is the original file, the corrupted one the
+// resized, normalised tensor the models received (worker/robustness_images.py).
 import { isOffline } from "../offline/mode";
 import { useSampleInspection } from "./inspectorQueries";
 import { sliceLabel } from "./robustness";
@@ -56,7 +59,7 @@ export function CorruptedSample({
           caption: `${sliceLabel(slice)}, ${severityName}: ${predicted}`,
         },
       ]}
-      note={`${labelSentence(sample.label)}The corrupted picture is drawn on the clean sample's value range (values outside it clipped), so brightness and contrast changes show.`}
+      note={`${labelSentence(sample.label)}The corrupted picture is drawn on the clean sample's value range (values outside it clipped), so brightness and contrast changes show. For an .npz dataset both pictures come from the same array, on the same scale; for a zip of images the clean picture is the original file, the corrupted one the resized, normalised input the models received.`}
     />
   );
 }

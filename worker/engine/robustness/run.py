@@ -36,7 +36,12 @@ from worker.engine.robustness.transforms import (
     corrupt,
     is_image,
 )
-from worker.engine.robustness.worst_inputs import RunningWorst, WorstInputSink, ranked_divergence
+from worker.engine.robustness.worst_inputs import (
+    RunningWorst,
+    WorstInputSink,
+    ranked_divergence,
+    top_positions,
+)
 from worker.engine.types import Runner
 
 CHUNK_BUDGET_BYTES = 32 * 2**20
@@ -129,9 +134,11 @@ def point_metrics(table: Mapping[str, np.ndarray], divergence: str) -> dict[str,
 def worst_samples(
     table: Mapping[str, np.ndarray], divergence: str, k: int = WORST_SAMPLES
 ) -> list[dict[str, Any]]:
-    """The k finite samples of highest divergence, worst first (ties by sample index)."""
-    values = np.where(table["finite"], table[divergence], -np.inf)
-    order = np.lexsort((np.arange(len(values)), -values))[:k]
+    """The k samples of highest divergence, worst first (ties by sample index): the ranking RunningWorst
+    keeps the corrupted rows by (worst_inputs.py), so that a sample whose outputs or divergence are not
+    finite (NaN, +inf) is never listed, and the k listed are the k worst finite ones."""
+    values = ranked_divergence(table, divergence)
+    order = top_positions(np.arange(len(values), dtype=np.int64), values, k)
     return [
         {
             "sample_index": int(i),
@@ -143,7 +150,6 @@ def worst_samples(
             "label": int(table["label"][i]) if table["label"][i] >= 0 else None,
         }
         for i in order
-        if np.isfinite(values[i])
     ]
 
 
