@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -46,15 +47,20 @@ def detached_row(ctx: JobContext, table: type[Row], row_id: uuid.UUID) -> Row:
         return row
 
 
-def load_dataset(path: Path, dataset: Dataset, cache_dir: Path | None = None) -> dict[str, np.ndarray]:
-    """The dataset's arrays (and "labels" when it has them), whatever its upload format. .npz arrays are
-    memory-mapped (compressed members are decompressed once into cache_dir / <sha256>), so a job holds
-    only the batches it works on."""
+def load_dataset(
+    path: Path, dataset: Dataset, cache_dir: Path | None = None, limit: int | None = None
+) -> dict[str, np.ndarray]:
+    """The dataset's arrays (and "labels" when it has them), whatever its upload format, cut to their first
+    `limit` samples when given. .npz arrays are memory-mapped (compressed members are decompressed once into
+    cache_dir / <sha256>) and the cut is a view, so a job holds only the batches it works on. A zip of
+    images is decoded into memory, only its first `limit` images: 50,000 training images at 224 x 224 RGB
+    would be 30 GB of float32, so a calibration set read whole would not fit."""
     if dataset.kind == "npz":
         from worker.engine.npz import load_npz_mapped
 
         cache = (cache_dir or Path(tempfile.gettempdir()) / "kneeboard-datasets") / dataset.artifact_sha256
-        return load_npz_mapped(path, cache)
+        mapped = load_npz_mapped(path, cache)
+        return mapped if limit is None else {key: a[:limit] for key, a in mapped.items()}
     if dataset.kind == "image_zip":
         from worker.engine.images import images_to_array
 
@@ -63,7 +69,7 @@ def load_dataset(path: Path, dataset: Dataset, cache_dir: Path | None = None) ->
         arrays = {
             recipe.input_name: images_to_array(
                 path,
-                listing.images,
+                listing.images[:limit],
                 recipe.size,
                 recipe.mode,
                 recipe.scale,
@@ -73,22 +79,24 @@ def load_dataset(path: Path, dataset: Dataset, cache_dir: Path | None = None) ->
             )
         }
         if listing.labels is not None:
-            arrays["labels"] = np.asarray(listing.labels, dtype=np.int64)
+            arrays["labels"] = np.asarray(listing.labels[:limit], dtype=np.int64)
         return arrays
     raise DatasetMismatchError(f"dataset {dataset.name!r} has unknown kind {dataset.kind!r}")
 
 
-def read_dataset(ctx: JobContext, dataset: Dataset) -> dict[str, np.ndarray]:
+def read_dataset(ctx: JobContext, dataset: Dataset, limit: int | None = None) -> dict[str, np.ndarray]:
     """`load_dataset` of a dataset row from the job's artifact store, cached in the worker's data dir."""
     return load_dataset(
-        ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache"
+        ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache", limit
     )
 
 
-def named_dataset(ctx: JobContext, dataset_id: uuid.UUID) -> tuple[str, dict[str, np.ndarray]]:
-    """(name, arrays) of a dataset of the job's project, read by id."""
+def named_dataset(
+    ctx: JobContext, dataset_id: uuid.UUID, limit: int | None = None
+) -> tuple[str, dict[str, np.ndarray]]:
+    """(name, arrays) of a dataset of the job's project, read by id (its first `limit` samples when given)."""
     dataset = detached_row(ctx, Dataset, dataset_id)
-    return dataset.name, read_dataset(ctx, dataset)
+    return dataset.name, read_dataset(ctx, dataset, limit)
 
 
 class LoadedModel(NamedTuple):
@@ -149,7 +157,7 @@ class FidelityHandler:
     """Runs the golden and the compressed model over a dataset and compares their outputs."""
 
     def run(self, ctx: JobContext) -> ResultWriter:
-        from worker.attention_step import attention_results
+        from worker.attention_step import attention_results, reusable_models
         from worker.engine.fidelity import FidelityParams, compare_models
         from worker.engine.sample_topk import SampleTopK
         from worker.robustness_step import robustness_results
@@ -199,9 +207,20 @@ class FidelityHandler:
         def load_twin(model_id: uuid.UUID) -> Runner:
             return load_runner(ctx, model_id, "twin", params.threads).runner
 
+        # an out-of-distribution set is compared on its first robustness.max_samples samples only: read no more
+        ood_limit = params.robustness.max_samples if params.robustness is not None else None
         robustness = robustness_results(
-            ctx, params, runners, arrays, labels, report, share, lambda i: named_dataset(ctx, i), load_twin
+            ctx,
+            params,
+            runners,
+            arrays,
+            labels,
+            report,
+            share,
+            partial(named_dataset, ctx, limit=ood_limit),
+            load_twin,
         )
+        attention_models = reusable_models(runners)  # torch programs: the attention step loads no file
         del runners  # the profile loads its own instrumented copies
         summary = json_safe(report.summary_dict())
         # Per-class damage and sequence fidelity are documents of their own, beside the typed summary.
@@ -215,14 +234,17 @@ class FidelityHandler:
             )
             if document is not None
         }
-        diagnostics.update(robustness)  # {} unless the job asks for robustness slices
-        diagnostics.update(attention_results(ctx, models, arrays, params.threads, share))  # ONNX / .pt2
+        diagnostics.update(robustness.documents)  # {} unless the job asks for robustness slices
+        diagnostics.update(attention_results(ctx, models, arrays, params.threads, share, attention_models))
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
         layers = layer_profile_results(
-            ctx, params, models, arrays, plan, profile_start, runtime_outputs, lambda i: named_dataset(ctx, i)
+            ctx, params, models, arrays, plan, profile_start, runtime_outputs, partial(named_dataset, ctx)
         )
 
         def write(session: Session) -> None:
+            # The pictures' archive is stored here, in the transaction that commits the document naming it:
+            # a job stopped or failed after the slices stores none, one that does not commit releases it.
+            robustness.store_pictures(ctx, session)
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_FIDELITY_SUMMARY, payload=summary))
             for key, document in diagnostics.items():
                 session.add(JobResult(job_id=ctx.job_id, key=key, payload=document))

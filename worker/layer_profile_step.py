@@ -27,7 +27,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from backend.contracts import FidelityJobParams
 from worker.engine.errors import EngineError, JobCancelled
-from worker.engine.types import ModelFormat, Runner
+from worker.engine.types import ONNX_FORMATS, ModelFormat, Runner
 from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stopping
 
 if TYPE_CHECKING:
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ONNX_FORMATS = ("onnx", "onnx_zip")
+CalibrationReader = Callable[[uuid.UUID, int], tuple[str, dict[str, np.ndarray]]]
+"""read(dataset_id, limit) -> (name, arrays): a dataset's first `limit` samples (and labels)."""
 
 
 class ProfilePlan(NamedTuple):
@@ -100,10 +101,11 @@ def layer_profile_results(
     plan: ProfilePlan,
     start: float,
     runtime_outputs: Mapping[str, Mapping[str, Any]] | None,
-    read_calibration: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]],
+    read_calibration: CalibrationReader,
 ) -> dict[str, Any] | None:
-    """The RESULT_FIDELITY_LAYERS document when the job asks for a profile, else None. read_calibration(id)
-    -> (name, arrays) reads the job's calibration set, when it names one."""
+    """The RESULT_FIDELITY_LAYERS document when the job asks for a profile, else None.
+    read_calibration(id, limit) -> (name, arrays) reads the first `limit` samples of the job's calibration
+    set, when it names one (worker.handlers.named_dataset)."""
     if not params.layer_profile:
         return None
     calibration = calibration_arrays(params, read_calibration)
@@ -111,15 +113,17 @@ def layer_profile_results(
 
 
 def calibration_arrays(
-    params: FidelityJobParams, read: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]]
+    params: FidelityJobParams, read: CalibrationReader
 ) -> dict[str, np.ndarray] | str | None:
-    """The job's calibration set, read by read(id) (memory-mapped like the dataset, without its labels, cut
-    to its first calibration_samples samples), None when the job names none, or why it cannot be read (the
-    profile then says so in a note: the calibration range is an extra of an extra)."""
+    """The job's calibration set's first calibration_samples samples, without its labels, None when the
+    job names none, or why it cannot be read (the profile then says so in a note: the calibration range is
+    an extra of an extra). The limit goes down to the reader: an .npz stays memory-mapped and is cut
+    without reading the rest, a zip of images decodes only its first calibration_samples images (a
+    calibration set is often a training set: 50,000 images at 224 x 224 RGB would be 30 GB decoded)."""
     if params.calibration_dataset_id is None:
         return None
     try:
-        _, arrays = read(params.calibration_dataset_id)
+        _, arrays = read(params.calibration_dataset_id, params.calibration_samples)
     except (JobCancelled, SoftTimeLimitExceeded):
         raise
     except Exception as exc:

@@ -2,15 +2,21 @@
 (float ONNX against its int8 QDQ copy) over the real app and Postgres: every profiled layer's
 calibration range and the share of evaluation values outside it are stored and served typed by
 GET /jobs/{id}/fidelity/layers, and equal numpy's on activations the test captures itself with onnxruntime;
-a calibration set the model cannot run leaves a note while the report and the profile stand; the API
-refuses another project's dataset (404), garbage (422) and a calibration set without a profile (422)."""
+a calibration set the model cannot run leaves a note while the report and the profile stand; a zip of
+images is decoded only up to calibration_samples (a damaged image after them does not matter) and an .npz
+is cut as a memory-mapped view; the API refuses another project's dataset (404), garbage (422) and a
+calibration set without a profile (422)."""
 
 from __future__ import annotations
 
+import json
+import struct
 import uuid
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pytest
@@ -20,15 +26,19 @@ from sqlalchemy import select
 from backend.api.app import create_app
 from backend.api.schemas import LayerProfileOut
 from backend.contracts import RESULT_FIDELITY_LAYERS
-from backend.db.models import JobResult
+from backend.db.models import Dataset, JobResult
 from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.backend.test_robustness_job import Api
 from tests.backend.test_typed_results import missing
 from tests.conftest import truncate_all
 from tests.engine.test_activation_shift import capture
+from tests.support.images import png_bytes
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
+from worker.engine import images as engine_images
+from worker.engine.errors import DatasetMismatchError
+from worker.handlers import load_dataset
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +156,105 @@ def test_a_calibration_set_needs_the_profile(api: Api) -> None:
     answer = launch(api, calibration_dataset_id=api.dataset, layer_profile=False)
     assert answer.status_code == 422, answer.text
     assert "layer_profile" in answer.json()["detail"]
+
+
+def undecodable_png() -> bytes:
+    """An 8 x 8 grayscale PNG whose chunks all have valid CRCs (the upload's Image.verify() accepts it) but
+    whose image data is not a zlib stream: decoding it raises."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0)  # 8 x 8, 8 bits, grayscale
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", b"not zlib") + chunk(b"IEND", b"")
+
+
+def digit_zip(path: Path, pixels: np.ndarray, labels: np.ndarray, damaged_at: int) -> Path:
+    """The digits (N, 8, 8) uint8 as PNGs in file-name order, with an undecodable image at `damaged_at`
+    and a labels.csv for all of them."""
+    names = [f"{i:03d}.png" for i in range(len(pixels) + 1)]
+    images = [png_bytes(p) for p in pixels]
+    images.insert(damaged_at, undecodable_png())
+    y = [int(v) for v in labels]
+    y.insert(damaged_at, 0)
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, image in zip(names, images, strict=True):
+            zf.writestr(f"cal/{name}", image)
+        zf.writestr(
+            "cal/labels.csv",
+            "filename,label\n" + "".join(f"{n},{v}\n" for n, v in zip(names, y, strict=True)),
+        )
+    return path
+
+
+RECIPE = {"size": [8, 8], "mode": "L", "scale": 1 / 255}
+
+
+def halved_digit_pixels(bundle: DemoBundle, n: int) -> tuple[np.ndarray, np.ndarray]:
+    digits = np.load(bundle.test_npz)
+    return np.round(digits["input"][:n, 0] * 0.5 * 255).astype(np.uint8), digits["labels"][:n]
+
+
+def test_an_image_zip_is_decoded_only_up_to_the_limit(bundle: DemoBundle, tmp_path: Path) -> None:
+    pixels, labels = halved_digit_pixels(bundle, 20)
+    path = digit_zip(tmp_path / "cal.zip", pixels, labels, damaged_at=12)
+    dataset = Dataset(name="cal", kind="image_zip", artifact_sha256="0" * 64, preprocessing=RECIPE)
+    arrays = load_dataset(path, dataset, tmp_path, limit=12)
+    expected = pixels[:12, None].astype(np.float32) * np.float32(1 / 255)
+    np.testing.assert_array_equal(arrays["input"], expected)
+    np.testing.assert_array_equal(arrays["labels"], labels[:12])
+    with pytest.raises(DatasetMismatchError, match=r"012\.png"):  # the damaged image is there
+        load_dataset(path, dataset, tmp_path, limit=13)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_an_npz_is_cut_as_a_memory_mapped_view(tmp_path: Path, compressed: bool) -> None:
+    x = np.random.default_rng(0).standard_normal((50, 3, 4)).astype(np.float32)
+    (np.savez_compressed if compressed else np.savez)(tmp_path / "d.npz", input=x, labels=np.arange(50))
+    dataset = Dataset(name="d", kind="npz", artifact_sha256="1" * 64)
+    arrays = load_dataset(tmp_path / "d.npz", dataset, tmp_path / "cache", limit=7)
+    assert isinstance(arrays["input"], np.memmap) and arrays["input"].shape == (7, 3, 4)
+    np.testing.assert_array_equal(arrays["input"], x[:7])
+    np.testing.assert_array_equal(arrays["labels"], np.arange(7))
+
+
+def test_an_image_zip_calibration_set_decodes_only_calibration_samples(
+    api: Api, bundle: DemoBundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """30 halved digits as PNGs, an undecodable one 17th: with calibration_samples=16 the job decodes 16
+    images (the job's own dataset is an .npz), the damaged one is never reached, and the ranges equal
+    numpy's on the first 16 digits."""
+    pixels, labels = halved_digit_pixels(bundle, 30)
+    path = digit_zip(tmp_path / "cal.zip", pixels, labels, damaged_at=16)
+    with path.open("rb") as f:
+        calibration = api.post(
+            f"/projects/{api.project}/datasets",
+            files={"file": ("cal.zip", f)},
+            data={"preprocessing": json.dumps(RECIPE)},
+        )["id"]
+    decoded: list[int] = []
+    preprocess = engine_images.preprocess_image
+
+    def counted(data: IO[bytes], *args: Any) -> np.ndarray:
+        decoded.append(1)
+        return preprocess(data, *args)
+
+    monkeypatch.setattr(engine_images, "preprocess_image", counted)
+    job_id = api.fidelity(calibration_dataset_id=calibration, calibration_samples=16)
+    assert len(decoded) == 16
+    served = LayerProfileOut.model_validate(api.get(f"/jobs/{job_id}/fidelity/layers").json())
+    assert served.error is None and served.calibration_samples == 16, served.notes
+    assert not [note for note in served.notes if "calibration set" in note]
+    used = pixels[:16, None].astype(np.float32) * np.float32(1 / 255)  # what the recipe makes of them
+    x = np.load(bundle.test_npz)["input"][: served.n_samples]
+    names = [layer.name for layer in served.layers]
+    cal, ev = capture(bundle.golden_onnx, names, [used]), capture(bundle.golden_onnx, names, [x])
+    outside = 0
+    for layer in served.layers:
+        assert layer.shift is not None
+        low, high = cal[layer.name].min(), cal[layer.name].max()
+        below, above = int((ev[layer.name] < low).sum()), int((ev[layer.name] > high).sum())
+        assert (layer.shift.calibration_min, layer.shift.calibration_max) == (float(low), float(high))
+        assert (layer.shift.calibration_below, layer.shift.calibration_above) == (below, above), layer.name
+        outside += below + above > 0
+    assert outside >= 3

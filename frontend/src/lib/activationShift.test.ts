@@ -6,6 +6,7 @@ import {
   causeNumbers,
   causesOf,
   calibrationNote,
+  calibrationThreshold,
   formatAmplification,
   formatCalibration,
   formatDeadUnits,
@@ -13,6 +14,7 @@ import {
   formatRange,
   histogramBars,
   histogramFigure,
+  noCauseNote,
   outsideNote,
   shiftCsv,
   shiftFigure,
@@ -202,5 +204,29 @@ describe("calibration range", () => {
       numbers: { calibration_outside_rate: 0.0301, calibration_max: 1.5 },
     };
     expect(causeNumbers(cause)).toEqual(["calibration_outside_rate = 3.01 %", "calibration_max = 1.5"]);
+  });
+});
+
+describe("calibration threshold", () => {
+  // The engine's rule (worker/engine/layer_profile/causes.py calibration_threshold), written out per case.
+  const formula = (n: number) => (2 / (n + 1) > 0.01 ? 2 / (n + 1) : 0.01);
+
+  it("is 2 / (n + 1) below 199 calibration samples and 1 % from there on", () => {
+    expect(calibrationThreshold(64)).toBeCloseTo(formula(64), 15);
+    expect(calibrationThreshold(64)).toBeCloseTo(2 / 65, 15);
+    expect(calibrationThreshold(199)).toBeCloseTo(formula(199), 15);
+    expect(calibrationThreshold(199)).toBeCloseTo(0.01, 15);
+    expect(calibrationThreshold(256)).toBe(0.01);
+    expect(calibrationThreshold(256)).toBe(formula(256));
+  });
+
+  it("shows the real threshold when nothing crosses one, and none without a calibration set", () => {
+    expect(noCauseNote(64)).toContain("outside the calibration range 3.08 % (over 64 calibration samples)");
+    expect(noCauseNote(256)).toContain("outside the calibration range 1 % (over 256 calibration samples)");
+    expect(noCauseNote(1000)).toContain("1 % (over 1,000 calibration samples)");
+    for (const none of [null, undefined]) {
+      expect(noCauseNote(none)).not.toContain("calibration");
+      expect(noCauseNote(none)).toContain("local SQNR 20 dB).");
+    }
   });
 });

@@ -79,7 +79,7 @@ export function hasCalibration(rows: readonly ShiftRow[]): boolean {
   return rows.some((r) => r.shift.calibration_outside_rate != null);
 }
 
-/** A layer's calibration share with the counts behind it: "3.100 % (12 below, 300 above [0, 1.5])". */
+/** A layer's calibration share with the counts behind it: "3.100 % (12 below, 300 above)". */
 export function formatCalibration(shift: ActivationShift): string {
   const rate = shift.calibration_outside_rate;
   if (rate == null) return "—";
@@ -88,6 +88,27 @@ export function formatCalibration(shift: ActivationShift): string {
       ? ` (${shift.calibration_below.toLocaleString("en-US")} below, ${shift.calibration_above.toLocaleString("en-US")} above)`
       : "";
   return `${formatPercent(rate, 3)}${counts}`;
+}
+
+/** The engine's floor on the calibration cause (worker/engine/layer_profile/causes.py CALIBRATION_RATE). */
+export const CALIBRATION_RATE = 0.01;
+
+/** The calibration_outside_rate that makes a layer a likely cause, the engine's calibration_threshold: 1 %,
+ * and at least 2 / (n + 1) for n calibration samples (were the evaluation data drawn like them, one new
+ * sample lies beyond their max, or their min, with probability 1 / (n + 1)). Above 1 % whenever n < 199. */
+export function calibrationThreshold(calibrationSamples: number): number {
+  return Math.max(CALIBRATION_RATE, 2 / (calibrationSamples + 1));
+}
+
+/** What the likely causes list says when no layer crosses a threshold: the engine's thresholds, the
+ * calibration one only when the profile measured calibration ranges (over `calibrationSamples`). */
+export function noCauseNote(calibrationSamples: number | null | undefined): string {
+  const calibration =
+    calibrationSamples == null
+      ? ""
+      : `, outside the calibration range ${Number((100 * calibrationThreshold(calibrationSamples)).toFixed(2))} % ` +
+        `(over ${calibrationSamples.toLocaleString("en-US")} calibration samples)`;
+  return `No layer crosses a threshold (clipping 1 %, dead units 5 %, error grown 4×, local SQNR 20 dB${calibration}).`;
 }
 
 /** The sentence under the shift table: what the calibration column measures, or why it is missing. */

@@ -20,6 +20,7 @@ import {
   hasClipping,
   hasDeadUnits,
   histogramFigure,
+  noCauseNote,
   outsideNote,
   shiftCsv,
   shiftFigure,
@@ -40,15 +41,18 @@ function Cause({ cause }: { cause: LikelyCause }) {
   );
 }
 
-export function LikelyCauses({ causes }: { causes: LikelyCause[] }) {
+export function LikelyCauses({
+  causes,
+  calibrationSamples,
+}: {
+  causes: LikelyCause[];
+  calibrationSamples?: number | null;
+}) {
   return (
     <section className="panel likely-causes" aria-labelledby="likely-causes-heading">
       <h3 id="likely-causes-heading">Likely causes</h3>
       {causes.length === 0 ? (
-        <p className="muted">
-          No layer crosses a threshold (clipping 1 %, dead units 5 %, error grown 4×, local SQNR 20 dB, outside the
-          calibration range 1 %).
-        </p>
+        <p className="muted">{noCauseNote(calibrationSamples)}</p>
       ) : (
         <ol>
           {causes.map((c) => (
@@ -160,7 +164,7 @@ export function ShiftDiagnostics({ profile }: { profile: LayerProfile }) {
   return (
     <section className="activation-shift" aria-labelledby="activation-shift-heading">
       <h3 id="activation-shift-heading">Activation shift</h3>
-      <LikelyCauses causes={causes} />
+      <LikelyCauses causes={causes} calibrationSamples={profile.calibration_samples} />
       {rows.length > 0 && (
         <>
           <div className="two-col">
