@@ -139,6 +139,13 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     assert '"kl_mean_nats"' in result.stdout and '"sample_index"' in result.stdout
     assert "not a valid ONNX model" in result.stdout
     assert '"op_type":"Relu"' in result.stdout  # the per-layer profile
+    # The robustness slices: both slices at both severities, a ratio each, and the worst sample's picture.
+    slices = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{"slice":')]
+    assert [s["slice"] for s in slices] == ["gaussian_noise", "brightness"]
+    assert all(
+        s["severity"] == [1, 3] and all(r is not None and r > 0 for r in s["brittleness"]) for s in slices
+    )
+    assert re.search(r"worst noisy sample: [1-9][0-9]* bytes of PNG", result.stdout)
     # The graph, budget and manage examples: a QDQ graph with quantized nodes, the budget, the tag, the relaunch.
     graph = next(line for line in result.stdout.splitlines() if line.startswith('{"nodes"'))
     assert '"quantized":["' in graph
