@@ -15,7 +15,12 @@ import { SensitivityForm } from "./SensitivityForm";
 import { SweepForm } from "./SweepForm";
 
 /** The numeric parameters the fidelity form offers, with their labels; the rest keep the API's defaults. */
-const FIDELITY_NUMERIC = { top_k: "Top-k", threshold_kl: "KL threshold (nats)", batch_size: "Batch size" } as const;
+const FIDELITY_NUMERIC = {
+  top_k: "Top-k",
+  threshold_kl: "KL threshold (nats)",
+  batch_size: "Batch size",
+  calibration_samples: "Calibration samples",
+} as const;
 
 type Kind = "fidelity" | "sensitivity" | "sweep";
 const KINDS: { kind: Kind; label: string }[] = [
