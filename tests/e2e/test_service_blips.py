@@ -248,12 +248,13 @@ def test_redis_stopped_for_five_seconds_loses_no_job(
     expected_fidelity = _fidelity_result(stack, reference_fidelity)
     expected_scan = _sensitivity_result(stack, reference_scan)
 
-    # One worker: it plans the scan, sends its 3 chunk messages and runs the first chunk; the other two
-    # chunks and a fidelity job wait in Redis, which forgets them.
+    # One worker: it plans the scan, sends its 3 chunk messages and runs the first one sent (the largest
+    # expected cost, whichever index that is); the other two chunks and a fidelity job wait in Redis,
+    # which forgets them.
     scan = _wide_scan(stack, ids)
     deadline = time.monotonic() + 120
-    while [ch["status"] for ch in stack.client.http.get(f"/jobs/{scan}/chunks").json()] != [
-        "running", "queued", "queued"
+    while sorted(ch["status"] for ch in stack.client.http.get(f"/jobs/{scan}/chunks").json()) != [
+        "queued", "queued", "running"
     ]:  # fmt: skip
         assert time.monotonic() < deadline, stack.client.http.get(f"/jobs/{scan}/chunks").json()
         time.sleep(0.05)
