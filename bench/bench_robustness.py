@@ -9,6 +9,9 @@ Digits CNN fp32 vs its int8 QDQ copy, ONNX Runtime on 1 thread, the 6 array slic
 contrast, blur, occlusion, jpeg) x 3 severities. The adversarial slices need a PyTorch golden model:
 they are timed with the CNN's torch.export program as golden (torch on 1 thread) against the same
 clean comparison x 3 severities; FGSM adds one golden backward pass per severity, PGD ten.
+
+Then the array slices on EfficientNet-Lite0 fp32 vs int8 QDQ at 224 px, the job's way (worst samples'
+pictures included): a real-size model, where the corruptions' own cost weighs less than on 8x8 digits.
 """
 
 from __future__ import annotations
@@ -97,6 +100,42 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
         for name in ("fgsm", "pgd"):
             seconds = best_of(lambda name=name: robustness(torch_golden, (name,)), repeats)  # type: ignore[misc]
             report(f"evaluate_robustness ({name}, torch golden)", seconds, "torch baseline", torch_base)
+        _lite0(Path(tmp), slices=array_slices)
+
+
+def _lite0(folder: Path, slices: tuple[str, ...], n_samples: int = 64, batch_size: int = 16) -> None:
+    """The same comparison on a real-size model: EfficientNet-Lite0 fp32 vs its int8 QDQ copy at 224 px (the
+    pretrained weights the tests use, their 16 sample photos tiled), where a forward pass costs milliseconds
+    and the corruptions (JPEG above all) weigh less than on 8x8 digits. Timed once (about a minute)."""
+    import time
+
+    from tests.support.pretrained import efficientnet_lite0, sample_images
+    from worker.demo.models import export_onnx, quantize_onnx_int8
+    from worker.engine.fidelity import FidelityParams, compare_models
+    from worker.engine.loaders import load_model
+    from worker.engine.robustness import SEVERITIES, RobustnessParams, evaluate_robustness
+    from worker.robustness_images import WorstPictures
+
+    images = sample_images().images
+    golden_path = export_onnx(efficientnet_lite0(), images[:2], folder / "lite0.onnx")
+    int8_path = quantize_onnx_int8(golden_path, folder / "lite0_int8.onnx", images, reduce_range=True)
+    golden, compressed = (load_model(p, "onnx", intra_op_threads=1) for p in (golden_path, int8_path))
+    x = np.tile(images, (-(-n_samples // len(images)), 1, 1, 1))[:n_samples]
+    params = FidelityParams(batch_size=batch_size)
+    points = len(slices) * len(SEVERITIES)
+    start = time.perf_counter()
+    clean = compare_models(golden, compressed, {"input": x}, None, params)
+    one = time.perf_counter() - start
+    base = one * points
+    start = time.perf_counter()
+    evaluate_robustness(
+        golden, compressed, {"input": x}, None, params, clean.per_sample, "classification",
+        RobustnessParams(slices=slices), worst_inputs=WorstPictures({"input": x}).keep,
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    print(f"robustness: EfficientNet-Lite0 fp32 vs int8 QDQ, 224 px, {n_samples} photos, batch {batch_size}")
+    report(f"clean compare_models ({one * 1000:.0f} ms) x {points}", base, "baseline", base)
+    report("evaluate_robustness with pictures (as the job)", seconds, "baseline", base)
 
 
 if __name__ == "__main__":
