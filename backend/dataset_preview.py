@@ -24,14 +24,21 @@ from typing import Any
 
 import numpy as np
 
+from backend.array_png import (
+    THUMBNAIL_MAX_SIDE,
+    array_thumbnail,
+    fit_side,
+    image_layout,
+    not_image_message,
+    numeric,
+    png_bytes,
+)
 from backend.dataset_formats import LABELS
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.image_datasets import describe_image_zip, too_many_pixels
 from backend.npz_rows import npz_members, npz_rows, npz_total
 from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error
 
-THUMBNAIL_MAX_SIDE = 128
-MIN_IMAGE_SIDE = 4
 IMAGE_ARRAY = "image"
 """Name of the decoded picture in the preview of an image-zip sample."""
 
@@ -69,16 +76,12 @@ class SamplePage:
 # --- statistics and image-likeness -------------------------------------------------------------------
 
 
-def _numeric(dtype: np.dtype[Any]) -> bool:
-    return dtype.kind in "biuf"
-
-
 def array_stats(sample: np.ndarray) -> ArrayStats:
     """min / max / mean of the finite values (float64), and how many values are NaN or infinite."""
     shape = tuple(int(s) for s in sample.shape)
     dtype = sample.dtype
     image = image_layout(shape, dtype) is not None
-    if not _numeric(dtype) or sample.size == 0:
+    if not numeric(dtype) or sample.size == 0:
         return ArrayStats(shape, dtype.name, None, None, None, 0, image)
     values = np.asarray(sample, dtype=np.float64).ravel()
     finite = np.isfinite(values)
@@ -97,84 +100,6 @@ def array_stats(sample: np.ndarray) -> ArrayStats:
         nonfinite,
         image,
     )
-
-
-def image_layout(shape: Sequence[int], dtype: np.dtype[Any] | None = None) -> str | None:
-    """'HW', 'CHW' or 'HWC' when one sample of this shape can be drawn as a picture, else None.
-
-    (H, W), (1|3, H, W) and (H, W, 1|3), with H and W at least MIN_IMAGE_SIDE; channel-first is tried first.
-    """
-    if dtype is not None and not _numeric(dtype):
-        return None
-    big = MIN_IMAGE_SIDE
-    if len(shape) == 2 and shape[0] >= big and shape[1] >= big:
-        return "HW"
-    if len(shape) == 3:
-        if shape[0] in (1, 3) and shape[1] >= big and shape[2] >= big:
-            return "CHW"
-        if shape[2] in (1, 3) and shape[0] >= big and shape[1] >= big:
-            return "HWC"
-    return None
-
-
-def _not_image_message(name: str, shape: Sequence[int]) -> str:
-    return (
-        f"array {name!r} has per-sample shape {tuple(shape)}, which is not an image; thumbnails are drawn "
-        f"for (H, W), (1 or 3, H, W) and (H, W, 1 or 3) with H and W at least {MIN_IMAGE_SIDE}"
-    )
-
-
-# --- rendering ----------------------------------------------------------------------------------------
-
-
-def _png(image: Any) -> bytes:
-    buf = io.BytesIO()
-    image.save(buf, format="PNG", optimize=False)
-    return buf.getvalue()
-
-
-def _fit(image: Any, max_side: int) -> Any:
-    """Shrink to max_side (keeping the aspect ratio), or enlarge a tiny image by a whole factor with
-    nearest-neighbour so that its pixels stay sharp (an 8x8 digit becomes 128x128)."""
-    from PIL import Image
-
-    side = max(image.width, image.height)
-    if side > max_side:
-        image = image.copy() if image.readonly else image
-        image.thumbnail((max_side, max_side), Image.Resampling.BILINEAR)
-        return image
-    factor = max_side // side
-    if factor > 1:
-        return image.resize((image.width * factor, image.height * factor), Image.Resampling.NEAREST)
-    return image
-
-
-def array_thumbnail(
-    sample: np.ndarray, max_side: int = THUMBNAIL_MAX_SIDE, *, value_range: tuple[float, float] | None = None
-) -> bytes:
-    """One image-like sample as a PNG, its finite values min-max scaled to 0..255 (NaN/inf drawn black,
-    a constant sample black). value_range: scale (lo, hi) to 0..255 instead, values outside clipped; the
-    robustness slices draw a corrupted sample on its clean sample's range, so that a brightness or contrast
-    change shows (min-max scaling undoes any affine change)."""
-    from PIL import Image
-
-    layout = image_layout(sample.shape, sample.dtype)
-    if layout is None:
-        raise Conflict(_not_image_message("sample", sample.shape))
-    pixels = np.asarray(sample, dtype=np.float64)
-    if layout == "CHW":
-        pixels = pixels.transpose(1, 2, 0)
-    if pixels.ndim == 3 and pixels.shape[2] == 1:
-        pixels = pixels[:, :, 0]
-    finite = np.isfinite(pixels)
-    scaled = np.zeros(pixels.shape, dtype=np.uint8)
-    if finite.any():
-        lo, hi = value_range or (float(pixels[finite].min()), float(pixels[finite].max()))
-        if hi > lo:
-            unit = np.clip((pixels[finite] - lo) / (hi - lo), 0.0, 1.0)
-            scaled[finite] = np.round(unit * 255.0).astype(np.uint8)
-    image = Image.fromarray(np.ascontiguousarray(scaled), mode="RGB" if scaled.ndim == 3 else "L")
-    return _png(_fit(image, max_side))
 
 
 def _check_indices(indices: Sequence[int], total: int) -> None:
@@ -241,12 +166,12 @@ def npz_thumbnail(
             raise InvalidRequest(f"the dataset has no array {array!r}; it has {sorted(candidates)}")
         sample = candidates[array]
         if image_layout(sample.shape, sample.dtype) is None:
-            raise Conflict(_not_image_message(array, sample.shape))
+            raise Conflict(not_image_message(array, sample.shape))
         return array_thumbnail(sample, max_side)
     for sample in candidates.values():
         if image_layout(sample.shape, sample.dtype) is not None:
             return array_thumbnail(sample, max_side)
-    described = "; ".join(_not_image_message(n, s.shape) for n, s in candidates.items())
+    described = "; ".join(not_image_message(n, s.shape) for n, s in candidates.items())
     raise Conflict(f"sample {index} has no image to draw: {described}")
 
 
@@ -363,7 +288,7 @@ def image_zip_thumbnail(
             # whole (their size is bounded by max_pixels) and are reduced in place by thumbnail().
             image.draft(image.mode if image.mode in EIGHT_BIT_MODES else "RGB", (max_side, max_side))
             image.load()  # before _fit: an image not yet loaded is "readonly", and _fit would copy it
-            return _png(_fit(_displayable(image), max_side))
+            return png_bytes(fit_side(_displayable(image), max_side))
         except Conflict:
             raise
         except Exception as exc:

@@ -12,7 +12,7 @@ route reads one member without reading the rest. The archive also holds the job'
 second archive, and deleting one job never releases the other's.
 
 The standard library only: the API serves the bytes as stored; the worker draws them (with
-backend.dataset_preview.array_thumbnail).
+backend.array_png.array_thumbnail).
 """
 
 from __future__ import annotations

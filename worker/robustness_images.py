@@ -32,7 +32,7 @@ import numpy as np
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
 
-from backend.dataset_preview import array_thumbnail
+from backend.array_png import array_thumbnail
 from backend.errors import Conflict
 from backend.robustness_images import JOB_MEMBER, PNG_MAX_SIDE, member_name, write_archive
 from backend.services.artifacts import release

@@ -18,8 +18,9 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from backend.array_png import image_layout
 from backend.dataset_formats import LABELS
-from backend.dataset_preview import IMAGE_ARRAY, image_layout, preview_image_zip, read_npz_rows
+from backend.dataset_preview import IMAGE_ARRAY, preview_image_zip, read_npz_rows
 from backend.db.models import JobResult
 from backend.errors import Conflict, NotFound
 

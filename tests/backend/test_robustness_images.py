@@ -28,8 +28,8 @@ from backend import job_lifecycle
 from backend.accounts import Role
 from backend.api.app import create_app
 from backend.api.result_schemas.robustness import RobustnessOut
+from backend.array_png import array_thumbnail
 from backend.contracts import RESULT_FIDELITY_ROBUSTNESS
-from backend.dataset_preview import array_thumbnail
 from backend.db.models import JobResult, Model
 from backend.db.session import session_factory
 from backend.errors import StorageError

@@ -20,8 +20,8 @@ from backend.api.bounded_pool import BoundedPool
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_or_404
+from backend.array_png import THUMBNAIL_MAX_SIDE
 from backend.dataset_preview import (
-    THUMBNAIL_MAX_SIDE,
     ArrayStats,
     SamplePreview,
     preview_samples,
