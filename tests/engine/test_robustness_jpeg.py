@@ -1,7 +1,7 @@
 """The jpeg robustness slice (worker/engine/robustness/jpeg.py): each image against a round trip made
 here with the plain 8-bit map and Pillow's encoder/decoder called directly, the 8-bit map's inverse, and
-on the digits CNN (fp32 vs int8 QDQ, onnxruntime sessions of our own, scipy KL) the divergence growing
-as the quality drops."""
+on the digits CNN (fp32 vs int8 QDQ, onnxruntime sessions of our own, scipy KL) the divergence at the
+lowest quality above the clean and milder ones."""
 
 from __future__ import annotations
 
@@ -118,20 +118,25 @@ def jpeg_document(digits_bundle: DemoBundle) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def test_kl_grows_as_the_quality_drops_on_the_digits_cnn(
+def test_the_lowest_quality_diverges_most_on_the_digits_cnn(
     digits_bundle: DemoBundle, jpeg_document: dict[str, Any]
 ) -> None:
+    """Each point's KL equals scipy's on Pillow-encoded images; quality 7 diverges more than the clean set
+    and the milder qualities. The milder qualities are not ordered: on the digits CNN quality 25 and 15
+    measured 0.92x and 0.94x the clean KL (JPEG's smoothing of 8x8 digits can move inputs away from the
+    int8 model's rounding boundaries), so the test does not claim a monotone curve the model does not have."""
     with np.load(digits_bundle.test_npz) as npz:
         x = npz["input"]
     stats: ArrayStats = array_stats(x)
     (jpeg,) = jpeg_document["slices"]
     points = jpeg["points"]
     assert [p["value"] for p in points] == [25.0, 15.0, 7.0]
+    clean = jpeg_document["clean"]["kl_mean_nats"]
     kls = [p["kl_mean_nats"] for p in points]
     for point in points:
         corrupted = corrupt("jpeg", point["severity"], x, np.arange(len(x)), stats)
         assert point["kl_mean_nats"] == pytest.approx(scipy_kl(digits_bundle, corrupted), rel=1e-4)
-    assert jpeg_document["clean"]["kl_mean_nats"] < kls[0] < kls[1] < kls[2]
-    ratios = [p["brittleness_ratio"] for p in points]
-    assert 1 < ratios[0] < ratios[1] < ratios[2]
-    assert 0 < points[2]["cosine_mean"] < points[0]["cosine_mean"] < 1
+        assert point["brittleness_ratio"] == pytest.approx(point["kl_mean_nats"] / clean, rel=1e-9)
+        assert 0 < point["cosine_mean"] < 1
+    assert max(clean, kls[0], kls[1]) < kls[2]
+    assert points[2]["brittleness_ratio"] > 1
