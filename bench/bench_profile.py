@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import report
+from bench.common import onnxruntime_run_time, report
 
 FIDELITY_BATCH = 64
 DEEP_BLOCKS = 167  # 3 profiled layers per block (the quantizer fuses Conv+Relu): 501 layers
@@ -71,7 +71,8 @@ def _deep(folder: Path) -> tuple[Path, Path, np.ndarray]:
 
 
 def child(kind: str, golden: str, compressed: str, data: str, n: int) -> None:
-    """In a fresh process: run one measurement and print {"seconds", "peak_mb", "layers"} as JSON."""
+    """In a fresh process: run one measurement and print {"seconds", "peak_mb", "layers", "runtime"} as JSON
+    (runtime: seconds inside onnxruntime's runs, measured for the profile)."""
     import time
 
     import onnxruntime  # noqa: F401  # a pool process imports both runtimes when it starts
@@ -83,10 +84,14 @@ def child(kind: str, golden: str, compressed: str, data: str, n: int) -> None:
 
     x = np.load(data, mmap_mode="r")[:n]
     layers = 0
+    runtime = [0.0]
     start = time.perf_counter()
     if kind == "profile":
         feeds = ({"input": x[i : i + FIDELITY_BATCH]} for i in range(0, n, FIDELITY_BATCH))
-        profile = profile_layers(Path(golden), "onnx", Path(compressed), "onnx", feeds, intra_op_threads=1)
+        with onnxruntime_run_time() as runtime:
+            profile = profile_layers(
+                Path(golden), "onnx", Path(compressed), "onnx", feeds, intra_op_threads=1
+            )
         layers = len(profile.layers)
     else:
         runners = [load_model(Path(p), "onnx", intra_op_threads=1) for p in (golden, compressed)]
@@ -95,12 +100,14 @@ def child(kind: str, golden: str, compressed: str, data: str, n: int) -> None:
                 for runner in runners:
                     runner.run({"input": np.asarray(x[i : i + FIDELITY_BATCH])})
         else:
-            compare_models(*runners, {"input": x}, None, FidelityParams(batch_size=FIDELITY_BATCH))
+            compare_models(
+                runners[0], runners[1], {"input": x}, None, FidelityParams(batch_size=FIDELITY_BATCH)
+            )
     seconds = time.perf_counter() - start
     # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across execve, so a child would report its parent's peak
     status = Path("/proc/self/status").read_text().splitlines()
     peak_mb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
-    print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "layers": layers}))
+    print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "layers": layers, "runtime": runtime[0]}))
 
 
 def _measure(kind: str, golden: Path, compressed: Path, data: Path, n: int) -> dict[str, Any]:
@@ -136,6 +143,9 @@ def main(quick: bool = False, full: bool = False) -> None:
         _line("output metrics (compare_models)", _measure("metrics", golden, int8, data, n), bare, n)
         profiled = _measure("profile", golden, int8, data, n)
         _line(f"layer profile ({profiled['layers']} layers)", profiled, bare, n)
+        # the floor under the profile as it is made (captures with graph optimisation off, local sub-graphs):
+        # its onnxruntime runs alone, with every sum and counter free
+        report("  of which onnxruntime runs", profiled["runtime"], "bare passes", bare["seconds"])
         per_sample = profiled["seconds"] / n
         for size in sizes[:-1]:  # growth: time per sample against the one at n samples, should be flat
             m = _measure("profile", golden, int8, data, size)

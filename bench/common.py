@@ -4,7 +4,8 @@ photos the benches run 224-px models on."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -17,6 +18,34 @@ def best_of(fn: Callable[[], object], repeats: int = 5) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+@contextmanager
+def onnxruntime_run_time() -> Iterator[list[float]]:
+    """Seconds spent inside onnxruntime's `run` and `run_with_iobinding` (every session) while the block
+    runs, in the one-element list it yields: the floor under any code that is not onnxruntime itself."""
+    from onnxruntime.capi.onnxruntime_inference_collection import Session
+
+    spent = [0.0]
+    originals = {name: getattr(Session, name) for name in ("run", "run_with_iobinding")}
+
+    def timed(original: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        return run
+
+    for name, original in originals.items():
+        setattr(Session, name, timed(original))
+    try:
+        yield spent
+    finally:
+        for name, original in originals.items():
+            setattr(Session, name, original)
 
 
 def report(name: str, seconds: float, baseline_name: str, baseline_seconds: float) -> None:
