@@ -13,8 +13,8 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
-from backend.api.routes.annotate import apply_update
-from backend.api.routes.lookup import get_or_404, require_owner_or_admin, team_of
+from backend.api.routes.annotate import apply_update, delete_upload
+from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import DatasetOut, ResourceUpdate
 from backend.audit import AuditAction, record
 from backend.contracts import ImagePreprocessing
@@ -22,7 +22,7 @@ from backend.dataset_formats import describe_npz
 from backend.db.models import Dataset, Project
 from backend.errors import Forbidden, InvalidRequest, InvalidUpload, NotFound, StorageError, UploadTooLarge
 from backend.image_datasets import describe_image_zip
-from backend.services.artifacts import persist, release
+from backend.services.artifacts import persist
 from backend.storage import staging_file
 from backend.zip_formats import ArchiveLimits
 
@@ -195,13 +195,4 @@ def update_dataset(
 )
 def delete_dataset(dataset_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: CallerDep) -> None:
     """Members may delete the datasets they uploaded; team admins any dataset of the team."""
-    dataset = get_or_404(session, Dataset, dataset_id, caller)
-    require_owner_or_admin(session, caller, dataset, "deleting a dataset")
-    sha = dataset.artifact_sha256
-    record(
-        session, caller, team_of(session, dataset), AuditAction.dataset_deleted, "dataset", dataset.id,
-        dataset.project_id, name=dataset.name,
-    )  # fmt: skip
-    session.delete(dataset)
-    session.commit()
-    release(session, store, sha)
+    delete_upload(session, store, caller, get_or_404(session, Dataset, dataset_id, caller))

@@ -14,8 +14,8 @@ from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
 from backend.api.multipart_upload import default_name, form_json, form_text, multipart_openapi, receive_upload
-from backend.api.routes.annotate import apply_update
-from backend.api.routes.lookup import get_or_404, require_owner_or_admin, team_of
+from backend.api.routes.annotate import apply_update, delete_upload
+from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import ModelOut, ResourceUpdate
 from backend.audit import AuditAction, record
 from backend.contracts import JobKind
@@ -30,7 +30,7 @@ from backend.errors import (
     UploadTooLarge,
 )
 from backend.model_formats import detect_model_format
-from backend.services.artifacts import persist, release
+from backend.services.artifacts import persist
 from backend.services.jobs import dispatch, new_job
 from backend.storage import staging_file
 from backend.zip_formats import ArchiveLimits
@@ -222,13 +222,4 @@ def update_model(
 )
 def delete_model(model_id: uuid.UUID, session: SessionDep, store: StoreDep, caller: CallerDep) -> None:
     """Members may delete the models they uploaded; team admins any model of the team."""
-    model = get_or_404(session, Model, model_id, caller)
-    require_owner_or_admin(session, caller, model, "deleting a model")
-    sha = model.artifact_sha256
-    record(
-        session, caller, team_of(session, model), AuditAction.model_deleted, "model", model.id,
-        model.project_id, name=model.name,
-    )  # fmt: skip
-    session.delete(model)
-    session.commit()
-    release(session, store, sha)
+    delete_upload(session, store, caller, get_or_404(session, Model, model_id, caller))
