@@ -18,24 +18,21 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from backend.accounts import Role
 from backend.api.app import create_app
 from backend.api.result_schemas.attention import FidelityAttentionOut
 from backend.api.routes.report_export import DATA_OPEN
 from backend.contracts import RESULT_FIDELITY_ATTENTION
-from backend.db.models import JobResult, Model
+from backend.db.models import JobResult
 from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.backend.test_typed_results import extras, missing
 from tests.conftest import truncate_all
 from tests.engine.test_attention_fidelity import onnx_softmaxes
-from tests.support.accounts import add_account
 from tests.support.attention_torch import scipy_divergences
+from tests.support.fidelity_api import FidelityApi
 from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
 from tests.support.services import stack_settings
 from worker.engine.attention import AttentionOutcome
-from worker.handlers import FidelityHandler, InspectHandler
-from worker.runtime import execute_job
 
 SENTENCES = (
     "A man is playing a guitar on stage.",
@@ -63,52 +60,14 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     return minilm_fp32_onnx(folder), minilm_int8_onnx(), dataset
 
 
-class Api:
-    def __init__(self, http: TestClient, settings: Settings, files: tuple[Path, Path, Path]) -> None:
-        self.http, self.settings = http, settings
-        with session_factory(settings.resolved_database_url)() as s:
-            self.headers = add_account(s, None, None, Role.admin).headers
-        self.project = self.post("/projects", json={"name": "attention"})["id"]
-        self.golden = self.upload("models", files[0])
-        self.int8 = self.upload("models", files[1])
-        self.dataset = self.upload("datasets", files[2])
-        for model_id in (self.golden, self.int8):
-            with session_factory(settings.resolved_database_url)() as s:
-                job_id = s.get_one(Model, uuid.UUID(model_id)).inspect_job_id
-            assert execute_job(str(job_id), InspectHandler(), settings) == "succeeded"
-
-    def post(self, path: str, **kwargs: Any) -> Any:
-        answer = self.http.post(f"/api/v1{path}", headers=self.headers, **kwargs)
-        assert answer.status_code in (200, 201, 202), answer.text
-        return answer.json()
-
-    def get(self, path: str) -> Any:
-        return self.http.get(f"/api/v1{path}", headers=self.headers)
-
-    def upload(self, kind: str, path: Path) -> str:
-        with path.open("rb") as f:
-            return str(self.post(f"/projects/{self.project}/{kind}", files={"file": (path.name, f)})["id"])
-
-    def fidelity(self) -> str:
-        params = {
-            "golden_model_id": self.golden,
-            "compressed_model_id": self.int8,
-            "dataset_id": self.dataset,
-            "layer_profile": False,
-        }
-        job = self.post("/jobs", json={"project_id": self.project, "kind": "fidelity", "params": params})
-        assert execute_job(str(job["id"]), FidelityHandler(), self.settings) == "succeeded"
-        return str(job["id"])
-
-
 @pytest.fixture
-def api(settings: Settings, pg_url: str, files: tuple[Path, Path, Path]) -> Iterator[Api]:
+def api(settings: Settings, pg_url: str, files: tuple[Path, Path, Path]) -> Iterator[FidelityApi]:
     truncate_all(pg_url)
     dist = settings.data_dir.parent / "dist"  # the offline page's one element the export fills
     dist.mkdir(exist_ok=True)
     (dist / "offline.html").write_text(f"<html><body>{DATA_OPEN}</script></body></html>")
     with TestClient(create_app(settings, run_reaper=False, frontend_dist=dist)) as http:
-        yield Api(http, settings, files)
+        yield FidelityApi(http, settings, "attention", *files)
     truncate_all(pg_url)
 
 
@@ -121,8 +80,10 @@ def stored(settings: Settings, job_id: str) -> dict[str, Any] | None:
         ).scalar_one_or_none()
 
 
-def test_the_document_is_stored_listed_and_served_typed(api: Api, files: tuple[Path, Path, Path]) -> None:
-    job_id = api.fidelity()
+def test_the_document_is_stored_listed_and_served_typed(
+    api: FidelityApi, files: tuple[Path, Path, Path]
+) -> None:
+    job_id = api.fidelity(layer_profile=False)
     assert "attention" in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
     answer = api.get(f"/jobs/{job_id}/fidelity/attention")
     assert answer.status_code == 200, answer.text
@@ -150,14 +111,16 @@ def test_the_document_is_stored_listed_and_served_typed(api: Api, files: tuple[P
 
 
 @pytest.mark.parametrize("how", ["raises", "unpaired"])
-def test_a_failing_step_leaves_the_report(api: Api, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+def test_a_failing_step_leaves_the_report(
+    api: FidelityApi, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
     def fail(*args: object, **kwargs: object) -> AttentionOutcome:
         if how == "raises":
             raise ZeroDivisionError("float division by zero")
         return AttentionOutcome(None, "the attention softmaxes cannot be paired: 6 and 5")
 
     monkeypatch.setattr("worker.engine.attention.attention_fidelity_of", fail)
-    job_id = api.fidelity()
+    job_id = api.fidelity(layer_profile=False)
     report = api.get(f"/jobs/{job_id}/fidelity")
     assert report.status_code == 200 and report.json()["summary"]["n_samples"] == len(SENTENCES)
     served = api.get(f"/jobs/{job_id}/fidelity/attention").json()
@@ -170,9 +133,11 @@ def test_a_failing_step_leaves_the_report(api: Api, monkeypatch: pytest.MonkeyPa
     assert served["layers"] == []
 
 
-def test_missing_document_is_404(api: Api, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_document_is_404(
+    api: FidelityApi, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("worker.engine.attention.onnx_side.attention_softmaxes", lambda model: [])
-    job_id = api.fidelity()
+    job_id = api.fidelity(layer_profile=False)
     assert "attention" not in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
     answer = api.get(f"/jobs/{job_id}/fidelity/attention")
     assert answer.status_code == 404 and "has no attention maps" in answer.json()["detail"]

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from backend.api.app import create_app
 from backend.api.result_schemas.attention import FidelityAttentionOut
 from backend.settings import Settings
-from tests.backend.test_attention_job import Api, stored
+from tests.backend.test_attention_job import stored
 from tests.conftest import truncate_all
 from tests.support.attention_torch import (
     SoftmaxCNN,
@@ -29,6 +29,7 @@ from tests.support.attention_torch import (
     scipy_divergences,
     tiny_encoder,
 )
+from tests.support.fidelity_api import FidelityApi
 from tests.support.services import stack_settings
 from worker.engine.attention.torch_side import TORCHSCRIPT_NOTE
 from worker.engine.exporters import export_torch_program, export_torchscript
@@ -51,26 +52,28 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _api(settings: Settings, pg_url: str, files: tuple[Path, Path, Path]) -> Iterator[Api]:
+def _api(settings: Settings, pg_url: str, files: tuple[Path, Path, Path]) -> Iterator[FidelityApi]:
     truncate_all(pg_url)
     with TestClient(create_app(settings, run_reaper=False)) as http:
-        yield Api(http, settings, files)
+        yield FidelityApi(http, settings, "attention", *files)
     truncate_all(pg_url)
 
 
 @pytest.fixture
-def api(settings: Settings, pg_url: str, folder: Path) -> Iterator[Api]:
+def api(settings: Settings, pg_url: str, folder: Path) -> Iterator[FidelityApi]:
     yield from _api(
         settings, pg_url, (folder / "golden.pt2", folder / "compressed.pt2", folder / "tokens.npz")
     )
 
 
-def test_a_pt2_pair_stores_the_document(api: Api, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pt2_pair_stores_the_document(
+    api: FidelityApi, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def no_reload(*args: object, **kwargs: object) -> None:
         raise AssertionError("the attention step loaded a model file again")
 
     monkeypatch.setattr("worker.engine.attention.torch_side.load_model", no_reload)
-    job_id = api.fidelity()
+    job_id = api.fidelity(layer_profile=False)
     assert "attention" in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
     answer = api.get(f"/jobs/{job_id}/fidelity/attention")
     assert answer.status_code == 200, answer.text
@@ -96,7 +99,7 @@ def test_a_pt2_pair_stores_the_document(api: Api, folder: Path, monkeypatch: pyt
 
 
 @pytest.fixture
-def script_api(settings: Settings, pg_url: str, folder: Path) -> Iterator[Api]:
+def script_api(settings: Settings, pg_url: str, folder: Path) -> Iterator[FidelityApi]:
     x, mask = sample_inputs(2)
     for model, name in ((tiny_encoder(), "golden.pt"), (round_weights(tiny_encoder()), "compressed.pt")):
         with pytest.warns(torch.jit.TracerWarning):
@@ -105,8 +108,8 @@ def script_api(settings: Settings, pg_url: str, folder: Path) -> Iterator[Api]:
     yield from _api(settings, pg_url, (folder / "golden.pt", folder / "compressed.pt", folder / "tokens.npz"))
 
 
-def test_a_torchscript_pair_says_why_once(script_api: Api) -> None:
-    job_id = script_api.fidelity()
+def test_a_torchscript_pair_says_why_once(script_api: FidelityApi) -> None:
+    job_id = script_api.fidelity(layer_profile=False)
     served = script_api.get(f"/jobs/{job_id}/fidelity/attention").json()
     assert served["layers"] == [] and served["error"] == f"both models: {TORCHSCRIPT_NOTE}"
 
@@ -127,7 +130,7 @@ def test_a_softmax_classifier_gets_no_document(
         export(model, x[:2], tmp_path / f"compressed{suffix}"),
     )
     for api in _api(settings, pg_url, (*files, tmp_path / "digits.npz")):
-        job_id = api.fidelity()
+        job_id = api.fidelity(layer_profile=False)
         assert "attention" not in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
         assert api.get(f"/jobs/{job_id}/fidelity/attention").status_code == 404
         assert stored(api.settings, job_id) is None

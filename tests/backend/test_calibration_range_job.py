@@ -29,10 +29,10 @@ from backend.contracts import RESULT_FIDELITY_LAYERS
 from backend.db.models import Dataset, JobResult
 from backend.db.session import session_factory
 from backend.settings import Settings
-from tests.backend.test_robustness_job import Api
 from tests.backend.test_typed_results import missing
 from tests.conftest import truncate_all
 from tests.engine.test_activation_shift import capture
+from tests.support.fidelity_api import FidelityApi
 from tests.support.images import png_bytes
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
@@ -52,10 +52,12 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
 
 
 @pytest.fixture
-def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[Api]:
+def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[FidelityApi]:
     truncate_all(pg_url)
     with TestClient(create_app(settings, run_reaper=False)) as http:
-        yield Api(http, settings, bundle)
+        yield FidelityApi(
+            http, settings, "calibration", bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz
+        )
     truncate_all(pg_url)
 
 
@@ -68,7 +70,9 @@ def stored_profile(settings: Settings, job_id: str) -> dict[str, Any]:
         ).scalar_one()
 
 
-def test_the_calibration_range_is_stored_and_served(api: Api, bundle: DemoBundle, tmp_path: Path) -> None:
+def test_the_calibration_range_is_stored_and_served(
+    api: FidelityApi, bundle: DemoBundle, tmp_path: Path
+) -> None:
     """The demo digits halved (with labels, which the profile leaves out) as the calibration set; 40 of
     them are used."""
     digits = np.load(bundle.test_npz)
@@ -103,7 +107,7 @@ def test_the_calibration_range_is_stored_and_served(api: Api, bundle: DemoBundle
     assert "calibration_range" in kinds
 
 
-def test_a_calibration_set_that_does_not_fit_leaves_a_note(api: Api, tmp_path: Path) -> None:
+def test_a_calibration_set_that_does_not_fit_leaves_a_note(api: FidelityApi, tmp_path: Path) -> None:
     np.savez(tmp_path / "flat.npz", input=np.zeros((20, 64), np.float32))
     flat = api.upload("datasets", tmp_path / "flat.npz")
     job_id = api.fidelity(calibration_dataset_id=flat)
@@ -117,7 +121,7 @@ def test_a_calibration_set_that_does_not_fit_leaves_a_note(api: Api, tmp_path: P
     assert "input" in note
 
 
-def launch(api: Api, **params: Any) -> Any:
+def launch(api: FidelityApi, **params: Any) -> Any:
     base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
     return api.http.post(
         "/api/v1/jobs",
@@ -126,7 +130,7 @@ def launch(api: Api, **params: Any) -> Any:
     )
 
 
-def test_the_calibration_set_must_be_the_projects(api: Api, tmp_path: Path) -> None:
+def test_the_calibration_set_must_be_the_projects(api: FidelityApi, tmp_path: Path) -> None:
     other = api.post("/projects", json={"name": "elsewhere"})["id"]
     np.savez(tmp_path / "elsewhere.npz", input=np.zeros((4, 1, 8, 8), np.float32))
     with (tmp_path / "elsewhere.npz").open("rb") as f:
@@ -146,13 +150,13 @@ def test_the_calibration_set_must_be_the_projects(api: Api, tmp_path: Path) -> N
         {"calibration_samples": 0},
     ],
 )
-def test_garbage_is_refused(api: Api, params: dict[str, Any]) -> None:
+def test_garbage_is_refused(api: FidelityApi, params: dict[str, Any]) -> None:
     answer = launch(api, **params)
     assert answer.status_code == 422, answer.text
     assert "params.calibration_" in answer.json()["detail"]
 
 
-def test_a_calibration_set_needs_the_profile(api: Api) -> None:
+def test_a_calibration_set_needs_the_profile(api: FidelityApi) -> None:
     answer = launch(api, calibration_dataset_id=api.dataset, layer_profile=False)
     assert answer.status_code == 422, answer.text
     assert "layer_profile" in answer.json()["detail"]
@@ -219,7 +223,7 @@ def test_an_npz_is_cut_as_a_memory_mapped_view(tmp_path: Path, compressed: bool)
 
 
 def test_an_image_zip_calibration_set_decodes_only_calibration_samples(
-    api: Api, bundle: DemoBundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    api: FidelityApi, bundle: DemoBundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """30 halved digits as PNGs, an undecodable one 17th: with calibration_samples=16 the job decodes 16
     images (the job's own dataset is an .npz), the damaged one is never reached, and the ranges equal

@@ -25,12 +25,11 @@ from PIL import Image
 from sqlalchemy import select
 
 from backend import job_lifecycle
-from backend.accounts import Role
 from backend.api.app import create_app
 from backend.api.result_schemas.robustness import RobustnessOut
 from backend.array_png import array_thumbnail
 from backend.contracts import RESULT_FIDELITY_ROBUSTNESS
-from backend.db.models import JobResult, Model
+from backend.db.models import JobResult
 from backend.db.session import session_factory
 from backend.errors import StorageError
 from backend.robustness_images import JOB_MEMBER, PNG_MAX_SIDE, read_member, write_archive
@@ -38,12 +37,12 @@ from backend.settings import Settings
 from backend.storage import LocalArtifactStore
 from tests.backend.test_typed_results import extras
 from tests.conftest import truncate_all
-from tests.support.accounts import add_account
+from tests.support.fidelity_api import FidelityApi
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
 from worker.engine.errors import JobCancelled
 from worker.engine.robustness import SLICES
-from worker.handlers import FidelityHandler, InspectHandler
+from worker.handlers import FidelityHandler
 from worker.runtime import execute_job
 
 SAMPLES = 96
@@ -60,54 +59,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
     return write_demo_bundle(tmp_path_factory.mktemp("robustness_images_demo"))
 
 
-class Api:
-    def __init__(self, http: TestClient, settings: Settings, bundle: DemoBundle) -> None:
-        self.http, self.settings = http, settings
-        with session_factory(settings.resolved_database_url)() as s:
-            self.headers = add_account(s, None, None, Role.admin).headers
-        self.project = self.call("POST", "/projects", json={"name": "pictures"}).json()["id"]
-        ids = []
-        for kind, path in (
-            ("models", bundle.golden_onnx),
-            ("models", bundle.int8_onnx),
-            ("datasets", bundle.test_npz),
-        ):
-            with path.open("rb") as f:
-                ids.append(
-                    self.call(
-                        "POST", f"/projects/{self.project}/{kind}", files={"file": (path.name, f)}
-                    ).json()["id"]
-                )
-        self.golden, self.int8, self.dataset = ids
-        for model_id in (self.golden, self.int8):
-            with session_factory(settings.resolved_database_url)() as s:
-                job_id = s.get_one(Model, uuid.UUID(model_id)).inspect_job_id
-            assert execute_job(str(job_id), InspectHandler(), settings) == "succeeded"
-
+class Api(FidelityApi):
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.http.request(method, f"/api/v1{path}", headers=self.headers, **kwargs)
-
-    def fidelity(self, robustness: dict[str, Any]) -> str:
-        job_id = self.submit(robustness)
-        assert execute_job(job_id, FidelityHandler(), self.settings) == "succeeded"
-        return job_id
-
-    def submit(self, robustness: dict[str, Any]) -> str:
-        params = {
-            "golden_model_id": self.golden,
-            "compressed_model_id": self.int8,
-            "dataset_id": self.dataset,
-        }
-        job = self.call(
-            "POST",
-            "/jobs",
-            json={
-                "project_id": self.project,
-                "kind": "fidelity",
-                "params": params | {"layer_profile": False, "robustness": robustness},
-            },
-        ).json()
-        return str(job["id"])
 
     def store(self) -> LocalArtifactStore:
         return LocalArtifactStore(Path(self.settings.resolved_artifact_uri.removeprefix("file://")))
@@ -120,13 +74,13 @@ class Api:
 def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[Api]:
     truncate_all(pg_url)
     with TestClient(create_app(settings, run_reaper=False)) as http:
-        yield Api(http, settings, bundle)
+        yield Api(http, settings, "pictures", bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz)
     truncate_all(pg_url)
 
 
 @pytest.fixture(scope="module")
 def job(api: Api) -> str:
-    return api.fidelity(OPTIONS)
+    return api.fidelity(layer_profile=False, robustness=OPTIONS)
 
 
 def numpy_corrupted(name: str, severity: int, x: np.ndarray) -> np.ndarray:
@@ -225,7 +179,10 @@ def test_each_job_has_its_own_archive_and_deleting_one_keeps_the_others(api: Api
     deleting the first job, even while a rerun has put its archive but not committed yet, cannot remove
     the rerun's pictures (issue: the shared archive was released under a rerun)."""
     options = OPTIONS | {"severities": [3]}
-    first, second = api.fidelity(options), api.fidelity(options)
+    first, second = (
+        api.fidelity(layer_profile=False, robustness=options),
+        api.fidelity(layer_profile=False, robustness=options),
+    )
     shas = [api.call("GET", f"/jobs/{j}/robustness").json()["images"]["sha256"] for j in (first, second)]
     assert shas[0] != shas[1]
     store = api.store()
@@ -265,7 +222,7 @@ def test_a_job_that_does_not_commit_leaves_no_archive(
     """The steps after the slices (here the layer profile, the last one) fail, hit the time limit, are
     cancelled, or the job is cancelled once they are done: the store holds no archive of the job."""
     before = api.stored_files()
-    job_id = api.submit(OPTIONS | {"severities": [3]})
+    job_id = api.submit(layer_profile=False, robustness=OPTIONS | {"severities": [3]})
     reached: list[bool] = []
 
     def after_the_slices(*args: object, **kwargs: object) -> None:

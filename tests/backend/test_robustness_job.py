@@ -18,7 +18,6 @@ import scipy.special
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from backend.accounts import Role
 from backend.api.app import create_app
 from backend.api.result_schemas.robustness import RobustnessOut
 from backend.contracts import RESULT_FIDELITY_ROBUSTNESS
@@ -27,10 +26,10 @@ from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.backend.test_typed_results import extras, missing
 from tests.conftest import truncate_all
-from tests.support.accounts import add_account
+from tests.support.fidelity_api import FidelityApi
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
-from worker.handlers import FidelityHandler, InspectHandler
+from worker.handlers import InspectHandler
 from worker.runtime import execute_job
 
 SAMPLES = 96
@@ -46,46 +45,11 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
     return write_demo_bundle(tmp_path_factory.mktemp("robustness_demo"))
 
 
-class Api:
-    def __init__(self, http: TestClient, settings: Settings, bundle: DemoBundle) -> None:
-        self.http, self.settings = http, settings
-        with session_factory(settings.resolved_database_url)() as s:
-            self.headers = add_account(s, None, None, Role.admin).headers
-        self.project = self.post("/projects", json={"name": "robustness"})["id"]
-        self.golden = self.upload("models", bundle.golden_onnx)
-        self.int8 = self.upload("models", bundle.int8_onnx)
-        self.dataset = self.upload("datasets", bundle.test_npz)
-        for model_id in (self.golden, self.int8):
-            with session_factory(settings.resolved_database_url)() as s:
-                job_id = s.get_one(Model, uuid.UUID(model_id)).inspect_job_id
-            assert execute_job(str(job_id), InspectHandler(), settings) == "succeeded"
-
-    def post(self, path: str, **kwargs: Any) -> Any:
-        answer = self.http.post(f"/api/v1{path}", headers=self.headers, **kwargs)
-        assert answer.status_code in (200, 201, 202), answer.text
-        return answer.json()
-
-    def get(self, path: str) -> Any:
-        return self.http.get(f"/api/v1{path}", headers=self.headers)
-
-    def upload(self, kind: str, path: Path) -> str:
-        with path.open("rb") as f:
-            return str(self.post(f"/projects/{self.project}/{kind}", files={"file": (path.name, f)})["id"])
-
-    def fidelity(self, **params: Any) -> str:
-        base = {"golden_model_id": self.golden, "compressed_model_id": self.int8, "dataset_id": self.dataset}
-        job = self.post(
-            "/jobs", json={"project_id": self.project, "kind": "fidelity", "params": base | params}
-        )
-        assert execute_job(str(job["id"]), FidelityHandler(), self.settings) == "succeeded"
-        return str(job["id"])
-
-
 @pytest.fixture
-def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[Api]:
+def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[FidelityApi]:
     truncate_all(pg_url)
     with TestClient(create_app(settings, run_reaper=False)) as http:
-        yield Api(http, settings, bundle)
+        yield FidelityApi(http, settings, "robustness", bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz)
     truncate_all(pg_url)
 
 
@@ -98,7 +62,7 @@ def stored(settings: Settings, job_id: str) -> dict[str, Any] | None:
         ).scalar_one_or_none()
 
 
-def test_the_document_is_stored_listed_and_served_typed(api: Api, bundle: DemoBundle) -> None:
+def test_the_document_is_stored_listed_and_served_typed(api: FidelityApi, bundle: DemoBundle) -> None:
     slices = ["gaussian_noise", "occlusion", "jpeg", "fgsm"]
     options = {"slices": slices, "severities": [1, 3], "max_samples": SAMPLES}
     job_id = api.fidelity(layer_profile=False, robustness=options)
@@ -125,7 +89,7 @@ def test_the_document_is_stored_listed_and_served_typed(api: Api, bundle: DemoBu
     assert all(w["label"] == labels[w["sample_index"]] for w in worst)
 
 
-def test_a_failing_step_leaves_the_clean_report(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_step_leaves_the_clean_report(api: FidelityApi, monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("float division by zero")
 
@@ -143,14 +107,14 @@ def test_a_failing_step_leaves_the_clean_report(api: Api, monkeypatch: pytest.Mo
     assert samples["total"] == 360
 
 
-def test_a_job_without_the_option_has_no_document(api: Api) -> None:
+def test_a_job_without_the_option_has_no_document(api: FidelityApi) -> None:
     job_id = api.fidelity(layer_profile=False)
     assert "robustness" not in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
     answer = api.get(f"/jobs/{job_id}/robustness")
     assert answer.status_code == 404 and "has no robustness" in answer.json()["detail"]
 
 
-def test_unknown_slices_and_severities_are_refused(api: Api) -> None:
+def test_unknown_slices_and_severities_are_refused(api: FidelityApi) -> None:
     base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
     bad: dict[str, Any]
     for bad in ({"slices": ["snow"]}, {"severities": [4]}, {"slices": []}, {"seed": -1}):
@@ -169,7 +133,9 @@ def ort_probabilities(path: Path, x: np.ndarray) -> np.ndarray:
     return np.asarray(scipy.special.softmax(logits.astype(np.float64), axis=1))
 
 
-def test_an_ood_dataset_is_compared_like_a_slice(api: Api, bundle: DemoBundle, tmp_path: Path) -> None:
+def test_an_ood_dataset_is_compared_like_a_slice(
+    api: FidelityApi, bundle: DemoBundle, tmp_path: Path
+) -> None:
     """The digits inverted (white strokes on black become black on white) as the out-of-distribution data:
     KL, agreement, accuracies and the brittleness ratio equal scipy's on onnxruntime's own outputs."""
     digits = np.load(bundle.test_npz)
@@ -198,7 +164,7 @@ def test_an_ood_dataset_is_compared_like_a_slice(api: Api, bundle: DemoBundle, t
     assert worst == list(np.argsort(-kl, kind="stable")[:10])
 
 
-def test_an_ood_dataset_that_does_not_fit_leaves_the_slices(api: Api, tmp_path: Path) -> None:
+def test_an_ood_dataset_that_does_not_fit_leaves_the_slices(api: FidelityApi, tmp_path: Path) -> None:
     np.savez(tmp_path / "flat.npz", input=np.zeros((20, 64), np.float32))
     flat = api.upload("datasets", tmp_path / "flat.npz")
     options = {"slices": ["gaussian_noise"], "severities": [1], "max_samples": 40, "ood_dataset_id": flat}
@@ -210,7 +176,7 @@ def test_an_ood_dataset_that_does_not_fit_leaves_the_slices(api: Api, tmp_path: 
     assert "input" in served.ood.error and served.ood.n_samples == 0
 
 
-def test_an_ood_dataset_must_be_the_projects(api: Api, tmp_path: Path) -> None:
+def test_an_ood_dataset_must_be_the_projects(api: FidelityApi, tmp_path: Path) -> None:
     other = api.post("/projects", json={"name": "elsewhere"})["id"]
     np.savez(tmp_path / "elsewhere.npz", input=np.zeros((4, 1, 8, 8), np.float32))
     with (tmp_path / "elsewhere.npz").open("rb") as f:
@@ -229,7 +195,9 @@ def test_an_ood_dataset_must_be_the_projects(api: Api, tmp_path: Path) -> None:
     assert foreign in answer.json()["detail"]
 
 
-def test_a_pytorch_twin_runs_the_attacks_on_an_onnx_golden_model(api: Api, bundle: DemoBundle) -> None:
+def test_a_pytorch_twin_runs_the_attacks_on_an_onnx_golden_model(
+    api: FidelityApi, bundle: DemoBundle
+) -> None:
     twin = api.upload("models", bundle.golden_pt2)
     with session_factory(api.settings.resolved_database_url)() as s:
         inspect_id = s.get_one(Model, uuid.UUID(twin)).inspect_job_id
@@ -252,7 +220,7 @@ def test_a_pytorch_twin_runs_the_attacks_on_an_onnx_golden_model(api: Api, bundl
     assert [s.name for s in skipped] == ["fgsm"] and "twin_model_id" in skipped[0].reason
 
 
-def test_a_twin_must_be_a_pytorch_model(api: Api) -> None:
+def test_a_twin_must_be_a_pytorch_model(api: FidelityApi) -> None:
     base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
     answer = api.http.post(
         "/api/v1/jobs",

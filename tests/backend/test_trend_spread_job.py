@@ -15,11 +15,12 @@ from sqlalchemy import select
 from backend.db.models import JobResult, SampleDivergence
 from backend.db.session import session_factory
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD
-from tests.backend.test_robustness_job import Api, api, bundle, settings  # noqa: F401 (fixtures)
+from tests.backend.test_robustness_job import api, bundle, settings  # noqa: F401 (fixtures)
 from tests.backend.test_trend_spread import check_sqnr
+from tests.support.fidelity_api import FidelityApi
 
 
-def test_a_real_jobs_standard_errors_equal_scipy(api: Api) -> None:  # noqa: F811
+def test_a_real_jobs_standard_errors_equal_scipy(api: FidelityApi) -> None:  # noqa: F811
     job_id = api.fidelity()
     answer = api.get(f"/projects/{api.project}/trends?golden_model_id={api.golden}")
     assert answer.status_code == 200, answer.text
