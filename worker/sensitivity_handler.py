@@ -46,6 +46,8 @@ class _Loaded:
     params: SensitivityJobParams
     handle: Any  # a CompressibleModel, prepared
     feeds: dict[str, np.ndarray]
+    batch_size: int
+    """params.batch_size, or the engine's choice for this model (the same on every worker)."""
 
 
 class SensitivityHandler:
@@ -63,8 +65,11 @@ class SensitivityHandler:
         self._last = None  # let the previous job's model go before loading this one
         self._golden = None
         params = SensitivityJobParams.model_validate(ctx.params)
+        from worker.engine.sensitivity import scan_batch_size
+
         prepared = open_prepared(ctx, params.model_id, params.dataset_id, params.max_samples, params.threads)
-        loaded = _Loaded(params, prepared.handle, prepared.feeds)
+        batch = params.batch_size or scan_batch_size(prepared.handle)
+        loaded = _Loaded(params, prepared.handle, prepared.feeds, batch)
         self._last = (ctx.job_id, loaded)
         return loaded
 
@@ -112,7 +117,7 @@ class SensitivityHandler:
         from worker.engine.compression.divergence import golden_outputs
 
         ctx.progress(0.0, "running the golden model over the calibration set")
-        golden = golden_outputs(loaded.handle, loaded.feeds, loaded.params.batch_size)
+        golden = golden_outputs(loaded.handle, loaded.feeds, loaded.batch_size)
         with tempfile.TemporaryDirectory(prefix="kneeboard-golden-") as tmp:
             path = Path(tmp) / "golden.npz"
             meta = json.dumps(
@@ -174,7 +179,7 @@ class SensitivityHandler:
             configs,
             layers=layers,
             mode="only",
-            batch_size=params.batch_size,
+            batch_size=loaded.batch_size,
             whole_model=params.whole_model and bool(spec.get("whole_model")),
             on_progress=progress,
             reference=reference,
@@ -187,7 +192,7 @@ class SensitivityHandler:
                 configs,
                 layers=layers,
                 mode="all_but",
-                batch_size=params.batch_size,
+                batch_size=loaded.batch_size,
                 on_progress=progress,
                 reference=reference,
             ).to_dict()
@@ -259,7 +264,7 @@ class SensitivityHandler:
                 plans.append({"average_bits": bits, "budget_bytes": budget, "error": str(exc)})
                 continue
             loaded = self._load(ctx)
-            measured = measure_fn(loaded.handle, loaded.feeds, plan, batch_size=params.batch_size)
+            measured = measure_fn(loaded.handle, loaded.feeds, plan, batch_size=loaded.batch_size)
             plans.append(
                 {
                     "average_bits": bits,

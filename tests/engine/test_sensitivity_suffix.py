@@ -1,20 +1,26 @@
 """The sensitivity scan's prefix reuse: every cell computed from the golden prefix equals the cell of the
 full re-run (a new session of the whole compressed model per cell), on a residual CNN with a strided
-shortcut and on a transformer block; the suffix is the part downstream of the layer, skips included."""
+shortcut and on a transformer block; the suffix is the part downstream of the layer, skips included. The
+scan's default batch: the largest tensor one sample writes (ONNX shape inference when the model is
+prepared) against what onnxruntime writes, and the batch that keeps a batch's largest tensor in budget."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 import torch
 from torch import nn
 
 from tests.support.residual import BasicBlock
 from worker.demo.models import export_onnx
+from worker.engine import sensitivity
 from worker.engine.compression import (
     ActivationQuant,
     FloatCast,
@@ -25,8 +31,15 @@ from worker.engine.compression import (
 )
 from worker.engine.compression.configs import Config
 from worker.engine.compression.divergence import golden_outputs
+from worker.engine.compression.model import first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
-from worker.engine.sensitivity import SensitivityResult, layer_sensitivity
+from worker.engine.sensitivity import (
+    SCAN_BATCH_ACTIVATION_BYTES,
+    SCAN_BATCH_CAP,
+    SensitivityResult,
+    layer_sensitivity,
+    scan_batch_size,
+)
 from worker.engine.suffix_onnx import CellSuffix, OnnxSuffixes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -222,3 +235,65 @@ def test_the_suffix_starts_at_the_layer_and_takes_the_skip_connections(
     assert maps.covered and maps.covered == set(maps.offsets)
     unchanged = suffixes.cell({}, {})
     assert unchanged.model is None  # nothing changed: the cell is the golden run
+
+
+def _largest_tensor_onnxruntime_writes(path: Path, sample: dict[str, np.ndarray]) -> int:
+    """Every node output made a graph output, optimizations off, one sample: the largest array's bytes."""
+    model = onnx.load(str(path))
+    known = {value.name for value in model.graph.output}
+    for node in model.graph.node:
+        for name in node.output:
+            if name and name not in known:
+                model.graph.output.append(onnx.ValueInfoProto(name=name))
+                known.add(name)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return max(np.asarray(value).nbytes for value in session.run(None, sample))
+
+
+@pytest.mark.parametrize("model", ["residual_cnn", "transformer"])
+def test_the_largest_activation_is_the_largest_tensor_onnxruntime_writes(
+    model: str, request: pytest.FixtureRequest
+) -> None:
+    path, feeds = request.getfixturevalue(model)
+    handle = open_compressible(path, "onnx", intra_op_threads=1)
+    assert handle.largest_activation_bytes is None  # learnt when prepared
+    handle.prepare(first_sample(feeds))
+    assert handle.largest_activation_bytes == _largest_tensor_onnxruntime_writes(path, first_sample(feeds))
+
+
+@pytest.mark.parametrize(
+    ("largest", "batch"),
+    [
+        (None, SCAN_BATCH_CAP),  # unknown (torch models): the former default
+        (262_144, SCAN_BATCH_CAP),  # the ResNet-18 shape at 64 px: 160 would fit, the cap holds
+        (4_816_896, 8),  # EfficientNet-Lite0 at 224 px: 96 x 112 x 112 float32
+        (SCAN_BATCH_ACTIVATION_BYTES // 3, 3),
+        (SCAN_BATCH_ACTIVATION_BYTES // 3 + 1, 2),
+        (SCAN_BATCH_ACTIVATION_BYTES * 4, 1),  # one sample over the budget still runs
+    ],
+)
+def test_the_batch_keeps_its_largest_tensor_within_the_budget(largest: int | None, batch: int) -> None:
+    model = cast(Any, SimpleNamespace(largest_activation_bytes=largest))
+    assert scan_batch_size(model) == batch
+    if largest is not None and batch > 1:
+        assert batch * largest <= SCAN_BATCH_ACTIVATION_BYTES or batch == SCAN_BATCH_CAP
+
+
+def test_the_default_batch_scan_equals_the_full_rerun(
+    residual_cnn: tuple[Path, dict[str, np.ndarray]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A budget that gives the residual CNN batches of 3 (40 samples: the last batch holds 1): every cell
+    of the default scan equals the full re-run's, whose golden outputs and metrics fold in the same batches."""
+    path, feeds = residual_cnn
+    handle = open_compressible(path, "onnx", intra_op_threads=1)
+    handle.prepare(first_sample(feeds))
+    assert handle.largest_activation_bytes is not None
+    monkeypatch.setattr(sensitivity, "SCAN_BATCH_ACTIVATION_BYTES", 3 * handle.largest_activation_bytes + 1)
+    assert scan_batch_size(handle) == 3
+    fast = layer_sensitivity(handle, feeds, CONFIGS)
+    full = layer_sensitivity(
+        open_compressible(path, "onnx", intra_op_threads=1), feeds, CONFIGS, batch_size=3, reuse_prefix=False
+    )
+    _assert_same_cells(fast, full)

@@ -65,6 +65,9 @@ class CompressibleModel(ABC):
 
     backend: str = ""
     notes: list[str]
+    largest_activation_bytes: int | None = None
+    """Bytes of the largest tensor one sample writes, learnt by `prepare` (None: unknown, e.g. torch
+    models); the sensitivity scan sizes its batches by it."""
 
     @property
     @abstractmethod

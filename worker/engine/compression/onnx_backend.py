@@ -125,11 +125,12 @@ class OnnxCompressible(CompressibleModel):
         return self._golden.run(feeds)
 
     def prepare(self, sample: Feeds) -> None:
-        """Count MACs per layer (inspection's ONNX rules at the sample's shapes)."""
+        """Count MACs per layer (inspection's ONNX rules at the sample's shapes) and find the largest tensor
+        one sample writes."""
         if self._prepared:
             return
         self._prepared = True
-        from worker.engine.inspection import _onnx_macs
+        from worker.engine.inspection.onnx_macs import onnx_shape_facts
 
         shapes = {
             spec.name: list(np.asarray(sample[spec.name]).shape)
@@ -137,11 +138,13 @@ class OnnxCompressible(CompressibleModel):
             if spec.name in sample
         }
         try:
-            macs, notes = _onnx_macs(self.model, shapes)
+            facts = onnx_shape_facts(self.model, shapes)
         except Exception as exc:  # MACs are optional metadata
             self.notes.append(f"MACs not counted: {exc}")
             return
-        self.notes.extend(notes)
+        self.notes.extend(facts.notes)
+        self.largest_activation_bytes = facts.largest_value_bytes
+        macs = facts.macs
         if macs is None:
             return
         for layer in self._layers:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,21 +17,32 @@ def node_name(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type}_{index}"
 
 
-def _onnx_macs(
-    model: onnx.ModelProto, shapes_used: Mapping[str, list[int]] | None
-) -> tuple[list[int | None] | None, list[str]]:
-    """MACs per node (0 for ops without a MAC rule), or None when the input shapes are unknown."""
+@dataclass(frozen=True)
+class OnnxShapeFacts:
+    """What shape inference at concrete input shapes tells about an ONNX graph."""
+
+    macs: list[int | None] | None
+    """MACs per node (0 for ops without a MAC rule), None when the input shapes are unknown."""
+    notes: list[str]
+    largest_value_bytes: int | None
+    """Bytes of the largest tensor a node writes (None: no complete shape). At one sample's input shapes,
+    the largest activation one sample needs (the sensitivity scan sizes its batches by it)."""
+
+
+def onnx_shape_facts(model: onnx.ModelProto, shapes_used: Mapping[str, list[int]] | None) -> OnnxShapeFacts:
+    """MACs per node and the largest written tensor, from one shape inference at `shapes_used`."""
     import onnx
 
     if shapes_used is None:
-        return None, []
+        return OnnxShapeFacts(None, [], None)
     typed = onnx.ModelProto()
     typed.CopyFrom(model)
     _set_input_shapes(typed.graph, shapes_used)
     try:
         inferred = onnx.shape_inference.infer_shapes(typed, strict_mode=False, data_prop=True)
     except Exception as exc:  # InferenceError and friends: report it, do not fail the inspection
-        return [None] * len(model.graph.node), [f"ONNX shape inference failed, MACs unknown: {exc}"]
+        notes = [f"ONNX shape inference failed, MACs unknown: {exc}"]
+        return OnnxShapeFacts([None] * len(model.graph.node), notes, None)
     shapes = _known_shapes(inferred.graph)
     macs: list[int | None] = []
     unknown: list[str] = []
@@ -41,7 +53,35 @@ def _onnx_macs(
             unknown.append(f"{node_name(node, index)} ({node.op_type})")
         macs.append(value)
     notes = [f"MACs unknown for {unknown}: shape inference gave no complete shapes."] if unknown else []
-    return macs, notes
+    return OnnxShapeFacts(macs, notes, _largest_value_bytes(inferred.graph))
+
+
+def _onnx_macs(
+    model: onnx.ModelProto, shapes_used: Mapping[str, list[int]] | None
+) -> tuple[list[int | None] | None, list[str]]:
+    """MACs per node (0 for ops without a MAC rule), or None when the input shapes are unknown."""
+    facts = onnx_shape_facts(model, shapes_used)
+    return facts.macs, facts.notes
+
+
+def _largest_value_bytes(graph: onnx.GraphProto) -> int | None:
+    """The largest tensor among the node outputs whose shape and element type inference gave."""
+    import numpy as np
+    from onnx import helper
+
+    largest: int | None = None
+    for value in [*graph.value_info, *graph.output]:
+        tensor_type = value.type.tensor_type
+        dims = tensor_type.shape.dim if tensor_type.HasField("shape") else None
+        if dims is None or not all(d.HasField("dim_value") for d in dims):
+            continue
+        try:
+            itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)).itemsize
+        except (KeyError, TypeError):  # undefined or string element type
+            continue
+        size = math.prod(int(d.dim_value) for d in dims) * itemsize
+        largest = size if largest is None else max(largest, size)
+    return largest
 
 
 def _set_input_shapes(graph: onnx.GraphProto, shapes: Mapping[str, list[int]]) -> None:
