@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import onnxruntime_run_time, report
+from bench.common import onnxruntime_run_time, peak_rss_mib, report
 
 FIDELITY_BATCH = 64
 DEEP_BLOCKS = 167  # 3 profiled layers per block (the quantizer fuses Conv+Relu): 501 layers
@@ -104,9 +104,7 @@ def child(kind: str, golden: str, compressed: str, data: str, n: int) -> None:
                 runners[0], runners[1], {"input": x}, None, FidelityParams(batch_size=FIDELITY_BATCH)
             )
     seconds = time.perf_counter() - start
-    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across execve, so a child would report its parent's peak
-    status = Path("/proc/self/status").read_text().splitlines()
-    peak_mb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+    peak_mb = peak_rss_mib()
     print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "layers": layers, "runtime": runtime[0]}))
 
 

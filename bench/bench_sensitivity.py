@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import onnxruntime_run_time, photo_crops, report
+from bench.common import onnxruntime_run_time, peak_rss_mib, photo_crops, report
 
 CONFIGS = [{"type": "weight_quant", "bits": 8}, {"type": "weight_quant", "bits": 4}]
 METRICS = ("kl_mean", "kl_max", "top1_agreement", "sqnr_db", "mse")
@@ -166,8 +165,7 @@ def _product_vs_naive(name: str, path: Path, x: np.ndarray, every: int) -> None:
 def _peak_rss_child(path: str, samples: int, queue: Any) -> None:
     x = np.load(path + ".npy")
     seconds, result, _ = _scan(Path(path), x[:samples], None, reuse_prefix=True)
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    queue.put((seconds, len(result.cells), peak_kib / 1024))
+    queue.put((seconds, len(result.cells), peak_rss_mib()))
 
 
 def _deep(folder: Path, samples: int, layers: int) -> None:
