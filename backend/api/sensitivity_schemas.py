@@ -60,6 +60,11 @@ class SensitivityReportOut(BaseModel):
     primary_output: str
     output_kind: str
     n_samples: int
+    batch_size: int | None = Field(
+        default=None,
+        description="Samples per run the scan used: the job's batch_size, or the worker's choice when it "
+        "was null (null for scans made before this was recorded).",
+    )
     ranking_metric: Literal["kl", "sqnr"] = Field(
         description="What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive) or sqnr "
         "(other outputs: lower SQNR = more sensitive)."

@@ -74,6 +74,7 @@ def test_a_scan_split_over_two_workers_equals_one_uninterrupted_scan(
     np.testing.assert_allclose(report["matrix"]["kl_mean"], expected["kl_mean"], rtol=1e-9)
     np.testing.assert_allclose(report["matrix"]["sqnr_db"], expected["sqnr_db"], rtol=1e-9)
     assert report["ranking"]["overall"] == reference.ranking()
+    assert report["batch_size"] == 64  # the digits CNN's activations are small: the cap
     assert set(report["whole_model"]) == {cfg["id"] for cfg in report["configs"]}
     # Fewer bits, more damage: every layer's KL grows from 8 to 4 to 2 bits.
     kl = np.array(report["matrix"]["kl_mean"])

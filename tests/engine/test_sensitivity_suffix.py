@@ -297,3 +297,4 @@ def test_the_default_batch_scan_equals_the_full_rerun(
         open_compressible(path, "onnx", intra_op_threads=1), feeds, CONFIGS, batch_size=3, reuse_prefix=False
     )
     _assert_same_cells(fast, full)
+    assert fast.batch_size == 3 and fast.to_dict()["batch_size"] == 3

@@ -174,6 +174,7 @@ def layer_sensitivity(
         },
         whole_model=whole,
         notes=list(model.notes),
+        batch_size=reference.batch_size,
     )
 
 

@@ -37,6 +37,7 @@ def merge_sensitivity(results: Sequence[SensitivityResult | Mapping[str, Any]]) 
             ("layers", result.layers, first.layers),
             ("model", result.model, first.model),
             ("n_samples", result.n_samples, first.n_samples),
+            ("batch_size", result.batch_size, first.batch_size),
             ("primary_output", result.primary_output, first.primary_output),
         ):
             if mine != theirs:
@@ -62,4 +63,5 @@ def merge_sensitivity(results: Sequence[SensitivityResult | Mapping[str, Any]]) 
         model=dict(first.model),
         whole_model=whole,
         notes=list(dict.fromkeys(n for r in parsed for n in r.notes)),
+        batch_size=first.batch_size,
     )

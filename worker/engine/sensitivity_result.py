@@ -72,6 +72,8 @@ class SensitivityResult:
     whole_model: dict[str, Divergence] = field(default_factory=dict)
     """Per config id: every layer compressed at once (when requested)."""
     notes: list[str] = field(default_factory=list)
+    batch_size: int | None = None
+    """Samples per run of the scan (None in documents written before it was recorded)."""
 
     @property
     def config_ids(self) -> list[str]:
@@ -144,6 +146,7 @@ class SensitivityResult:
             "primary_output": self.primary_output,
             "output_kind": self.output_kind,
             "n_samples": self.n_samples,
+            "batch_size": self.batch_size,
             "model": dict(self.model),
             "ranking_metric": metric,
             "matrix": {
@@ -185,4 +188,5 @@ class SensitivityResult:
             model=dict(data["model"]),
             whole_model={cid: Divergence.from_dict(d) for cid, d in data.get("whole_model", {}).items()},
             notes=list(data["notes"]),
+            batch_size=data.get("batch_size"),
         )

@@ -5762,6 +5762,11 @@ export interface components {
          */
         SensitivityReportOut: {
             /**
+             * Batch Size
+             * @description Samples per run the scan used: the job's batch_size, or the worker's choice when it was null (null for scans made before this was recorded).
+             */
+            batch_size?: number | null;
+            /**
              * Cells
              * @description Every cell with all its numbers and what was compressed (only with ?cells=true).
              */
