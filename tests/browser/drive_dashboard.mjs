@@ -331,6 +331,8 @@ try {
   const heatmap = chart(page, "Sensitivity heatmap");
   await heatmap.locator(".heatmaplayer image").first().waitFor({ state: "attached", timeout: 90_000 });
   observations.sensitivityUrl = page.url();
+  observations.sensitivityBatch = await page.locator(".facts > div")
+    .filter({ has: page.locator("dt", { hasText: /^Batch$/ }) }).locator("dd").innerText();
   observations.heatmap = await heatmap.locator(".js-plotly-plot").evaluate((gd) => ({
     traceTypes: gd.data.map((t) => t.type),
     zRows: gd.data[0].z.length,

@@ -185,6 +185,8 @@ def _assert_sensitivity(seen: dict[str, Any]) -> None:
     assert "<b>conv1</b>" in hover and "w8-sym-tensor" in hover, hover
     assert all(part in hover for part in ("KL mean:", "top-1 agreement:", "SQNR:")), hover
     assert seen["ranked"] == len(DEMO_LAYERS)
+    # the form left the batch empty: the worker chose it (the digits CNN's activations are small: the cap)
+    assert seen["sensitivityBatch"] == "64 samples per run (chosen for this model's activation size)", seen
     # Fanned out into 3 chunks, all done by the embedded stack's one worker on the first attempt.
     chunks = seen["chunks"]
     assert [c["status"] for c in chunks] == ["succeeded"] * 3, chunks

@@ -67,6 +67,15 @@ function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undef
             <dt>Ranked by</dt>
             <dd>{metricOf(report.ranking_metric) === "kl" ? "KL mean" : "−SQNR"}</dd>
           </div>
+          {report.batch_size != null && (
+            <div>
+              <dt>Batch</dt>
+              <dd>
+                {report.batch_size} samples per run
+                {p.batch_size == null ? " (chosen for this model's activation size)" : ""}
+              </dd>
+            </div>
+          )}
         </>
       )}
       <JobStatusFacts job={job} />
