@@ -78,6 +78,6 @@ def photo_crops(n: int, size: int, seed: int = 0) -> np.ndarray:
 def peak_rss_mib() -> float:
     """This process's peak resident memory (VmHWM) in MiB. Not ru_maxrss: Linux keeps ru_maxrss across
     execve, so a spawned child would report its parent's peak (bench_sensitivity's 500-layer line read 2522
-    MiB, the bench process's own peak after the EfficientNet scans, for a scan that peaks at 811)."""
+    MiB, the bench process's own peak after the EfficientNet scans, for a scan that peaks at 616)."""
     status = Path("/proc/self/status").read_text().splitlines()
     return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024

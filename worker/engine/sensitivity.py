@@ -82,7 +82,7 @@ def scan_batch_size(model: CompressibleModel) -> int:
     SCAN_BATCH_ACTIVATION_BYTES, from 1 to SCAN_BATCH_CAP (the cap when the size is unknown). `model` must
     be prepared (that is when it learns its activations' size)."""
     largest = model.largest_activation_bytes
-    if not largest or largest <= 0:
+    if largest is None or largest <= 0:
         return SCAN_BATCH_CAP
     return max(1, min(SCAN_BATCH_CAP, SCAN_BATCH_ACTIVATION_BYTES // largest))
 
