@@ -1,7 +1,7 @@
 """One array drawn as a small PNG: which sample shapes are pictures, and how they are scaled and sized.
 
 Used by the dataset previews (backend/dataset_preview.py) and by the robustness slices' worst-sample
-pictures (worker/robustness_images.py), so both draw an array the same way. numpy and Pillow only.
+pictures (worker/jobs/robustness_images.py), so both draw an array the same way. numpy and Pillow only.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Runs in the API: reads the zip directory, the CSV and each image's header (Pillow opens lazily), so a
 corrupt image, a label for a missing file or a path outside the archive is refused at upload, with the
-file named. Decoding, resizing and normalising happen in the worker (worker/engine/images.py).
+file named. Decoding, resizing and normalising happen in the worker (worker/engine/datasets/images.py).
 """
 
 from __future__ import annotations

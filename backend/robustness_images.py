@@ -1,5 +1,5 @@
 """The corrupted inputs of the robustness slices' worst samples, as PNGs (issue 13): drawn and stored by
-the worker (WorstPictures in worker/robustness_images.py, with this module's write_archive), served by
+the worker (WorstPictures in worker/jobs/robustness_images.py, with this module's write_archive), served by
 GET /jobs/{id}/robustness/{slice}/{severity}/samples/{index}.png (read_member).
 
 All of a job's pictures are one ZIP archive in the artifact store (members stored, not deflated: PNG is

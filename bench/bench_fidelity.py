@@ -17,7 +17,7 @@ from bench.common import best_of, report
 
 def main(n_samples: int = 20_000, batch_size: int = 256) -> None:
     from worker.demo.models import write_demo_bundle
-    from worker.engine.fidelity import FidelityParams, compare_models
+    from worker.engine.fidelity.compare import FidelityParams, compare_models
     from worker.engine.loaders import load_model
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -107,7 +107,7 @@ def _sensitivity_doc(rng: np.random.Generator, n_layers: int = 60, n_configs: in
 
 
 def _objectives(rng: np.random.Generator) -> dict[str, float | None]:
-    """The names and number of values the worker stores for a point (worker/sweep_handler.py)."""
+    """The names and number of values the worker stores for a point (worker/jobs/sweep.py)."""
     names = ["kl_mean", "js_mean", "top1_agreement", "sqnr_db", "cosine_mean", "accuracy", "accuracy_drop_pp"]
     names += ["ece", "size_bytes", "compression_ratio", "params_kept", "macs", "bops"]
     names += [f"latency_{q}_ms_b{b}" for b in (1, 8) for q in ("p50", "p90")] + ["latency_ratio_b1"]

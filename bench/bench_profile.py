@@ -78,7 +78,7 @@ def child(kind: str, golden: str, compressed: str, data: str, n: int) -> None:
     import onnxruntime  # noqa: F401  # a pool process imports both runtimes when it starts
     import torch  # noqa: F401
 
-    from worker.engine.fidelity import FidelityParams, compare_models
+    from worker.engine.fidelity.compare import FidelityParams, compare_models
     from worker.engine.layer_profile import profile_layers
     from worker.engine.loaders import load_model
 

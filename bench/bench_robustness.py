@@ -28,7 +28,7 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
     import torch
 
     from worker.demo.models import write_demo_bundle
-    from worker.engine.fidelity import FidelityParams, compare_models
+    from worker.engine.fidelity.compare import FidelityParams, compare_models
     from worker.engine.loaders import load_model
     from worker.engine.robustness import (
         SEVERITIES,
@@ -38,7 +38,7 @@ def main(n_samples: int = 10_000, batch_size: int = 256, repeats: int = 3) -> No
         corrupt,
         evaluate_robustness,
     )
-    from worker.robustness_images import WorstPictures
+    from worker.jobs.robustness_images import WorstPictures
 
     torch.set_num_threads(1)
     array_slices = tuple(n for n, s in SLICES.items() if s.target in ("float", "image"))
@@ -111,10 +111,10 @@ def _lite0(folder: Path, slices: tuple[str, ...], n_samples: int = 64, batch_siz
 
     from tests.support.pretrained import efficientnet_lite0, sample_images
     from worker.demo.models import export_onnx, quantize_onnx_int8
-    from worker.engine.fidelity import FidelityParams, compare_models
+    from worker.engine.fidelity.compare import FidelityParams, compare_models
     from worker.engine.loaders import load_model
     from worker.engine.robustness import SEVERITIES, RobustnessParams, evaluate_robustness
-    from worker.robustness_images import WorstPictures
+    from worker.jobs.robustness_images import WorstPictures
 
     images = sample_images().images
     golden_path = export_onnx(efficientnet_lite0(), images[:2], folder / "lite0.onnx")

@@ -116,7 +116,7 @@ def _scan(
 ) -> tuple[float, Any, float]:
     """(seconds, result, seconds inside onnxruntime's runs) of one scan."""
     from worker.engine.compression import open_compressible
-    from worker.engine.sensitivity import layer_sensitivity
+    from worker.engine.sensitivity.scan import layer_sensitivity
 
     start = time.perf_counter()
     with onnxruntime_run_time() as runtime:

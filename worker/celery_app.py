@@ -144,8 +144,8 @@ def _prepare_pool_process(**_: object) -> None:
     import onnx.numpy_helper  # noqa: F401
 
     import worker.engine.compression
-    import worker.engine.fidelity
+    import worker.engine.fidelity.compare
     import worker.engine.loaders
-    import worker.engine.sensitivity  # noqa: F401
+    import worker.engine.sensitivity.scan  # noqa: F401
 
     apply_memory_limit(get_settings().resolved_worker_memory_limit_mb)

@@ -42,7 +42,7 @@ ChunkResults = list[tuple[dict[str, Any], dict[str, Any]]]
 def dispatch_order(costs: list[float]) -> list[int]:
     """Chunk indices in the order their messages are sent: largest expected cost first (a spec's optional
     "cost"; ties and specs without one in index order). Longest-processing-time-first: a worker that frees
-    up late takes a small chunk, not the biggest one (worker/sensitivity_chunks.py says what the
+    up late takes a small chunk, not the biggest one (worker/jobs/sensitivity_chunks.py says what the
     sensitivity costs are)."""
     return sorted(range(len(costs)), key=lambda i: (-costs[i], i))
 

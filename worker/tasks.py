@@ -25,12 +25,13 @@ from backend.db_retry import in_transaction
 from backend.settings import get_settings
 from worker.celery_app import app
 from worker.fanout import FanOutHandler, execute_chunk, execute_fanout_job, execute_merge
-from worker.handlers import FidelityHandler, InspectHandler
+from worker.jobs.fidelity import FidelityHandler
+from worker.jobs.inspect import InspectHandler
+from worker.jobs.recovery import RecoveryHandler
+from worker.jobs.sensitivity import SensitivityHandler
+from worker.jobs.sweep import SweepHandler
 from worker.lost_work import LOST_WORK_HOOKS
-from worker.recovery_handler import RecoveryHandler
 from worker.runtime import execute_job, service_error
-from worker.sensitivity_handler import SensitivityHandler
-from worker.sweep_handler import SweepHandler
 
 FANOUT_HANDLERS: dict[str, FanOutHandler] = {
     JobKind.sensitivity.value: SensitivityHandler(),

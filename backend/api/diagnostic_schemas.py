@@ -1,5 +1,5 @@
 """Typed responses of the "why it diverges" routes (backend/api/routes/diagnostics.py): per-class damage
-and sequence fidelity of a fidelity job, as the worker stores them (worker/engine/metrics/per_class.py,
+and sequence fidelity of a fidelity job, as the worker stores them (worker/engine/tasks/classification.py,
 worker/engine/metrics/sequence.py). Null numbers follow the non-finite rule of
 backend/api/result_schemas/common.py: undefined (no samples, or no labels for accuracies)."""
 

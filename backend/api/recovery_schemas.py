@@ -1,4 +1,4 @@
-"""The result of a recovery job as the API serves it (stored by worker/recovery_handler.py under
+"""The result of a recovery job as the API serves it (stored by worker/jobs/recovery.py under
 "recovery.summary"; the figures are worker/engine/sweep/golden.py ``fidelity_summary`` on the held-out
 split, the details those of worker/engine/recovery's methods)."""
 

@@ -1,5 +1,5 @@
 """One sample of a fidelity job, for the sample inspector: both models' top-k classes and probabilities
-(stored by the worker, worker/engine/sample_topk.py) and a summary of the sample's input (read from the stored
+(stored by the worker, worker/engine/fidelity/sample_topk.py) and a summary of the sample's input (read from the stored
 dataset with backend/dataset_preview.py: only that sample's rows; never a model runtime).
 
 The top-k document holds one row per sample; a sample's rows are read with JSON path expressions
@@ -25,7 +25,7 @@ from backend.db.models import JobResult
 from backend.errors import Conflict, NotFound
 
 RESULT_FIDELITY_SAMPLE_TOPK = "fidelity.sample_topk"
-"""The job result (written by worker/handlers.py FidelityHandler) holding every sample's top-k."""
+"""The job result (written by worker/jobs/fidelity.py FidelityHandler) holding every sample's top-k."""
 
 ROLES = ("golden", "compressed")
 

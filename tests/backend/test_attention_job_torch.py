@@ -32,7 +32,7 @@ from tests.support.attention_torch import (
 from tests.support.fidelity_api import FidelityApi
 from tests.support.services import stack_settings
 from worker.engine.attention.torch_side import TORCHSCRIPT_NOTE
-from worker.engine.exporters import export_torch_program, export_torchscript
+from worker.engine.formats.exporters import export_torch_program, export_torchscript
 
 N_SAMPLES = 9
 

@@ -34,7 +34,7 @@ from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.backend.test_diagnostics_api import C, D, TwoHeads
 from tests.support.jobs import new_project
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.runtime import json_safe
 
 N = 200

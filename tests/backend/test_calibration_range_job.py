@@ -36,9 +36,9 @@ from tests.support.fidelity_api import FidelityApi
 from tests.support.images import png_bytes
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
-from worker.engine import images as engine_images
+from worker.engine.datasets import images as engine_images
 from worker.engine.errors import DatasetMismatchError
-from worker.handlers import load_dataset
+from worker.jobs.inputs import load_dataset
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,9 @@ from backend.db.models import Job, JobResult, SampleDivergence
 from backend.db.session import engine_for
 from backend.settings import Settings
 from tests.backend.test_typed_results import extras
-from worker.engine.fidelity import FidelityParams, FidelityReport, compare_models
+from worker.engine.fidelity.compare import FidelityParams, FidelityReport, compare_models
 from worker.engine.types import TensorSpec
-from worker.handlers import sample_rows
+from worker.jobs.fidelity import sample_rows
 from worker.runtime import json_safe
 
 N, D, C, T, H = 120, 6, 4, 5, 3

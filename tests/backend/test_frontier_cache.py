@@ -151,7 +151,7 @@ def test_a_deleted_sweep_takes_its_table_along(
 def test_a_sweep_packed_at_merge_is_never_read_point_by_point(
     client: TestClient, project: dict[str, Any], settings: Settings, statements: list[str]
 ) -> None:
-    """The sweep's merge writes its points and packs them in one transaction (worker/sweep_handler.py), so
+    """The sweep's merge writes its points and packs them in one transaction (worker/jobs/sweep.py), so
     even the first frontier reads the packed row, not the points' JSON; sweeps stored before (the tests
     above) are still packed on their first read."""
     values = np.random.default_rng(9).random((120, 2))

@@ -23,7 +23,7 @@ from tests.support.accounts import TestAccount, add_account
 from tests.support.services import stack_settings
 from worker.demo.models import write_demo_bundle
 from worker.engine.inspection.graph import model_graph
-from worker.handlers import InspectHandler
+from worker.jobs.inspect import InspectHandler
 from worker.runtime import execute_job
 
 

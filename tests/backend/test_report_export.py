@@ -34,7 +34,7 @@ from tests.backend.test_diagnostics_api import report as report  # the module-sc
 from tests.backend.test_sweep_api import _sweep
 from tests.support.accounts import TestAccount, account_in
 from tests.support.services import REPO_ROOT
-from worker.engine.fidelity import FidelityReport
+from worker.engine.fidelity.compare import FidelityReport
 from worker.runtime import json_safe
 
 BUILT = REPO_ROOT / "frontend" / "dist" / "offline.html"

@@ -26,9 +26,9 @@ from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.settings import Settings
 from tests.backend.test_report_export import _download, api, dist, project_id  # noqa: F401 (fixtures)
 from tests.backend.test_sample_inspector import CLASSES, TableRunner, _upload
-from worker.engine.fidelity import FidelityParams, compare_models
-from worker.engine.sample_topk import SampleTopK
-from worker.handlers import sample_rows
+from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.fidelity.sample_topk import SampleTopK
+from worker.jobs.fidelity import sample_rows
 from worker.runtime import json_safe
 
 N = 70

@@ -42,7 +42,7 @@ from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
 from worker.engine.errors import JobCancelled
 from worker.engine.robustness import SLICES
-from worker.handlers import FidelityHandler
+from worker.jobs.fidelity import FidelityHandler
 from worker.runtime import execute_job
 
 SAMPLES = 96
@@ -231,7 +231,7 @@ def test_a_job_that_does_not_commit_leaves_no_archive(
             raise stop
         _cancel_job(api, job_id)
 
-    monkeypatch.setattr("worker.handlers.layer_profile_results", after_the_slices)
+    monkeypatch.setattr("worker.jobs.fidelity.layer_profile_results", after_the_slices)
     assert execute_job(job_id, FidelityHandler(), api.settings) == outcome
     assert reached == [True]
     assert api.stored_files() == before

@@ -29,7 +29,7 @@ from tests.conftest import truncate_all
 from tests.support.fidelity_api import FidelityApi
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
-from worker.handlers import InspectHandler
+from worker.jobs.inspect import InspectHandler
 from worker.runtime import execute_job
 
 SAMPLES = 96

@@ -1,5 +1,5 @@
 """The sample inspector over the real API and Postgres: a fidelity job whose top-k document the engine's
-recorder (worker/engine/sample_topk.py) made from known logits, on a dataset uploaded through the API. The
+recorder (worker/engine/fidelity/sample_topk.py) made from known logits, on a dataset uploaded through the API. The
 probabilities are checked against scipy's softmax of those logits, the PNG against the uploaded pixels
 (decoded with Pillow), the summary against numpy; and the 404s."""
 
@@ -21,10 +21,10 @@ from backend.db.models import Job, JobResult, SampleDivergence
 from backend.db.session import session_factory
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.settings import Settings
-from worker.engine.fidelity import FidelityParams, compare_models
-from worker.engine.sample_topk import SampleTopK
+from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.fidelity.sample_topk import SampleTopK
 from worker.engine.types import TensorSpec
-from worker.handlers import sample_rows
+from worker.jobs.fidelity import sample_rows
 
 N, CLASSES = 12, 10
 

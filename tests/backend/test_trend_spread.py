@@ -26,9 +26,9 @@ from backend.services.trend_spread import (
 )
 from backend.settings import Settings
 from tests.backend.test_trends import _model
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.types import TensorSpec
-from worker.handlers import sample_rows
+from worker.jobs.fidelity import sample_rows
 from worker.runtime import json_safe
 
 N, CLASSES = 400, 10

@@ -319,7 +319,7 @@ def missing(stored: Any, served: Any, where: str = "") -> Iterator[str]:
 
 def test_configs_are_served_as_stored() -> None:
     """A config keeps exactly its stored fields, whatever its type (a mixed-precision point's per-layer bits
-    included, as worker/sweep_handler.py writes it)."""
+    included, as worker/jobs/sweep.py writes it)."""
     from backend.api.result_schemas.common import CompressionConfigOut
 
     for stored in (

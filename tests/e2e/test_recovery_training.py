@@ -19,7 +19,7 @@ from scipy.special import rel_entr, softmax
 
 from tests.e2e.conftest import Stack
 from worker.demo.models import export_torch_program, load_digits_split, train_digits_cnn
-from worker.recovery_handler import split_indices
+from worker.jobs.recovery import split_indices
 
 pytestmark = pytest.mark.e2e
 

@@ -40,7 +40,7 @@ def test_a_scan_split_over_two_workers_equals_one_uninterrupted_scan(
     make_stack: Any, demo_files: Any
 ) -> None:
     from worker.engine.compression import open_compressible
-    from worker.engine.sensitivity import layer_sensitivity
+    from worker.engine.sensitivity.scan import layer_sensitivity
 
     stack: Stack = make_stack()
     stack.add_worker("w1")

@@ -31,7 +31,7 @@ from tests.support.attention_torch import (
 )
 from worker.engine.attention import attention_fidelity_of, attention_softmaxes, fused_attention_ops
 from worker.engine.attention.torch_side import TORCHSCRIPT_NOTE, fused_torch_ops, torchscript_attention
-from worker.engine.exporters import export_onnx, export_torch_program, export_torchscript
+from worker.engine.formats.exporters import export_onnx, export_torch_program, export_torchscript
 from worker.engine.loaders import TorchRunner, load_model
 
 N_SAMPLES = 13
@@ -192,7 +192,7 @@ def test_torchscript_gets_a_note_once(
 @pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
 def test_a_classifier_softmax_is_not_attention(tmp_path: Path) -> None:
     """The digits CNN ending in torch.softmax, exported to every format the way uploads are made
-    (worker/engine/exporters.py): no note and no document, whatever the format."""
+    (worker/engine/formats/exporters.py): no note and no document, whatever the format."""
     torch.manual_seed(0)
     model = SoftmaxCNN().eval()
     sample = np.random.default_rng(0).random((2, 1, 8, 8), dtype=np.float32)

@@ -28,7 +28,7 @@ from worker.engine.compression import (
     Schedule,
     WeightQuant,
 )
-from worker.engine.fidelity import FidelityParams, bind_inputs
+from worker.engine.fidelity.compare import FidelityParams, bind_inputs
 from worker.engine.sweep import GoldenReference, evaluate_point
 from worker.engine.sweep.attribution import attribute, sub_config, techniques
 

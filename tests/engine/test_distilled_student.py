@@ -15,7 +15,7 @@ from scipy.stats import entropy as scipy_entropy
 from torch import nn
 
 from worker.demo.models import DigitsSplit, export_onnx, quantize_onnx_int8
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.layer_profile import profile_layers
 from worker.engine.loaders import load_model
 

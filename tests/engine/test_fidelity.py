@@ -17,7 +17,7 @@ from sklearn.metrics import accuracy_score, mean_squared_error, r2_score, top_k_
 from sklearn.neighbors import NearestNeighbors
 
 from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled, OutputMismatchError
-from worker.engine.fidelity import FidelityParams, FidelityReport, bind_inputs, compare_models
+from worker.engine.fidelity.compare import FidelityParams, FidelityReport, bind_inputs, compare_models
 from worker.engine.types import Runner, TensorSpec
 
 N, D, C = 360, 12, 10

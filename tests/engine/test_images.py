@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tests.support.images import png_bytes, sample_photo_zip
+from worker.engine.datasets.images import images_to_array
 from worker.engine.errors import DatasetMismatchError
-from worker.engine.images import images_to_array
 
 
 def _archive(tmp_path: Path, members: dict[str, bytes]) -> Path:

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from worker.demo.models import DemoBundle
-from worker.engine.fidelity import FidelityParams, compare_models
-from worker.engine.kernel_gap import (
+from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.layer_profile import LayerFidelity, LayerStats, profile_layers
+from worker.engine.layer_profile.kernel_gap import (
     DEFAULT_NOISE_FLOOR_DB,
     DEFAULT_THRESHOLD_DB,
     KernelGap,
@@ -25,7 +26,6 @@ from worker.engine.kernel_gap import (
     kernel_gap_note,
     kernel_gaps,
 )
-from worker.engine.layer_profile import LayerFidelity, LayerStats, profile_layers
 from worker.engine.loaders import load_model
 
 

@@ -17,7 +17,7 @@ from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.loaders import OnnxRunner, extract_onnx_zip, load_model
 from worker.engine.types import ModelFormat, Runner
-from worker.model_files import archive_check
+from worker.jobs.model_files import archive_check
 
 FORMATS: list[ModelFormat] = ["onnx", "onnx_zip", "torch_export", "torchscript"]
 
@@ -268,7 +268,7 @@ def test_zips_over_the_archive_limits_are_refused_before_extraction(
 
 
 def test_the_worker_check_uses_the_workers_settings(cnn_files: dict[str, Path], tmp_path: Path) -> None:
-    """worker/model_files.py builds the engine's check from the worker's settings, not the environment's."""
+    """worker/jobs/model_files.py builds the engine's check from the worker's settings, not the environment's."""
     archive = tmp_path / "model.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("model.onnx", cnn_files["onnx"].read_bytes())

@@ -14,7 +14,7 @@ from torch import nn
 
 from tests.support.deep_onnx import deep_chain_onnx
 from worker.demo.models import DigitsCNN, export_onnx, quantize_onnx_int8
-from worker.engine.exporters import export_torch_program, export_torchscript
+from worker.engine.formats.exporters import export_torch_program, export_torchscript
 from worker.engine.inspection import files as inspection_files
 from worker.engine.inspection import inspect_model, inspect_with_graph
 from worker.engine.inspection.graph import ModelGraph, display_graph, model_graph

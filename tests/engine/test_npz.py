@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from worker.engine.datasets.npz import load_npz_mapped
 from worker.engine.errors import DatasetMismatchError
-from worker.engine.npz import load_npz_mapped
 
 
 def _arrays() -> dict[str, np.ndarray]:

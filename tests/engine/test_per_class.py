@@ -1,4 +1,4 @@
-"""Per-class damage (worker/engine/metrics/per_class.py) on the digits CNN trained in the test session:
+"""Per-class damage (worker/engine/tasks/classification.py) on the digits CNN trained in the test session:
 fp32 against a copy with 3-bit weights, compared by `compare_models` in uneven batches. Every figure is
 checked against scikit-learn (confusion_matrix, per-class accuracy) and numpy/scipy computed here from
 the two models' full logits."""
@@ -17,7 +17,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix
 from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
-from worker.engine.fidelity import FidelityParams, FidelityReport, compare_models
+from worker.engine.fidelity.compare import FidelityParams, FidelityReport, compare_models
 from worker.engine.types import TensorSpec
 
 BATCH = 37  # does not divide the 360 test samples: the last batch is short

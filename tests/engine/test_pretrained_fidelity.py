@@ -40,7 +40,7 @@ from tests.support.pretrained import (
     tokenize,
 )
 from worker.demo.models import export_onnx, quantize_onnx_int8
-from worker.engine.fidelity import FidelityParams, FidelityReport, compare_models
+from worker.engine.fidelity.compare import FidelityParams, FidelityReport, compare_models
 from worker.engine.loaders import OnnxRunner, load_model
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from scipy.special import softmax
 from scipy.stats import entropy
 
 from worker.demo.models import DemoBundle
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders import load_model
 from worker.engine.robustness import (
     SEVERITIES,

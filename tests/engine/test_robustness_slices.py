@@ -15,7 +15,7 @@ from scipy.special import softmax
 from scipy.stats import entropy
 
 from worker.demo.models import DemoBundle
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders import load_model
 from worker.engine.robustness import RobustnessParams, array_stats, corrupt, evaluate_robustness
 from worker.engine.robustness import run as robustness_run

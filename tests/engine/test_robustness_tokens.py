@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 
 from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders import OnnxRunner, load_model
 from worker.engine.robustness import SEVERITIES, SLICES, RobustnessParams, corrupt, evaluate_robustness
 from worker.engine.robustness.tokens import is_token_ids, token_stats

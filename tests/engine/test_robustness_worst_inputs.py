@@ -19,7 +19,7 @@ from scipy.stats import entropy
 
 from tests.engine.test_robustness_adversarial import reference_fgsm
 from worker.demo.models import DemoBundle
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders import load_model
 from worker.engine.robustness import SLICES, RobustnessParams, evaluate_robustness
 from worker.engine.robustness import run as robustness_run

@@ -1,4 +1,4 @@
-"""Each sample's top-k (worker/engine/sample_topk.py) on the demo digits CNN and its int8 (QDQ) version, as the
+"""Each sample's top-k (worker/engine/fidelity/sample_topk.py) on the demo digits CNN and its int8 (QDQ) version, as the
 fidelity job records it while comparing: checked against scipy's softmax of the logits of both ONNX files run
 here independently with onnxruntime, for a model that outputs probabilities, and for a runner with a fixed
 batch size (the recorder must see each sample once, and leave the comparison's numbers unchanged)."""
@@ -14,9 +14,9 @@ import pytest
 from scipy.special import softmax
 
 from worker.demo.models import DemoBundle
-from worker.engine.fidelity import FidelityParams, FidelityReport, compare_models
+from worker.engine.fidelity.compare import FidelityParams, FidelityReport, compare_models
+from worker.engine.fidelity.sample_topk import TOP_K, SampleTopK
 from worker.engine.loaders import load_model
-from worker.engine.sample_topk import TOP_K, SampleTopK
 from worker.engine.types import Runner, TensorSpec
 
 BATCH = 37  # does not divide the 360 test samples: the last batch is short

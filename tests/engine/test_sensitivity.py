@@ -27,7 +27,7 @@ from worker.engine.compression import (
 )
 from worker.engine.compression.mixed_precision import allocate
 from worker.engine.errors import EngineError, JobCancelled
-from worker.engine.sensitivity import (
+from worker.engine.sensitivity.scan import (
     InfeasibleBudgetError,
     SensitivityResult,
     compression_schedule,

@@ -20,7 +20,6 @@ from torch import nn
 
 from tests.support.residual import BasicBlock
 from worker.demo.models import export_onnx
-from worker.engine import sensitivity
 from worker.engine.compression import (
     ActivationQuant,
     FloatCast,
@@ -33,14 +32,15 @@ from worker.engine.compression.configs import Config
 from worker.engine.compression.divergence import golden_outputs
 from worker.engine.compression.model import first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
-from worker.engine.sensitivity import (
+from worker.engine.sensitivity import scan as sensitivity
+from worker.engine.sensitivity.scan import (
     SCAN_BATCH_ACTIVATION_BYTES,
     SCAN_BATCH_CAP,
     SensitivityResult,
     layer_sensitivity,
     scan_batch_size,
 )
-from worker.engine.suffix_onnx import CellSuffix, OnnxSuffixes
+from worker.engine.sensitivity.suffix_onnx import CellSuffix, OnnxSuffixes
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -166,7 +166,7 @@ def test_small_cut_budgets_split_the_scan_into_groups_with_the_same_numbers(
     residual_cnn: tuple[Path, dict[str, np.ndarray]],
 ) -> None:
     from worker.engine.compression.model import Calibration
-    from worker.engine.sensitivity_suffix import only_cells_from_suffix
+    from worker.engine.sensitivity.suffix import only_cells_from_suffix
 
     path, feeds = residual_cnn
     handle = open_compressible(path, "onnx", intra_op_threads=1)

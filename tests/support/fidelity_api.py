@@ -15,7 +15,8 @@ from backend.db.models import Model
 from backend.db.session import session_factory
 from backend.settings import Settings
 from tests.support.accounts import add_account
-from worker.handlers import FidelityHandler, InspectHandler
+from worker.jobs.fidelity import FidelityHandler
+from worker.jobs.inspect import InspectHandler
 from worker.runtime import execute_job
 
 

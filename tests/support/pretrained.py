@@ -52,7 +52,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from worker.engine.exporters import quiet_exporter
+from worker.engine.formats.exporters import quiet_exporter
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

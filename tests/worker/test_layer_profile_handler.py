@@ -1,4 +1,4 @@
-"""The fidelity job's layer profile (worker/handlers.py _layer_profile) on the real demo models: whatever
+"""The fidelity job's layer profile (worker/jobs/fidelity.py _layer_profile) on the real demo models: whatever
 stops the profile (an allocation that fails in numpy or in onnxruntime, a bug) leaves a document that says
 why and what to change, so the job keeps its output-level report; a cancellation and the soft time limit go
 through, even from inside the runtime or the local sub-graphs; TorchScript gets its note."""
@@ -25,7 +25,7 @@ from worker.demo.models import (
 )
 from worker.engine.errors import JobCancelled
 from worker.engine.layer_profile import DEFAULT_MEMORY_BUDGET_MB, TORCHSCRIPT_NOTE
-from worker.layer_profile_step import _layer_profile
+from worker.jobs.layer_profile_step import _layer_profile
 
 ORT_ALLOCATION_FAILURE = (
     "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running Conv node. "

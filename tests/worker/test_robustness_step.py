@@ -1,4 +1,4 @@
-"""The fidelity job's robustness step (worker/robustness_step.py): the contract's slice names are the
+"""The fidelity job's robustness step (worker/jobs/robustness_step.py): the contract's slice names are the
 engine's; a cancellation and the soft time limit go through the step (even wrapped by the engine), other
 failures become the document's error; a job without the option gets no document. The out-of-distribution
 dataset's metrics are numpy's; one that cannot be read or does not fit gets its own error."""
@@ -17,10 +17,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, FidelityJobParams
 from backend.robustness_contracts import ROBUSTNESS_SLICES, RobustnessSlice
 from worker.engine.errors import DatasetMismatchError, EngineError, JobCancelled
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.robustness import SEVERITIES, SLICES
 from worker.engine.types import TensorSpec
-from worker.robustness_step import robustness_results
+from worker.jobs.robustness_step import robustness_results
 
 
 def test_contract_names_are_the_engines() -> None:

@@ -1,4 +1,4 @@
-"""How a sensitivity scan is cut into chunks (worker/sensitivity_chunks.py) and the order chunks are sent
+"""How a sensitivity scan is cut into chunks (worker/jobs/sensitivity_chunks.py) and the order chunks are sent
 (worker/fanout.py dispatch_order): the split is checked against a brute force over every contiguous split."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from itertools import combinations, pairwise
 import pytest
 
 from worker.fanout import dispatch_order
-from worker.sensitivity_chunks import CELL_OVERHEAD, PREFIX_WEIGHT, balanced_chunks, chunk_cost
+from worker.jobs.sensitivity_chunks import CELL_OVERHEAD, PREFIX_WEIGHT, balanced_chunks, chunk_cost
 
 
 @dataclass(frozen=True)

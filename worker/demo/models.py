@@ -19,13 +19,15 @@ import numpy as np
 import torch
 from torch import nn
 
-# The exporters moved to worker.engine.exporters; these names stay importable from here.
-from worker.engine.exporters import (
+# The exporters moved to worker.engine.formats.exporters; these names stay importable from here.
+from worker.engine.formats.exporters import (
     export_onnx,
     export_torch_program,
     quantize_onnx_int8,
 )
-from worker.engine.exporters import export_torchscript as export_torchscript  # re-exported, used by tests
+from worker.engine.formats.exporters import (
+    export_torchscript as export_torchscript,  # re-exported, used by tests
+)
 
 logger = logging.getLogger(__name__)
 

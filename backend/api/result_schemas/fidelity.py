@@ -1,5 +1,5 @@
 """The fidelity summary (GET /jobs/{id}/fidelity → summary), per output and per metric family, as the
-worker writes it (worker/engine/fidelity.py ``summary_dict``; the metrics in worker/engine/metrics)."""
+worker writes it (worker/engine/fidelity/compare.py ``summary_dict``; the metrics in worker/engine/metrics)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Parts of the sensitivity documents (worker/engine/sensitivity_result.py ``SensitivityResult.to_dict``, the
-plans of worker/engine/sensitivity_plans.py) that the report routes serve as they are stored."""
+"""Parts of the sensitivity documents (worker/engine/sensitivity/result.py ``SensitivityResult.to_dict``, the
+plans of worker/engine/sensitivity/plans.py) that the report routes serve as they are stored."""
 
 from __future__ import annotations
 

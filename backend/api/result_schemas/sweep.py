@@ -1,5 +1,5 @@
 """A sweep point's stored document (worker/engine/sweep: points.py, cost.py, runtime.py, export.py,
-latency.py; assembled by worker/sweep_handler.py) and the frontier's parts."""
+latency.py; assembled by worker/jobs/sweep.py) and the frontier's parts."""
 
 from __future__ import annotations
 

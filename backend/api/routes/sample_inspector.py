@@ -1,7 +1,7 @@
 """The sample inspector: one sample of a fidelity job, its input (a PNG or an array summary) with both models'
 top-k class probabilities side by side.
 
-The probabilities come from the job's stored top-k document (worker/engine/sample_topk.py), the input from the
+The probabilities come from the job's stored top-k document (worker/engine/fidelity/sample_topk.py), the input from the
 stored dataset, read as the dataset preview reads it (backend/dataset_preview.py: that sample only, numpy
 and Pillow, never a model runtime).
 """

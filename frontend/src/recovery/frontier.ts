@@ -16,7 +16,7 @@ import type { RecoverySummary } from "./recovery";
 
 type Fidelity = components["schemas"]["PointFidelityOut"];
 
-/** Sweep objective → the field of a fidelity summary it is (worker/sweep_handler.py OBJECTIVE_PATHS). */
+/** Sweep objective → the field of a fidelity summary it is (worker/jobs/sweep.py OBJECTIVE_PATHS). */
 export const FIDELITY_OBJECTIVES: Readonly<Record<string, keyof Fidelity>> = {
   kl_mean: "kl_mean",
   js_mean: "js_mean",

@@ -3,7 +3,7 @@
 // sample inspector's picture), with both models' classes on each and the label (SamplePictures.tsx).
 // For an .npz dataset both pictures come from the same array row on the same scale, so an unchanged row
 // looks the same; for a zip of images the clean picture is the original file, the corrupted one the
-// resized, normalised tensor the models received (worker/robustness_images.py).
+// resized, normalised tensor the models received (worker/jobs/robustness_images.py).
 import { isOffline } from "../offline/mode";
 import { useSampleInspection } from "./inspectorQueries";
 import { sliceLabel } from "./robustness";

@@ -11,7 +11,7 @@ Entry points:
   a plan {layer name: config}; `compress_module` / `compress_layer` return a compressed deep copy of an
   nn.Module and `compress_onnx` a compressed ModelProto.
 * `importance.channel_importance`, `mixed_precision.plan_mixed_precision`; the sensitivity scan lives
-  in `worker.engine.sensitivity`.
+  in `worker.engine.sensitivity.scan`.
 
 Why ONNX models are edited at graph level rather than converted to torch (onnx2torch): onnx2torch
 1.5.15 (the current release) cannot even be imported here — its node_converters package imports

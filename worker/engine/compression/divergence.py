@@ -21,7 +21,7 @@ import numpy as np
 
 from worker.engine.compression.model import Feeds, batches, digest_arrays
 from worker.engine.errors import EngineError
-from worker.engine.fidelity import infer_kind
+from worker.engine.fidelity.compare import infer_kind
 from worker.engine.metrics import agreement, distributions
 from worker.engine.metrics.numerical import NumericalAccumulator, json_float
 from worker.engine.types import Runner

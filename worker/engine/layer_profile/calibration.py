@@ -22,6 +22,7 @@ import numpy as np
 from worker.engine.errors import DatasetMismatchError
 from worker.engine.layer_profile.accumulate import LayerPair
 from worker.engine.layer_profile.batching import Rebatcher, profile_batch_size
+from worker.engine.layer_profile.shift import CalibrationCounter
 from worker.engine.layer_profile.sides import Feeds, batch_size_of, stops_the_job
 
 CALIBRATION_SAMPLES = 256
@@ -35,21 +36,6 @@ class GoldenCapture(Protocol):
     """The part of a profile side the calibration pass uses."""
 
     def capture(self, feeds: Feeds, names: Collection[str]) -> dict[str, np.ndarray]: ...
-
-
-class CalibrationCounter:
-    """One layer's calibration range and the evaluation values counted below and above it."""
-
-    def __init__(self, low: float, high: float) -> None:
-        self.low, self.high = low, high
-        self.below = 0
-        self.above = 0
-
-    def update(self, values: np.ndarray) -> None:
-        """Count one evaluation batch (the range's bounds are values of the layer's own dtype, so the
-        comparison is exact)."""
-        self.below += int(np.count_nonzero(values < self.low))
-        self.above += int(np.count_nonzero(values > self.high))
 
 
 def first_samples(batches: Iterable[Feeds], limit: int) -> Iterator[Feeds]:

@@ -26,15 +26,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from worker.engine.layer_profile.quantizer_range import QuantizerRange
 from worker.engine.metrics.numerical import json_float
-
-if TYPE_CHECKING:
-    from worker.engine.layer_profile.calibration import CalibrationCounter
 
 HISTOGRAM_BINS = 32
 HISTOGRAM_SAMPLE = 1 << 12
@@ -43,6 +40,21 @@ EfficientNet-Lite0 (1-sample profile batches) binning every value made the profi
 batch 1.38x; at 4096 a batch a 1024-sample Lite0 profile still bins ~4 M values per layer."""
 RELU_FAMILY = frozenset({"Relu", "Clip", "ReLU", "ReLU6", "relu", "relu6", "Hardtanh"})
 """Golden op types whose outputs are clamped at 0 from below (ONNX op types and torch module classes)."""
+
+
+class CalibrationCounter:
+    """One layer's calibration range and the evaluation values counted below and above it."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+        self.below = 0
+        self.above = 0
+
+    def update(self, values: np.ndarray) -> None:
+        """Count one evaluation batch (the range's bounds are values of the layer's own dtype, so the
+        comparison is exact)."""
+        self.below += int(np.count_nonzero(values < self.low))
+        self.above += int(np.count_nonzero(values > self.high))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from worker.engine.errors import ModelLoadError
 ArchiveCheck = Callable[[Sequence[zipfile.ZipInfo], int], "str | None"]
 """The archive rules of the service that calls the engine: given a zip's directory and its size on disk, the
 first problem as a phrase that completes "the zip archive ...", or None. The worker passes its settings'
-limits (worker/model_files.py); the engine itself knows no limits and reads no settings."""
+limits (worker/jobs/model_files.py); the engine itself knows no limits and reads no settings."""
 
 
 def extract_onnx_zip(path: Path, dest: Path, check: ArchiveCheck | None = None) -> Path:

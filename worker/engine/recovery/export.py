@@ -11,7 +11,7 @@ import numpy as np
 
 from worker.engine.compression import CompressibleModel
 from worker.engine.compression.model import Calibration, Feeds, first_sample
-from worker.engine.fidelity import FidelityParams, bind_inputs, compare_models
+from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.recovery.outcome import RecoveryOutcome
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe, point_spec
 

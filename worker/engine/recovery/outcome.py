@@ -14,7 +14,7 @@ from torch import nn
 from worker.engine.compression import CompressibleModel, compressed
 from worker.engine.compression.model import Calibration, Feeds, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.recovery.common import compressed_handle
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, json_safe
 

@@ -23,7 +23,7 @@ from torch import nn
 from worker.engine.compression import CompressibleModel
 from worker.engine.compression.model import Feeds, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
-from worker.engine.fidelity import bind_inputs
+from worker.engine.fidelity.compare import bind_inputs
 from worker.engine.recovery.adaround import AdaRoundParams, adaround
 from worker.engine.recovery.bias_correction import correct_biases
 from worker.engine.recovery.common import (

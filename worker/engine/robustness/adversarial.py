@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from worker.engine.fidelity_binding import bind_inputs
+from worker.engine.fidelity.binding import bind_inputs
 from worker.engine.loaders.feeds import check_feeds
 from worker.engine.loaders.torch_runner import TorchRunner
 from worker.engine.metrics.distributions import looks_like_probabilities

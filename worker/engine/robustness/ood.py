@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from worker.engine.fidelity import FidelityParams, compare_models
-from worker.engine.fidelity_params import LABELS_KEY
+from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.fidelity.params import LABELS_KEY
 from worker.engine.robustness.run import (
     brittleness_ratio,
     clean_baseline,

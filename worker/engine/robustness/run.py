@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from worker.engine.fidelity import FidelityParams, compare_models
-from worker.engine.fidelity_params import ATTENTION_MASK_KEY, LABELS_KEY
+from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.fidelity.params import ATTENTION_MASK_KEY, LABELS_KEY
 from worker.engine.loaders.torch_runner import TorchRunner
 from worker.engine.robustness.adversarial import (
     GoldenAttack,

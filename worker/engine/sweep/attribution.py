@@ -41,7 +41,7 @@ from worker.engine.compression.configs import (
     Stage,
     WeightQuant,
 )
-from worker.engine.fidelity import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.sweep.golden import GoldenReference, fidelity_summary, point_spec
 
 FIDELITY_KEYS = ("kl_mean", "mse", "top1_agreement", "accuracy_compressed")

@@ -53,7 +53,7 @@ import numpy as np
 from worker.engine.compression import Calibration, CompressibleModel, Config
 from worker.engine.compression.model import Feeds
 from worker.engine.errors import EngineError
-from worker.engine.fidelity import FidelityParams, bind_inputs, compare_models
+from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost
 from worker.engine.sweep.export_common import Builder, file_opset, ort_runner, save_proto, sha256_file
 from worker.engine.sweep.export_converters import dynamic, fp16, qdq

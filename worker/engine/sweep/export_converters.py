@@ -17,7 +17,7 @@ import numpy as np
 from worker.engine.compression import Config
 from worker.engine.compression.model import Feeds, batches
 from worker.engine.errors import EngineError
-from worker.engine.fidelity import bind_inputs
+from worker.engine.fidelity.compare import bind_inputs
 from worker.engine.sweep.cost import storage_of
 from worker.engine.sweep.export_common import save_proto
 from worker.engine.sweep.runtime_forms import last_weight_quant

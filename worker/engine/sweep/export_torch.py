@@ -20,7 +20,7 @@ import torch
 from worker.engine.compression import Calibration, CompressibleModel, Config
 from worker.engine.compression.model import Feeds, resolve
 from worker.engine.errors import EngineError
-from worker.engine.fidelity import bind_inputs
+from worker.engine.fidelity.compare import bind_inputs
 from worker.engine.sweep.export_common import Builder
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def torch_builder(golden: CompressibleModel, calibration: Calibration | None, fe
     def build_torch(plan: Mapping[str, Config]) -> onnx.ModelProto:
         import onnx
 
-        from worker.engine.exporters import export_onnx
+        from worker.engine.formats.exporters import export_onnx
         from worker.engine.sweep.torch_copy import materialize, plain_module, private_copy
 
         outcome, chains = resolve(golden, plan, calibration)

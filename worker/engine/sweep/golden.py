@@ -24,7 +24,7 @@ from worker.engine.compression import CompressibleModel, Config, config_from_dic
 from worker.engine.compression.configs import STAGE_TYPES, Schedule
 from worker.engine.compression.model import Feeds
 from worker.engine.errors import EngineError
-from worker.engine.fidelity import FidelityReport, _run_batch, bind_inputs
+from worker.engine.fidelity.compare import FidelityReport, _run_batch, bind_inputs
 from worker.engine.jsonable import json_safe
 from worker.engine.types import TensorSpec
 

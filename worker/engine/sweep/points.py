@@ -20,7 +20,7 @@ import numpy as np
 from worker.engine.compression import Calibration, CompressibleModel, Config, compressed
 from worker.engine.compression.model import Feeds, first_sample
 from worker.engine.errors import EngineError
-from worker.engine.fidelity import FidelityParams, bind_inputs, compare_models
+from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost
 from worker.engine.sweep.export import export_point
 from worker.engine.sweep.golden import (
@@ -37,7 +37,7 @@ from worker.engine.sweep.golden import (
 from worker.engine.sweep.runtime_forms import runtime_support
 
 if TYPE_CHECKING:
-    from worker.engine.sensitivity import MixedPrecisionPlan
+    from worker.engine.sensitivity.scan import MixedPrecisionPlan
 
 __all__ = [
     "IDENTITY_ID",

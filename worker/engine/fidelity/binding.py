@@ -1,6 +1,6 @@
 """Binding a dataset to the models' inputs, running them batch by batch, and pairing their outputs.
 
-Part of the fidelity comparison (`worker.engine.fidelity.compare_models`).
+Part of the fidelity comparison (`worker.engine.fidelity.compare.compare_models`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 import numpy as np
 
 from worker.engine.errors import DatasetMismatchError, EngineError, OutputMismatchError
-from worker.engine.fidelity_params import LABELS_KEY
+from worker.engine.fidelity.params import LABELS_KEY
 from worker.engine.types import Dim, Runner, TensorSpec
 
 

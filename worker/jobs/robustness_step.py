@@ -28,9 +28,9 @@ from sqlalchemy.orm import Session
 from backend.contracts import RESULT_FIDELITY_ROBUSTNESS, FidelityJobParams
 from backend.robustness_contracts import RobustnessOptions
 from worker.engine.errors import EngineError, JobCancelled
-from worker.engine.fidelity import FidelityReport
+from worker.engine.fidelity.compare import FidelityReport
 from worker.engine.types import Runner
-from worker.robustness_images import WorstPictures
+from worker.jobs.robustness_images import WorstPictures
 from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stopping
 
 logger = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def robustness_results(
     of an ONNX golden model for the adversarial slices (a twin that fails to load skips only those)."""
     if params.robustness is None:
         return RobustnessResults({})
-    from worker.engine.fidelity import FidelityParams
+    from worker.engine.fidelity.compare import FidelityParams
     from worker.engine.robustness import RobustnessParams, evaluate_robustness
 
     options = params.robustness
@@ -149,7 +149,7 @@ def _ood(
     fraction: float,
 ) -> dict[str, Any]:
     """The out-of-distribution part of the document: {dataset_id, dataset_name, metrics..., error}."""
-    from worker.engine.fidelity import FidelityParams
+    from worker.engine.fidelity.compare import FidelityParams
     from worker.engine.robustness import evaluate_ood
 
     dataset_id = options.ood_dataset_id

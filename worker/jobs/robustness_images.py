@@ -1,7 +1,7 @@
 """Pictures of the robustness slices' worst samples (issue 13): each corrupted input row the engine hands
 over (worker/engine/robustness/worst_inputs.py) is drawn as a PNG at once, and the job's PNGs are stored
 as one archive in the artifact store (backend/robustness_images.py) by the job's result writer, in the
-transaction that commits the document naming it (worker/handlers.py): a job that stops before (a
+transaction that commits the document naming it (worker/jobs/fidelity.py): a job that stops before (a
 cancellation, the soft time limit, a later step that fails) stores nothing, and one whose commit does
 not happen (taken from it, cancelled while it wrote) releases the archive again.
 

@@ -172,7 +172,7 @@ def quantize_onnx_int8(
     """Static int8 quantization in QDQ format: per-channel int8 weights, MinMax-calibrated activations.
 
     `reduce_range` stores 7-bit weights, which ONNX Runtime recommends with per-channel weights on x86-64:
-    without VNNI its fused U8S8 kernels can saturate (see worker/engine/kernel_gap.py)."""
+    without VNNI its fused U8S8 kernels can saturate (see worker/engine/layer_profile/kernel_gap.py)."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     activations = QuantType.QUInt8 if activation_type == "uint8" else QuantType.QInt8

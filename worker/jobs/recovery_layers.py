@@ -18,7 +18,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from worker.engine.errors import JobCancelled
 from worker.engine.types import ModelFormat
-from worker.layer_profile_step import profile_error
+from worker.jobs.layer_profile_step import profile_error
 from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stopping
 
 SIDES = ("before", "after")

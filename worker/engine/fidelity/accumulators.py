@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from worker.engine.errors import OutputMismatchError
-from worker.engine.fidelity_binding import format_shape
-from worker.engine.fidelity_params import MAX_STORED_FLIPS, NN_BLOCK, FidelityParams, OutputKind, Task
+from worker.engine.fidelity.binding import format_shape
+from worker.engine.fidelity.params import MAX_STORED_FLIPS, NN_BLOCK, FidelityParams, OutputKind, Task
 from worker.engine.metrics import agreement, distributions, numerical
 from worker.engine.metrics.calibration import ReliabilityBins
 from worker.engine.metrics.numerical import NumericalAccumulator, RegressionAccumulator, json_float
-from worker.engine.metrics.per_class import PerClassAccumulator
 from worker.engine.metrics.sequence import SequenceAccumulator
+from worker.engine.tasks.classification import PerClassAccumulator
 
 
 def infer_kind(per_sample_shape: tuple[int, ...], task: Task = "auto") -> OutputKind:
@@ -312,7 +312,7 @@ class _OutputAcc:
         return out
 
     def per_class_dict(self) -> dict[str, Any] | None:
-        """Per-class damage (`worker.engine.metrics.per_class`) of a classification output, else None."""
+        """Per-class damage (`worker.engine.tasks.classification`) of a classification output, else None."""
         if self.classification is None or self.classification.per_class is None:
             return None
         return self.classification.per_class.to_dict()

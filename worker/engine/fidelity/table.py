@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from worker.engine.fidelity_params import CONCENTRATION_RULE, CONCENTRATION_SHARE
+from worker.engine.fidelity.params import CONCENTRATION_RULE, CONCENTRATION_SHARE
 from worker.engine.metrics import numerical
 
 PER_SAMPLE_KEYS = (

@@ -20,7 +20,7 @@ from worker.engine.compression.model import Calibration, CompressibleModel, Feed
 from worker.engine.errors import EngineError
 
 if TYPE_CHECKING:
-    from worker.engine.sensitivity_result import Progress, SensitivityResult
+    from worker.engine.sensitivity.result import Progress, SensitivityResult
 
 
 # ------------------------------------------------------------------------------------- schedules

@@ -11,8 +11,8 @@ import numpy as np
 
 from backend.db.models import Dataset, Model, ModelStatus
 from worker.engine.errors import ModelLoadError
-from worker.handlers import detached_row, read_dataset
-from worker.model_files import model_file
+from worker.jobs.inputs import detached_row, read_dataset
+from worker.jobs.model_files import model_file
 from worker.runtime import JobContext
 
 
@@ -29,7 +29,7 @@ def open_prepared(
 ) -> PreparedModel:
     from worker.engine.compression import open_compressible
     from worker.engine.compression.model import first_sample
-    from worker.engine.fidelity import bind_inputs
+    from worker.engine.fidelity.compare import bind_inputs
 
     if threads is not None:
         # Compression runs torch ops (quantizers, SVD) even on ONNX models: pin torch's pool too, or two

@@ -14,7 +14,7 @@ from typing import Any
 
 from worker.engine.compression.divergence import Divergence
 from worker.engine.errors import EngineError
-from worker.engine.sensitivity_result import SensitivityCell, SensitivityResult
+from worker.engine.sensitivity.result import SensitivityCell, SensitivityResult
 
 
 class SensitivityMergeError(EngineError):

@@ -28,9 +28,9 @@ from backend.db.models import Artifact, Dataset, JobResult, Model, ModelStatus, 
 from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.storage import copy_file_to_staging
 from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
-from worker.handlers import detached_row, read_dataset
-from worker.model_files import model_file
-from worker.recovery_layers import layers_before_after
+from worker.jobs.inputs import detached_row, read_dataset
+from worker.jobs.model_files import model_file
+from worker.jobs.recovery_layers import layers_before_after
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 SPLIT_SEED = 0

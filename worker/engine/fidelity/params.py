@@ -1,12 +1,12 @@
-"""Options and constants of the fidelity comparison (`worker.engine.fidelity.compare_models`)."""
+"""Options and constants of the fidelity comparison (`worker.engine.fidelity.compare.compare_models`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from worker.engine.metrics.per_class import DEFAULT_FLIP_CONFIDENCE
 from worker.engine.metrics.sequence import Pooling
+from worker.engine.tasks.classification import DEFAULT_FLIP_CONFIDENCE
 
 Task = Literal["auto", "classification", "embedding", "regression"]
 OutputKind = Literal["classification", "embedding", "regression", "tensor"]
@@ -47,7 +47,7 @@ class FidelityParams:
         (clamped at 1e-12, renormalised, then logged), False for logits, None to detect it per model and
         output on the first batch (non-negative rows that sum to 1 within 1e-3).
     flip_confidence: the probability both models must reach for a top-1 flip to count as a confident
-        flip in the per-class damage (`worker.engine.metrics.per_class`).
+        flip in the per-class damage (`worker.engine.tasks.classification`).
     pooling: how sequence outputs ``(N, T, D)`` are pooled into sentence embeddings: "mean" over the
         attention mask, or the "first" token (`worker.engine.metrics.sequence`).
     """

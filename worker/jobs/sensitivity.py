@@ -4,7 +4,7 @@ Each chunk loads the golden model and the calibration set itself, so any worker 
 engine guarantees that merged chunks equal one full scan (same golden outputs, same activation ranges).
 The plan step runs the golden model once and shares its outputs with the chunks through the artifact
 store (deleted at the merge); chunks are contiguous runs of layers balanced by expected cost
-(worker/sensitivity_chunks.py), sent largest first. The cheapest chunk also measures every configuration on
+(worker/jobs/sensitivity_chunks.py), sent largest first. The cheapest chunk also measures every configuration on
 the whole model. The merge plans mixed precision at the
 requested average bit-widths and measures each plan with all layers compressed together.
 """
@@ -30,12 +30,12 @@ from backend.contracts import (
     SensitivityJobParams,
 )
 from backend.db.models import JobResult
-from worker.compressible_job import open_prepared
 from worker.engine.errors import EngineError
 from worker.engine.jsonable import json_safe
 from worker.fanout import ChunkResults
+from worker.jobs.compressible import open_prepared
+from worker.jobs.sensitivity_chunks import balanced_chunks
 from worker.runtime import JobContext, ResultWriter
-from worker.sensitivity_chunks import balanced_chunks
 
 MAX_LAYERS_PER_CHUNK_DEFAULT = 4
 MAX_CHUNKS_DEFAULT = 16
@@ -65,7 +65,7 @@ class SensitivityHandler:
         self._last = None  # let the previous job's model go before loading this one
         self._golden = None
         params = SensitivityJobParams.model_validate(ctx.params)
-        from worker.engine.sensitivity import scan_batch_size
+        from worker.engine.sensitivity.scan import scan_batch_size
 
         prepared = open_prepared(ctx, params.model_id, params.dataset_id, params.max_samples, params.threads)
         batch = params.batch_size or scan_batch_size(prepared.handle)
@@ -159,7 +159,7 @@ class SensitivityHandler:
         return golden
 
     def run_chunk(self, ctx: JobContext, spec: dict[str, Any]) -> dict[str, Any]:
-        from worker.engine.sensitivity import channel_importance, layer_sensitivity
+        from worker.engine.sensitivity.scan import channel_importance, layer_sensitivity
 
         loaded = self._load(ctx)
         params, handle, feeds = loaded.params, loaded.handle, loaded.feeds
@@ -209,7 +209,7 @@ class SensitivityHandler:
         return result
 
     def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
-        from worker.engine.sensitivity import measure_plan, merge_sensitivity, plan_mixed_precision
+        from worker.engine.sensitivity.scan import measure_plan, merge_sensitivity, plan_mixed_precision
 
         params = SensitivityJobParams.model_validate(ctx.params)
         for sha256 in {spec["golden"] for spec, _ in chunks if spec.get("golden")}:

@@ -33,8 +33,8 @@ from worker.engine.compression.mixed_precision import InfeasibleBudgetError
 from worker.engine.compression.model import Calibration, CompressibleModel, Feeds, compressed, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.errors import EngineError
-from worker.engine.sensitivity_merge import SensitivityMergeError, merge_sensitivity
-from worker.engine.sensitivity_plans import (
+from worker.engine.sensitivity.merge import SensitivityMergeError, merge_sensitivity
+from worker.engine.sensitivity.plans import (
     MixedPrecisionPlan,
     PlanMeasurement,
     ScheduleStage,
@@ -42,8 +42,8 @@ from worker.engine.sensitivity_plans import (
     measure_plan,
     plan_mixed_precision,
 )
-from worker.engine.sensitivity_result import Mode, Progress, SensitivityCell, SensitivityResult
-from worker.engine.sensitivity_suffix import only_cells_from_suffix
+from worker.engine.sensitivity.result import Mode, Progress, SensitivityCell, SensitivityResult
+from worker.engine.sensitivity.suffix import only_cells_from_suffix
 
 __all__ = [
     "ChannelImportance",

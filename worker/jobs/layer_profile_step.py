@@ -2,7 +2,7 @@
 are instrumented and run over the dataset's first layer_profile_samples samples, and the per-layer
 divergence (worker/engine/layer_profile) is one more stored document, RESULT_FIDELITY_LAYERS.
 
-Two extras ride on it. ONNX pairs get the kernel gap (worker/engine/kernel_gap.py): the deployed runtimes'
+Two extras ride on it. ONNX pairs get the kernel gap (worker/engine/layer_profile/kernel_gap.py): the deployed runtimes'
 output SQNR over the profile's samples against the profile's simulated one, which takes a second output-level
 pass when the profile covers only a subset of the dataset. A job that names a calibration set gets each
 golden layer's calibration range and the share of evaluation values outside it.
@@ -31,7 +31,7 @@ from worker.engine.types import ONNX_FORMATS, ModelFormat, Runner
 from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stopping
 
 if TYPE_CHECKING:
-    from worker.engine.fidelity import FidelityParams
+    from worker.engine.fidelity.compare import FidelityParams
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def kernel_gap_outputs(
         return None
     if plan.n_rerun == 0:
         return clean_outputs
-    from worker.engine.fidelity import compare_models
+    from worker.engine.fidelity.compare import compare_models
 
     def on_progress(done: int, total: int) -> None:
         ctx.progress(
@@ -105,7 +105,7 @@ def layer_profile_results(
 ) -> dict[str, Any] | None:
     """The RESULT_FIDELITY_LAYERS document when the job asks for a profile, else None.
     read_calibration(id, limit) -> (name, arrays) reads the first `limit` samples of the job's calibration
-    set, when it names one (worker.handlers.named_dataset)."""
+    set, when it names one (worker.jobs.inputs.named_dataset)."""
     if not params.layer_profile:
         return None
     calibration = calibration_arrays(params, read_calibration)
@@ -155,15 +155,15 @@ def _layer_profile(
     runtime_outputs (ONNX pairs only): the deployed runtimes' output metrics over the same n_profiled
     samples (kernel_gap_outputs). With them the document gets ``kernel_gap``, one entry per model
     output that is a profiled layer: the profile's simulated SQNR there against the runtime's (see
-    worker/engine/kernel_gap.py); a significant gap also gets a note, in the entry's ``note`` and in the
+    worker/engine/layer_profile/kernel_gap.py); a significant gap also gets a note, in the entry's ``note`` and in the
     profile's notes. Without them ``kernel_gap`` is None.
 
     calibration: the job's calibration set (calibration_arrays): the profile records each golden layer's
     range on it and reports the share of evaluation values outside (engine layer_profile/calibration.py);
     a string is why it could not be read, added to the profile's notes.
     """
-    from worker.engine.kernel_gap import cpu_vnni, kernel_gap_note, kernel_gaps
     from worker.engine.layer_profile import profile_layers
+    from worker.engine.layer_profile.kernel_gap import cpu_vnni, kernel_gap_note, kernel_gaps
 
     def on_progress(done: int) -> None:
         ctx.progress(

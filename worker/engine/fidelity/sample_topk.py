@@ -2,7 +2,7 @@
 
 `SampleTopK.wrap` puts a recorder around each runner that `compare_models` calls, so the top-k come from the
 very outputs the comparison folds in: no second pass over the dataset. After the comparison, `document`
-turns what was recorded into probabilities the way the comparison did (`worker.engine.fidelity_accumulators`
+turns what was recorded into probabilities the way the comparison did (`worker.engine.fidelity.accumulators`
 `_OutputAcc._log_probs`): the report says, per classification output and model, whether the outputs were
 taken as probabilities (clamped, renormalised) or as logits (softmax); both candidates are kept per batch
 because that decision is only known once the first finite batch was seen, and the transforms are the engine's
@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from worker.engine.fidelity import FidelityReport
-from worker.engine.fidelity_binding import _run_batch
+from worker.engine.fidelity.binding import _run_batch
+from worker.engine.fidelity.compare import FidelityReport
 from worker.engine.metrics import distributions
 from worker.engine.types import Runner, TensorSpec
 

@@ -23,9 +23,9 @@ from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
 from backend.db.models import JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
-from worker.compressible_job import open_prepared
 from worker.engine.errors import EngineError
 from worker.fanout import ChunkResults
+from worker.jobs.compressible import open_prepared
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 GOLDEN_LABEL = "fp32"
@@ -98,7 +98,7 @@ class SweepHandler:
         return [point | {"index": i} | (queue or {}) for i, point in enumerate(points)]
 
     def _mixed_precision_points(self, ctx: JobContext, loaded: _Loaded) -> list[dict[str, Any]]:
-        from worker.engine.sensitivity import SensitivityResult, plan_mixed_precision
+        from worker.engine.sensitivity.scan import SensitivityResult, plan_mixed_precision
 
         source = loaded.params.mixed_precision
         assert source is not None
@@ -176,7 +176,7 @@ class SweepHandler:
     def _attribution(ctx: JobContext, loaded: _Loaded, config: Any, doc: dict[str, Any], label: str) -> Any:
         """The point's cause attribution (None for a single technique): its sub-configurations compared
         with the same golden reference, between the evaluation and the timing of the point."""
-        from worker.engine.fidelity import FidelityParams
+        from worker.engine.fidelity.compare import FidelityParams
         from worker.engine.sweep.attribution import attribute
 
         def progress(done: int, total: int) -> None:

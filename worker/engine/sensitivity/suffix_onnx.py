@@ -53,7 +53,7 @@ from worker.engine.compression.model import Chains, Feeds, batches, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.errors import EngineError
 from worker.engine.loaders import OnnxRunner
-from worker.engine.suffix_weight_probe import (
+from worker.engine.sensitivity.suffix_weight_probe import (
     NO_MAPS,
     WeightMaps,
     initializer_data,

@@ -29,7 +29,7 @@ from worker.engine.compression.layers import CompressionOutcome
 from worker.engine.compression.model import Calibration, Feeds, resolve
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.loaders import OnnxRunner
-from worker.engine.suffix_onnx import CellSuffix, OnnxSuffixes
+from worker.engine.sensitivity.suffix_onnx import CellSuffix, OnnxSuffixes
 
 CUT_BUDGET_BYTES = 256 << 20
 """Golden cut tensors of one batch for a group of layers, kept at once."""

@@ -34,8 +34,8 @@ from typing import Any, Literal
 import numpy as np
 
 from worker.engine.errors import DatasetMismatchError
-from worker.engine.fidelity_accumulators import _ClassificationAcc, _OutputAcc, infer_kind
-from worker.engine.fidelity_binding import (
+from worker.engine.fidelity.accumulators import _ClassificationAcc, _OutputAcc, infer_kind
+from worker.engine.fidelity.binding import (
     _bind_compressed,
     _check_lengths,
     _dataset_length,
@@ -45,7 +45,7 @@ from worker.engine.fidelity_binding import (
     bind_inputs,
     format_shape,
 )
-from worker.engine.fidelity_params import (
+from worker.engine.fidelity.params import (
     ATTENTION_MASK_KEY,
     CONCENTRATION_RULE,
     CONCENTRATION_SHARE,
@@ -57,7 +57,7 @@ from worker.engine.fidelity_params import (
     OutputKind,
     Task,
 )
-from worker.engine.fidelity_table import (
+from worker.engine.fidelity.table import (
     PER_SAMPLE_KEYS,
     _empty_table,
     _fill_table,
@@ -100,7 +100,7 @@ class FidelityReport:
         Samples that are not finite hold NaN / -1 / False. For a primary output that is not a
         classification, kl is NaN, the classes are -1 and top1_match is True for every finite sample
         (there is no class to flip); flagged then marks only non-finite samples.
-    per_class: per classification output, its per-class damage (`worker.engine.metrics.per_class`).
+    per_class: per classification output, its per-class damage (`worker.engine.tasks.classification`).
     sequence: per output shaped (N, T, D), its token and pooled fidelity (`worker.engine.metrics.sequence`).
     """
 

@@ -1,0 +1,2 @@
+"""Reading datasets into the engine's arrays: memory-mapped .npz (`npz`) and image zips through a
+preprocessing recipe (`images`)."""
