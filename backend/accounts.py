@@ -220,13 +220,18 @@ def issue_token(
 
 def authenticate(session: Session, secret: str, *, via_cookie: bool = False) -> Caller | None:
     """The caller a token secret belongs to, or None when it is unknown, revoked or expired. Records when
-    the token was last used (at most once per LAST_USED_RESOLUTION), committed."""
+    the token was last used (at most once per LAST_USED_RESOLUTION), committed.
+
+    The two credentials are kept apart: the session cookie (``via_cookie``) takes only a dashboard sign-in,
+    the Authorization header only a personal API token, so a leaked one of them works in its own place only
+    (and signing out through a cookie can never revoke an API token)."""
     if not secret.startswith(TOKEN_PREFIX) or len(secret) > 200:
         return None
+    kind = TokenKind.session if via_cookie else TokenKind.api
     row = session.execute(
         select(ApiToken, User)
         .join(User, User.id == ApiToken.user_id)
-        .where(ApiToken.token_hash == token_hash(secret))
+        .where(ApiToken.token_hash == token_hash(secret), ApiToken.kind == kind.value)
     ).first()
     if row is None:
         return None

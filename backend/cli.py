@@ -120,13 +120,14 @@ def ensure_first_admin(settings: Settings) -> None:
 
 
 def _seeder_token(settings: Settings) -> str:
-    """A short-lived sign-in for the demo seeder, as the first admin (who owns the demo project)."""
+    """A short-lived API token for the demo seeder (a bearer: sign-ins work only as the cookie), as the
+    first admin (who owns the demo project)."""
     with session_factory(settings.resolved_database_url)() as session:
         user = session.scalar(select(User).where(User.username == settings.first_admin))
         if user is None:
             raise SystemExit(f"no account named {settings.first_admin!r} to seed the demo project with")
         _, secret = accounts.issue_token(
-            session, user.id, accounts.TokenKind.session, "demo seeder", timedelta(hours=1)
+            session, user.id, accounts.TokenKind.api, "demo seeder", timedelta(hours=1)
         )
         session.commit()
     return secret

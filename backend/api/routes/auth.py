@@ -179,8 +179,10 @@ def _signed_in(
 def logout(response: Response, session: SessionDep, caller: CallerDep) -> None:
     """End this dashboard session (its cookie stops working everywhere at once)."""
     if caller.via_cookie and caller.token_id is not None:
-        revoke_token(session, session.get_one(ApiToken, caller.token_id))
-        session.commit()
+        token = session.get_one(ApiToken, caller.token_id)
+        if token.kind == TokenKind.session.value:  # a cookie only ever carries a sign-in (authenticate)
+            revoke_token(session, token)
+            session.commit()
     response.delete_cookie(SESSION_COOKIE, path="/")
 
 
