@@ -53,6 +53,75 @@ class ConfidentFlipsOut(ResultModel):
     items: list[ConfidentFlipOut] = Field(default_factory=list)
 
 
+class ClassScoresRowOut(ResultModel):
+    class_index: int
+    support: int = Field(description="Samples whose truth is this class.")
+    precision: float
+    recall: float
+    f1: float
+
+
+class ClassificationScoresOut(ResultModel):
+    n_samples: int = 0
+    accuracy: float | None = None
+    precision_macro: float | None = None
+    recall_macro: float | None = None
+    f1_macro: float | None = None
+    precision_weighted: float | None = None
+    recall_weighted: float | None = None
+    f1_weighted: float | None = None
+    per_class: list[ClassScoresRowOut] = Field(
+        default_factory=list,
+        description="Classes that occur as truth or prediction (scikit-learn's rule, zero_division=0).",
+    )
+
+
+class ScoreDeltaOut(ResultModel):
+    accuracy: float | None = None
+    precision_macro: float | None = None
+    recall_macro: float | None = None
+    f1_macro: float | None = None
+    f1_weighted: float | None = None
+
+
+class AgainstLabelsOut(ResultModel):
+    golden: ClassificationScoresOut
+    compressed: ClassificationScoresOut
+    delta: ScoreDeltaOut = Field(
+        default_factory=ScoreDeltaOut,
+        description="Compressed minus golden; negative: the compressed model does worse.",
+    )
+
+
+class BorderlineOut(ResultModel):
+    fraction: float = 0.1
+    n: int = 0
+    margin_max: float | None = Field(
+        default=None, description="Largest golden top-1 minus top-2 probability inside the borderline set."
+    )
+    top1_agreement: float | None = Field(
+        default=None, description="Top-1 agreement on the borderline samples."
+    )
+    top1_agreement_rest: float | None = Field(
+        default=None, description="Top-1 agreement on the other samples."
+    )
+
+
+class ClassificationTaskOut(ResultModel):
+    name: Literal["classification"] = "classification"
+    against_labels: AgainstLabelsOut | None = Field(
+        default=None, description="Each model scored against the dataset's labels; null without labels."
+    )
+    against_golden: ClassificationScoresOut | None = Field(
+        default=None,
+        description="Label-free: the compressed model scored with the golden model's predictions as the truth.",
+    )
+    borderline: BorderlineOut = Field(
+        default_factory=BorderlineOut,
+        description="Top-1 agreement on the golden model's lowest-margin decile, where compression flips first.",
+    )
+
+
 class OutputClassesOut(ResultModel):
     by: Literal["label", "golden_prediction"] | None = Field(
         default=None,
@@ -67,6 +136,11 @@ class OutputClassesOut(ResultModel):
     )
     confusion: ConfusionOut = Field(default_factory=ConfusionOut)
     confident_flips: ConfidentFlipsOut = Field(default_factory=ConfidentFlipsOut)
+    task: ClassificationTaskOut | None = Field(
+        default=None,
+        description="Task scores: precision, recall and F1 (per class, macro, weighted), against labels and "
+        "against the golden model, and agreement on borderline samples. Null for jobs run before they existed.",
+    )
 
 
 class FidelityClassesOut(ResultModel):

@@ -23,6 +23,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from worker.engine.tasks.classification_scores import (
+    borderline_agreement,
+    golden_margins,
+    score_delta,
+    scores_from_confusion,
+)
+
 DEFAULT_FLIP_CONFIDENCE = 0.9
 """Default probability both models must reach for a flip to count as confident (seed 003)."""
 
@@ -51,6 +58,10 @@ class PerClassAccumulator:
     compressed_correct: np.ndarray = field(init=False)
     flips_per_class: np.ndarray = field(init=False)
     confusion: np.ndarray = field(init=False)
+    golden_vs_label: np.ndarray = field(init=False)
+    compressed_vs_label: np.ndarray = field(init=False)
+    margins: list[np.ndarray] = field(default_factory=list)
+    agreements: list[np.ndarray] = field(default_factory=list)
     flip_count: int = 0
     flips: list[dict[str, Any]] = field(default_factory=list)
 
@@ -63,6 +74,8 @@ class PerClassAccumulator:
         self.compressed_correct = np.zeros(c, dtype=np.int64)
         self.flips_per_class = np.zeros(c, dtype=np.int64)
         self.confusion = np.zeros((c, c), dtype=np.int64)
+        self.golden_vs_label = np.zeros((c, c), dtype=np.int64)
+        self.compressed_vs_label = np.zeros((c, c), dtype=np.int64)
 
     def update(
         self,
@@ -89,7 +102,11 @@ class PerClassAccumulator:
         self.kl_sum += np.bincount(group, weights=kl, minlength=c)
         self.agree += np.bincount(group, weights=g_cls == c_cls, minlength=c).astype(np.int64)
         self.confusion += np.bincount(g_cls * c + c_cls, minlength=c * c).reshape(c, c)
+        self.margins.append(golden_margins(lp))
+        self.agreements.append(g_cls == c_cls)
         if labels is not None:
+            self.golden_vs_label += np.bincount(labels * c + g_cls, minlength=c * c).reshape(c, c)
+            self.compressed_vs_label += np.bincount(labels * c + c_cls, minlength=c * c).reshape(c, c)
             self.golden_correct += np.bincount(group, weights=g_cls == labels, minlength=c).astype(np.int64)
             self.compressed_correct += np.bincount(group, weights=c_cls == labels, minlength=c).astype(
                 np.int64
@@ -141,6 +158,28 @@ class PerClassAccumulator:
 
         return sorted(rows, key=damage)
 
+    def task_scores(self) -> dict[str, Any]:
+        """The classification task's scores (classification_scores): against the labels for each model
+        when the dataset has them, label-free against the golden model's predictions, and on the golden
+        model's borderline samples."""
+        against_labels = None
+        if self.by == "label":
+            golden = scores_from_confusion(self.golden_vs_label)
+            compressed = scores_from_confusion(self.compressed_vs_label)
+            against_labels = {
+                "golden": golden,
+                "compressed": compressed,
+                "delta": score_delta(golden, compressed),
+            }
+        margins = np.concatenate(self.margins) if self.margins else np.zeros(0)
+        agree = np.concatenate(self.agreements) if self.agreements else np.zeros(0, dtype=bool)
+        return {
+            "name": "classification",
+            "against_labels": against_labels,
+            "against_golden": scores_from_confusion(self.confusion),
+            "borderline": borderline_agreement(margins, agree),
+        }
+
     def to_dict(self) -> dict[str, Any]:
         rows, cols = np.nonzero(self.confusion)
         return {
@@ -149,6 +188,7 @@ class PerClassAccumulator:
             "n_samples": int(self.count.sum()),
             "flip_confidence": self.threshold,
             "classes": self.classes(),
+            "task": self.task_scores(),
             "confusion": {
                 "rows": "golden predicted class",
                 "columns": "compressed predicted class",
