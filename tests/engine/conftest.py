@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.fake_runners import C, D, N
 from worker.demo.models import (
     DemoBundle,
     DigitsCNN,
@@ -111,3 +112,17 @@ def cnn_path(
 def golden(cnn_path: Path) -> CompressibleModel:
     """The CNN opened for compression (ONNX, one intra-op thread)."""
     return open_compressible(cnn_path, "onnx", intra_op_threads=1)
+
+
+@pytest.fixture(scope="module")
+def data() -> dict[str, np.ndarray]:
+    """A random linear model, a noisy copy of it, and inputs and labels for the fidelity tests
+    (tests/support/fake_runners.py)."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(D, C))
+    return {
+        "x": rng.normal(size=(N, D)),
+        "labels": rng.integers(0, C, size=N),
+        "w": w,
+        "w_noisy": w + rng.normal(0, 0.25, size=w.shape),
+    }
