@@ -251,12 +251,17 @@ def cmd_user_create(
 
 
 def cmd_token_create(settings: Settings, username: str, name: str, expires_in_days: int | None) -> str:
+    if expires_in_days is not None and not 1 <= expires_in_days <= 3650:  # 0 used to mean "never expires"
+        raise SystemExit(
+            f"kneeboard token create: --expires-in-days must be from 1 to 3650 (got {expires_in_days}); "
+            "leave it out for a token that works until it is revoked"
+        )
     migrate_quietly(settings)
     with session_factory(settings.resolved_database_url)() as session:
         user = session.scalar(select(User).where(User.username == username.strip().lower()))
         if user is None:
             raise SystemExit(f"kneeboard token create: no user named {username!r}")
-        lifetime = timedelta(days=expires_in_days) if expires_in_days else None
+        lifetime = None if expires_in_days is None else timedelta(days=expires_in_days)
         _, secret = accounts.issue_token(session, user.id, accounts.TokenKind.api, name, lifetime)
         session.commit()
     return secret

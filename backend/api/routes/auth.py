@@ -58,6 +58,9 @@ from backend.login_throttle import (
 )
 from backend.settings import Settings
 
+NO_STORE = "no-store"
+"""Cache-Control of the responses that carry a secret (a session cookie, a new token): no cache keeps them."""
+
 public_router = APIRouter(prefix="/auth", tags=["auth"])
 router = APIRouter(prefix="/auth", tags=["auth"])
 
@@ -133,6 +136,7 @@ async def login(
         rehashed = await pool.run(hash_password, body.password)
     secret = await run_in_threadpool(_signed_in, session, settings, user_id, keys, rehashed)
     lifetime = timedelta(hours=settings.session_ttl_h)
+    response.headers["Cache-Control"] = NO_STORE
     response.set_cookie(
         SESSION_COOKIE,
         secret,
@@ -244,10 +248,13 @@ def list_tokens(session: SessionDep, caller: CallerDep) -> list[TokenOut]:
     operation_id="createToken",
     responses=error_responses(KneeboardError, InvalidRequest),
 )
-def create_token(body: TokenCreate, session: SessionDep, caller: CallerDep) -> TokenCreatedOut:
+def create_token(
+    body: TokenCreate, response: Response, session: SessionDep, caller: CallerDep
+) -> TokenCreatedOut:
     """A personal API token for scripts and CI: send it as 'Authorization: Bearer <token>'. The secret is in
-    this response only."""
-    lifetime = timedelta(days=body.expires_in_days) if body.expires_in_days else None
+    this response only (which no cache may keep)."""
+    response.headers["Cache-Control"] = NO_STORE
+    lifetime = None if body.expires_in_days is None else timedelta(days=body.expires_in_days)
     token, secret = issue_token(session, caller.user_id, TokenKind.api, body.name, lifetime)
     session.commit()
     return TokenCreatedOut.model_validate(TokenOut.model_validate(token).model_dump() | {"token": secret})
