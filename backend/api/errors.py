@@ -109,6 +109,13 @@ def _allowed_methods(request: Request) -> set[str]:
 FASTAPI_BODY_PARSE_ERROR = "There was an error parsing the body"
 
 
+def _unparsable_body(cause: BaseException | None) -> str:
+    """What is wrong with a body FastAPI could not decode (it chains the parser's own error)."""
+    if isinstance(cause, RecursionError):  # json.loads gives up near Python's recursion limit
+        return "the request body is JSON nested too deeply (no operation takes more than a few levels)"
+    return "the request body is not valid UTF-8 JSON"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(KneeboardError)
     async def _kneeboard_error(_request: Request, exc: KneeboardError) -> JSONResponse:
@@ -139,7 +146,7 @@ def install_error_handlers(app: FastAPI) -> None:
             # test found the 400 on PATCH routes, where no 400 is documented).
             return JSONResponse(
                 status_code=InvalidRequest.status_code,
-                content={"error": InvalidRequest.code, "detail": "the request body is not valid UTF-8 JSON"},
+                content={"error": InvalidRequest.code, "detail": _unparsable_body(exc.__cause__)},
             )
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
