@@ -80,7 +80,7 @@ export default defineConfig(({ mode }) =>
           },
         },
         test: {
-          include: ["src/**/*.test.ts"],
+          include: ["src/**/*.test.{ts,tsx}"],
           environment: "node",
         },
       },

@@ -72,3 +72,21 @@ export function UploadForm({
     </form>
   );
 }
+
+/** The optional name of what is uploaded (the API takes the file's name when it is blank). */
+export function UploadNameField({ value, onChange }: { value: string; onChange: (name: string) => void }) {
+  return (
+    <label>
+      <span>
+        Name <span className="muted">(optional)</span>
+      </span>
+      <input
+        value={value}
+        onChange={(e) => {
+          onChange(e.target.value);
+        }}
+        placeholder="default: the file name"
+      />
+    </label>
+  );
+}

@@ -6,6 +6,7 @@ import { ROLE_HELP } from "../auth/roles";
 import { parseExpiryDays, tokenStatus, type TokenStatus } from "../auth/tokens";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
+import { TableHead } from "../components/TableHead";
 import { formatTime } from "../lib/format";
 import { DEFAULT_AUDIT_QUERY, href } from "../lib/route";
 
@@ -277,19 +278,7 @@ function Tokens() {
             <Empty>No tokens yet.</Empty>
           ) : (
             <table className="table" aria-label="API tokens">
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Token</th>
-                  <th>Created</th>
-                  <th>Last used</th>
-                  <th>Expires</th>
-                  <th>Status</th>
-                  <th>
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={["Name", "Token", "Created", "Last used", "Expires", "Status"]} actions />
               <tbody>
                 {items.map((t) => {
                   const status = tokenStatus(t);

@@ -7,6 +7,7 @@ import { useCurrentUser } from "../auth/context";
 import { ROLE_HELP, ROLES } from "../auth/roles";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
+import { TableHead } from "../components/TableHead";
 import { formatTime } from "../lib/format";
 import { href, type AuditQuery } from "../lib/route";
 import { AuditTrail } from "../project/AuditTrail";
@@ -116,16 +117,7 @@ function Members({ teamId, teamName, isAdmin }: { teamId: string; teamName: stri
       <QueryView query={members} what="the members">
         {(items) => (
           <table className="table" aria-label="Members">
-            <thead>
-              <tr>
-                <th>Username</th>
-                <th>Role</th>
-                <th>Added</th>
-                <th>
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={["Username", "Role", "Added"]} actions />
             <tbody>
               {items.map((m) => {
                 const self = m.user_id === me.id;

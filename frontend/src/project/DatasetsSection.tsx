@@ -4,16 +4,24 @@ import { useDatasets } from "../api/datasets";
 import { keys } from "../api/keys";
 import type { Dataset } from "../api/types";
 import { uploadDataset } from "../api/upload";
-import { Empty, QueryView } from "../components/QueryView";
-import { UploadForm } from "../components/UploadForm";
+import { UploadForm, UploadNameField } from "../components/UploadForm";
 import { formatBytes, formatShape, formatTime } from "../lib/format";
 import { DatasetPreview } from "./DatasetPreview";
 import { ManageButtons, NotesText, TagList } from "./ManageActions";
+import { UploadSection } from "./UploadSection";
 
 const RECIPE_EXAMPLE =
   '{"size": [224, 224], "mode": "RGB", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225], "input_name": "input"}';
 
-const COLUMNS = 8;
+const COLUMNS = [
+  "Name",
+  "Kind",
+  { label: "Samples", numeric: true },
+  "Arrays",
+  "Labels",
+  { label: "Size", numeric: true },
+  "Uploaded",
+];
 
 function DatasetRow({ dataset, canManage }: { dataset: Dataset; canManage: boolean }) {
   const [open, setOpen] = useState(false);
@@ -67,7 +75,7 @@ function DatasetRow({ dataset, canManage }: { dataset: Dataset; canManage: boole
       </tr>
       {open && (
         <tr className="preview-row">
-          <td colSpan={COLUMNS}>
+          <td colSpan={COLUMNS.length + 1 /* and the actions */}>
             <DatasetPreview datasetId={dataset.id} id={previewId} />
           </td>
         </tr>
@@ -103,18 +111,7 @@ function DatasetUpload({ projectId }: { projectId: string }) {
       hint=".npz with arrays named after the model inputs (and optional int 'labels'), or a .zip of images."
       upload={upload}
     >
-      <label>
-        <span>
-          Name <span className="muted">(optional)</span>
-        </span>
-        <input
-          value={name}
-          onChange={(e) => {
-            setName(e.target.value);
-          }}
-          placeholder="default: the file name"
-        />
-      </label>
+      <UploadNameField value={name} onChange={setName} />
       <label>
         <span>
           Preprocessing <span className="muted">(JSON, image .zip only; default: 224×224 RGB scaled to 0–1)</span>
@@ -134,42 +131,16 @@ function DatasetUpload({ projectId }: { projectId: string }) {
 }
 
 export function DatasetsSection({ projectId, canUpload }: { projectId: string; canUpload: boolean }) {
-  const datasets = useDatasets(projectId);
   return (
-    <section aria-labelledby="datasets-heading">
-      <h2 id="datasets-heading">Datasets</h2>
-      <div className="split">
-        <QueryView query={datasets} what="datasets">
-          {(items) =>
-            items.length === 0 ? (
-              <Empty>No datasets yet: upload the inputs to compare the models on.</Empty>
-            ) : (
-              <table className="table" aria-labelledby="datasets-heading">
-                <thead>
-                  <tr>
-                    <th>Name</th>
-                    <th>Kind</th>
-                    <th className="num">Samples</th>
-                    <th>Arrays</th>
-                    <th>Labels</th>
-                    <th className="num">Size</th>
-                    <th>Uploaded</th>
-                    <th>
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {items.map((d) => (
-                    <DatasetRow key={d.id} dataset={d} canManage={canUpload} />
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </QueryView>
-        {canUpload && <DatasetUpload projectId={projectId} />}
-      </div>
-    </section>
+    <UploadSection
+      name="datasets"
+      title="Datasets"
+      query={useDatasets(projectId)}
+      empty="No datasets yet: upload the inputs to compare the models on."
+      columns={COLUMNS}
+      actions
+      row={(d) => <DatasetRow dataset={d} canManage={canUpload} />}
+      upload={canUpload && <DatasetUpload projectId={projectId} />}
+    />
   );
 }

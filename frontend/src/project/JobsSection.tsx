@@ -6,6 +6,7 @@ import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { JobTimesText } from "../components/JobTimes";
 import { ProgressBar, StatusBadge } from "../components/Status";
+import { TableHead } from "../components/TableHead";
 import { formatTime } from "../lib/format";
 import { isObject } from "../lib/json";
 import { DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, DEFAULT_SWEEP_QUERY, href } from "../lib/route";
@@ -205,18 +206,7 @@ export function JobsSection({ projectId, canCancel }: { projectId: string; canCa
           ) : (
             <>
               <table className="table jobs" aria-labelledby="jobs-heading">
-                <thead>
-                  <tr>
-                    <th>Kind</th>
-                    <th>What</th>
-                    <th>Status</th>
-                    <th>Progress / time</th>
-                    <th>Launched</th>
-                    <th>
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={["Kind", "What", "Status", "Progress / time", "Launched"]} actions />
                 <tbody>
                   {page.items.map((job) => (
                     <JobRow key={job.id} job={job} name={name} projectId={projectId} canCancel={canCancel} />

@@ -4,13 +4,13 @@ import { keys } from "../api/keys";
 import { useModels } from "../api/models";
 import type { Model } from "../api/types";
 import { uploadModel } from "../api/upload";
-import { QueryView, Empty } from "../components/QueryView";
 import { StatusBadge } from "../components/Status";
-import { UploadForm } from "../components/UploadForm";
+import { UploadForm, UploadNameField } from "../components/UploadForm";
 import { formatBytes, formatCount, formatTime } from "../lib/format";
 import { numberAt } from "../lib/json";
 import { href } from "../lib/route";
 import { ManageButtons, NotesText, TagList } from "./ManageActions";
+import { UploadSection } from "./UploadSection";
 
 function ModelRow({ model, canManage }: { model: Model; canManage: boolean }) {
   return (
@@ -62,18 +62,7 @@ function ModelUpload({ projectId }: { projectId: string }) {
       hint="ONNX (.onnx, or .zip with external data), .pt2 or TorchScript .pt."
       upload={upload}
     >
-      <label>
-        <span>
-          Name <span className="muted">(optional)</span>
-        </span>
-        <input
-          value={name}
-          onChange={(e) => {
-            setName(e.target.value);
-          }}
-          placeholder="default: the file name"
-        />
-      </label>
+      <UploadNameField value={name} onChange={setName} />
       <label>
         <span>
           Input shapes <span className="muted">(optional JSON, for MACs)</span>
@@ -91,45 +80,27 @@ function ModelUpload({ projectId }: { projectId: string }) {
   );
 }
 
+const COLUMNS = [
+  "Name",
+  "Format",
+  { label: "Size", numeric: true },
+  "Status",
+  { label: "Parameters", numeric: true },
+  { label: "MACs", numeric: true },
+  "Uploaded",
+];
+
 export function ModelsSection({ projectId, canUpload }: { projectId: string; canUpload: boolean }) {
-  const models = useModels(projectId);
   return (
-    <section aria-labelledby="models-heading">
-      <h2 id="models-heading">Models</h2>
-      <div className="split">
-        <QueryView query={models} what="models">
-          {(items) =>
-            items.length === 0 ? (
-              <Empty>No models yet: upload a golden model and its compressed versions.</Empty>
-            ) : (
-              <table className="table" aria-labelledby="models-heading">
-                <thead>
-                  <tr>
-                    <th>Name</th>
-                    <th>Format</th>
-                    <th className="num">Size</th>
-                    <th>Status</th>
-                    <th className="num">Parameters</th>
-                    <th className="num">MACs</th>
-                    <th>Uploaded</th>
-                    {canUpload && (
-                      <th>
-                        <span className="visually-hidden">Actions</span>
-                      </th>
-                    )}
-                  </tr>
-                </thead>
-                <tbody>
-                  {items.map((m) => (
-                    <ModelRow key={m.id} model={m} canManage={canUpload} />
-                  ))}
-                </tbody>
-              </table>
-            )
-          }
-        </QueryView>
-        {canUpload && <ModelUpload projectId={projectId} />}
-      </div>
-    </section>
+    <UploadSection
+      name="models"
+      title="Models"
+      query={useModels(projectId)}
+      empty="No models yet: upload a golden model and its compressed versions."
+      columns={COLUMNS}
+      actions={canUpload}
+      row={(m) => <ModelRow model={m} canManage={canUpload} />}
+      upload={canUpload && <ModelUpload projectId={projectId} />}
+    />
   );
 }
