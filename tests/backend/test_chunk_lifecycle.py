@@ -1,4 +1,4 @@
-"""Fan-out jobs on the real Postgres database: chunks, their claims and heartbeats, the single merge, and
+"""Fan-out jobs on the real Postgres database and on a SQLite file (the embedded mode): chunks, their claims and heartbeats, the single merge, and
 the reaper's handling of chunks whose worker died."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -15,6 +16,12 @@ from backend import job_lifecycle as jl
 from backend.db.models import Job, JobChunk, JobStatus, utcnow
 from backend.db.session import session_factory
 from tests.support.jobs import queued_job
+
+
+@pytest.fixture
+def session(session_on_each_database: Session) -> Session:
+    """Every test here runs on Postgres and on SQLite."""
+    return session_on_each_database
 
 
 def _fanned_out(session: Session, n: int = 3) -> tuple[Job, jl.Claim]:
@@ -62,7 +69,7 @@ def test_each_chunk_is_claimed_once_and_counts_towards_progress(session: Session
     assert _chunk(session, job, 0).result == {"rows": [1]}
 
 
-def test_exactly_one_of_many_concurrent_mergers_wins(pg_url: str, session: Session) -> None:
+def test_exactly_one_of_many_concurrent_mergers_wins(each_db_url: str, session: Session) -> None:
     job, _ = _fanned_out(session, 2)
     for index in (0, 1):
         c = cl.claim_chunk(session, job.id, index, "w")
@@ -71,7 +78,7 @@ def test_exactly_one_of_many_concurrent_mergers_wins(pg_url: str, session: Sessi
     barrier = threading.Barrier(8)
 
     def merge(i: int) -> None:
-        with session_factory(pg_url)() as s:
+        with session_factory(each_db_url)() as s:
             barrier.wait()
             claim = cl.claim_merge(s, job.id, f"m{i}")
             if claim is not None:

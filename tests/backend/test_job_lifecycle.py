@@ -1,4 +1,4 @@
-"""Job state transitions on the real Postgres database: claims, heartbeats, cancellation, the reaper."""
+"""Job state transitions on the real Postgres database and on a SQLite file (the embedded mode): claims, heartbeats, cancellation, the reaper."""
 
 from __future__ import annotations
 
@@ -13,6 +13,12 @@ from backend import job_lifecycle as lc
 from backend.db.models import Job, JobStatus, utcnow
 from backend.db.session import session_factory
 from tests.support.jobs import queued_job
+
+
+@pytest.fixture
+def session(session_on_each_database: Session) -> Session:
+    """Every test here runs on Postgres and on SQLite."""
+    return session_on_each_database
 
 
 def _status(session: Session, job: Job) -> Job:
@@ -132,7 +138,7 @@ def test_a_lost_broker_resends_every_job_queued_before_the_loss(session: Session
     ]
 
 
-def test_a_resend_the_broker_refused_is_tried_again_next_round(pg_url: str, session: Session) -> None:
+def test_a_resend_the_broker_refused_is_tried_again_next_round(each_db_url: str, session: Session) -> None:
     job = queued_job(session)
     created = session.get_one(Job, job.id).created_at
     session.execute(update(Job).where(Job.id == job.id).values(enqueued_at=created))
@@ -143,8 +149,10 @@ def test_a_resend_the_broker_refused_is_tried_again_next_round(pg_url: str, sess
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
     with pytest.raises(ConnectionError):
-        lc.run_reaper_once(session_factory(pg_url), 60, 2, broker_down, resend_after_s=0.001)
+        lc.run_reaper_once(session_factory(each_db_url), 60, 2, broker_down, resend_after_s=0.001)
     session.expire_all()
     assert session.get_one(Job, job.id).enqueued_at == created, "not marked as sent"
-    lc.run_reaper_once(session_factory(pg_url), 60, 2, lambda j, _k: sent.append(j), resend_after_s=0.001)
+    lc.run_reaper_once(
+        session_factory(each_db_url), 60, 2, lambda j, _k: sent.append(j), resend_after_s=0.001
+    )
     assert sent == [job.id]
