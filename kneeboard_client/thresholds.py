@@ -14,10 +14,12 @@ from kneeboard_client.errors import CheckError
 Bound = Literal["max", "min"]
 
 HIGHER_IS_BETTER = re.compile(
-    r"(top1_match|topk_agreement|topk_overlap|cosine|sqnr|psnr|r2|agreement|_accuracy$|^accuracy)"
+    r"(top1_match|topk_agreement|topk_overlap|cosine|sqnr|psnr|r2|agreement|_accuracy$|^accuracy"
+    r"|f1_macro$|f1_macro_vs_golden$)"
 )
-"""Metrics that get worse as they fall (agreement, cosine, SQNR, accuracy); every other metric (KL, JS, MSE,
-accuracy drop, calibration shift...) gets worse as it rises. A regression is a move in the worse direction."""
+"""Metrics that get worse as they fall (agreement, cosine, SQNR, accuracy, F1); every other metric (KL, JS,
+MSE, accuracy or F1 drop, calibration shift...) gets worse as it rises. A regression is a move in the worse
+direction."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_.]+$")
 
@@ -120,9 +122,15 @@ def metric_value(metrics: dict[str, Any], metric: str) -> tuple[str, float | Non
 
     Accepts the summary's keys (`kl_mean_nats`, `labels.top1_accuracy_drop_pp`) and short names: a missing
     unit suffix (`kl_mean` → `kl_mean_nats`) and the label / calibration metrics without their prefix
-    (`top1_accuracy_drop_pp`, `ece_shift`). An SQNR of +inf (no error at all) is stored as null with
+    (`top1_accuracy_drop_pp`, `ece_shift`) and the task scores (`f1_macro_drop_pp`). An SQNR of +inf (no error at all) is stored as null with
     `sqnr_db_infinite`: it reads as +inf here, not as undefined."""
-    candidates = [metric, f"{metric}_nats", f"labels.{metric}", f"labels.calibration.{metric}"]
+    candidates = [
+        metric,
+        f"{metric}_nats",
+        f"labels.{metric}",
+        f"labels.calibration.{metric}",
+        f"task.{metric}",
+    ]
     for key in candidates:
         found, value = _lookup(metrics, key)
         if not found or isinstance(value, dict | list | str):

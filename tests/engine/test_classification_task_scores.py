@@ -15,11 +15,13 @@ import torch
 from scipy.special import softmax
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
+from kneeboard_client.thresholds import Limit, Regression, check_limit, check_regression, output_metrics
 from tests.engine.test_per_class import BATCH, ModuleRunner
 from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
 from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.sweep.golden import fidelity_summary
 from worker.engine.tasks.classification_scores import borderline_agreement, scores_from_confusion
 
 
@@ -126,3 +128,43 @@ def test_a_class_never_predicted_scores_zero_precision_like_sklearn() -> None:
 def test_borderline_of_nothing_is_empty() -> None:
     empty = borderline_agreement(np.zeros(0), np.zeros(0, dtype=bool))
     assert empty["n"] == 0 and empty["top1_agreement"] is None
+
+
+def test_the_summary_carries_the_task_scores_that_kneeboard_check_reads(
+    digits_cnn: DigitsCNN, two_bit_cnn: torch.nn.Module, digits_split: DigitsSplit
+) -> None:
+    """`kneeboard check --max f1_macro_drop_pp=...` and budgets read the task scores from the summary, in the
+    right direction: a drop is worse as it rises, F1 against the golden model worse as it falls."""
+    report = compare_models(
+        ModuleRunner(digits_cnn),
+        ModuleRunner(two_bit_cnn),
+        {"x": digits_split.x_test},
+        digits_split.y_test,
+        FidelityParams(batch_size=BATCH),
+    )
+    classes = report.classes_dict()
+    assert classes is not None
+    task = classes["outputs"]["logits"]["task"]
+    _, metrics = output_metrics(report.summary_dict(), None)
+    brief = metrics["task"]
+    golden_f1 = task["against_labels"]["golden"]["f1_macro"]
+    compressed_f1 = task["against_labels"]["compressed"]["f1_macro"]
+    assert brief["f1_macro_drop_pp"] == pytest.approx(100 * (golden_f1 - compressed_f1), abs=1e-9)
+    assert brief["f1_macro_vs_golden"] == task["against_golden"]["f1_macro"]
+    assert brief["borderline_agreement"] == task["borderline"]["top1_agreement"]
+    # A sweep point carries the same numbers, so frontiers can be drawn on them (worker/jobs/sweep.py).
+    point = fidelity_summary(report)
+    assert {k: point[k] for k in brief if k in point} == {
+        k: brief[k] for k in ("f1_macro_vs_golden", "f1_macro_drop_pp", "borderline_agreement")
+    }
+
+    drop = brief["f1_macro_drop_pp"]
+    assert drop > 1.0, "2-bit weights cost macro F1"
+    assert not check_limit(metrics, Limit("f1_macro_drop_pp", "max", drop / 2)).passed
+    assert check_limit(metrics, Limit("f1_macro_drop_pp", "max", drop * 2)).passed
+    better_baseline = {**metrics, "task": {**brief, "f1_macro_vs_golden": 1.0, "f1_macro_drop_pp": 0.0}}
+    assert not check_regression(
+        metrics, better_baseline, Regression("f1_macro_vs_golden", 0.001, False)
+    ).passed
+    assert not check_regression(metrics, better_baseline, Regression("f1_macro_drop_pp", 0.5, False)).passed
+    assert check_regression(better_baseline, metrics, Regression("f1_macro_drop_pp", 0.5, False)).passed

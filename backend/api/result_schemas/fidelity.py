@@ -68,6 +68,28 @@ class LabelMetricsOut(ResultModel):
     calibration: CalibrationPairOut | None = None
 
 
+class TaskSummaryOut(ResultModel):
+    """A classifier's task scores in brief (the full scores are in GET /jobs/{id}/fidelity/classes)."""
+
+    f1_macro_vs_golden: float | None = Field(
+        default=None,
+        description="Label-free: macro F1 of the compressed model with the golden model's predictions as truth; "
+        "higher is better.",
+    )
+    borderline_agreement: float | None = Field(
+        default=None,
+        description="Top-1 agreement on the golden model's lowest-margin decile; higher is better.",
+    )
+    golden_f1_macro: float | None = Field(
+        default=None, description="Against the labels; null without labels."
+    )
+    compressed_f1_macro: float | None = None
+    f1_macro_drop_pp: float | None = Field(
+        default=None,
+        description="Golden minus compressed macro F1 against the labels, percentage points; lower is better.",
+    )
+
+
 class _OutputMetrics(ResultModel):
     """What every output gets: shapes, finiteness and the numerical error metrics."""
 
@@ -119,6 +141,9 @@ class ClassificationMetricsOut(_OutputMetrics):
     confidence_shift: float | None = None
     label_flips: LabelFlipsOut | None = None
     labels: LabelMetricsOut | None = Field(default=None, description="Null without labels.")
+    task: TaskSummaryOut | None = Field(
+        default=None, description="Task scores; null for jobs run before them."
+    )
 
 
 class RegressionMetricsOut(_OutputMetrics):

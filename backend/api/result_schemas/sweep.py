@@ -31,6 +31,17 @@ class PointFidelityOut(ResultModel):
     accuracy_drop_pp: float | None = None
     ece_golden: float | None = None
     ece_compressed: float | None = None
+    f1_macro_vs_golden: float | None = Field(
+        default=None,
+        description="Classifiers: macro F1 with the golden model's predictions as truth (label-free).",
+    )
+    f1_macro_drop_pp: float | None = Field(
+        default=None,
+        description="Classifiers with labels: golden minus compressed macro F1, percentage points.",
+    )
+    borderline_agreement: float | None = Field(
+        default=None, description="Classifiers: top-1 agreement on the golden model's lowest-margin decile."
+    )
     n_flagged: int | None = None
     warnings: list[str] = Field(default_factory=list)
 

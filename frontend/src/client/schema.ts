@@ -100,7 +100,7 @@ export interface paths {
         /**
          * Create Token
          * @description A personal API token for scripts and CI: send it as 'Authorization: Bearer <token>'. The secret is in
-         *     this response only.
+         *     this response only (which no cache may keep).
          */
         post: operations["createToken"];
         delete?: never;
@@ -1550,6 +1550,15 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** AgainstLabelsOut */
+        AgainstLabelsOut: {
+            compressed: components["schemas"]["ClassificationScoresOut"];
+            /** @description Compressed minus golden; negative: the compressed model does worse. */
+            delta: components["schemas"]["ScoreDeltaOut"];
+            golden: components["schemas"]["ClassificationScoresOut"];
+        } & {
+            [key: string]: unknown;
+        };
         /** AlertOut */
         AlertOut: {
             /** Acknowledged At */
@@ -1730,6 +1739,36 @@ export interface components {
              * @enum {string}
              */
             name: "bias_correction";
+        };
+        /** BorderlineOut */
+        BorderlineOut: {
+            /**
+             * Fraction
+             * @default 0.1
+             */
+            fraction: number;
+            /**
+             * Margin Max
+             * @description Largest golden top-1 minus top-2 probability inside the borderline set.
+             */
+            margin_max: number | null;
+            /**
+             * N
+             * @default 0
+             */
+            n: number;
+            /**
+             * Top1 Agreement
+             * @description Top-1 agreement on the borderline samples.
+             */
+            top1_agreement: number | null;
+            /**
+             * Top1 Agreement Rest
+             * @description Top-1 agreement on the other samples.
+             */
+            top1_agreement_rest: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /** BreachOut */
         BreachOut: {
@@ -2090,6 +2129,8 @@ export interface components {
              * @default false
              */
             sqnr_db_infinite: boolean;
+            /** @description Task scores; null for jobs run before them. */
+            task: components["schemas"]["TaskSummaryOut"] | null;
             /** Top K */
             top_k: number | null;
             /**
@@ -2103,6 +2144,70 @@ export interface components {
             topk_overlap: number | null;
             /** Tv Mean */
             tv_mean: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ClassificationScoresOut */
+        ClassificationScoresOut: {
+            /** Accuracy */
+            accuracy: number | null;
+            /** F1 Macro */
+            f1_macro: number | null;
+            /** F1 Weighted */
+            f1_weighted: number | null;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * Per Class
+             * @description Classes that occur as truth or prediction (scikit-learn's rule, zero_division=0).
+             */
+            per_class: components["schemas"]["ClassScoresRowOut"][];
+            /** Precision Macro */
+            precision_macro: number | null;
+            /** Precision Weighted */
+            precision_weighted: number | null;
+            /** Recall Macro */
+            recall_macro: number | null;
+            /** Recall Weighted */
+            recall_weighted: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ClassificationTaskOut */
+        ClassificationTaskOut: {
+            /** @description Label-free: the compressed model scored with the golden model's predictions as the truth. */
+            against_golden: components["schemas"]["ClassificationScoresOut"] | null;
+            /** @description Each model scored against the dataset's labels; null without labels. */
+            against_labels: components["schemas"]["AgainstLabelsOut"] | null;
+            /** @description Top-1 agreement on the golden model's lowest-margin decile, where compression flips first. */
+            borderline: components["schemas"]["BorderlineOut"];
+            /**
+             * Name
+             * @default classification
+             * @constant
+             */
+            name: "classification";
+        } & {
+            [key: string]: unknown;
+        };
+        /** ClassScoresRowOut */
+        ClassScoresRowOut: {
+            /** Class Index */
+            class_index: number;
+            /** F1 */
+            f1: number;
+            /** Precision */
+            precision: number;
+            /** Recall */
+            recall: number;
+            /**
+             * Support
+             * @description Samples whose truth is this class.
+             */
+            support: number;
         } & {
             [key: string]: unknown;
         };
@@ -4094,6 +4199,8 @@ export interface components {
              * @default 0
              */
             num_classes: number;
+            /** @description Task scores: precision, recall and F1 (per class, macro, weighted), against labels and against the golden model, and agreement on borderline samples. Null for jobs run before they existed. */
+            task: components["schemas"]["ClassificationTaskOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -4355,12 +4462,27 @@ export interface components {
             accuracy_drop_pp: number | null;
             /** Accuracy Golden */
             accuracy_golden: number | null;
+            /**
+             * Borderline Agreement
+             * @description Classifiers: top-1 agreement on the golden model's lowest-margin decile.
+             */
+            borderline_agreement: number | null;
             /** Cosine Mean */
             cosine_mean: number | null;
             /** Ece Compressed */
             ece_compressed: number | null;
             /** Ece Golden */
             ece_golden: number | null;
+            /**
+             * F1 Macro Drop Pp
+             * @description Classifiers with labels: golden minus compressed macro F1, percentage points.
+             */
+            f1_macro_drop_pp: number | null;
+            /**
+             * F1 Macro Vs Golden
+             * @description Classifiers: macro F1 with the golden model's predictions as truth (label-free).
+             */
+            f1_macro_vs_golden: number | null;
             /** Js Mean */
             js_mean: number | null;
             /** Kl Max */
@@ -5500,6 +5622,21 @@ export interface components {
              */
             type: "schedule";
         };
+        /** ScoreDeltaOut */
+        ScoreDeltaOut: {
+            /** Accuracy */
+            accuracy: number | null;
+            /** F1 Macro */
+            f1_macro: number | null;
+            /** F1 Weighted */
+            f1_weighted: number | null;
+            /** Precision Macro */
+            precision_macro: number | null;
+            /** Recall Macro */
+            recall_macro: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * SensitivityCellOut
          * @description One layer × configuration cell with all its numbers and what was compressed.
@@ -5959,6 +6096,36 @@ export interface components {
              * @description The runtime form of its export, e.g. real-int8-qdq.
              */
             real_export?: string | null;
+        };
+        /**
+         * TaskSummaryOut
+         * @description A classifier's task scores in brief (the full scores are in GET /jobs/{id}/fidelity/classes).
+         */
+        TaskSummaryOut: {
+            /**
+             * Borderline Agreement
+             * @description Top-1 agreement on the golden model's lowest-margin decile; higher is better.
+             */
+            borderline_agreement: number | null;
+            /** Compressed F1 Macro */
+            compressed_f1_macro: number | null;
+            /**
+             * F1 Macro Drop Pp
+             * @description Golden minus compressed macro F1 against the labels, percentage points; lower is better.
+             */
+            f1_macro_drop_pp: number | null;
+            /**
+             * F1 Macro Vs Golden
+             * @description Label-free: macro F1 of the compressed model with the golden model's predictions as truth; higher is better.
+             */
+            f1_macro_vs_golden: number | null;
+            /**
+             * Golden F1 Macro
+             * @description Against the labels; null without labels.
+             */
+            golden_f1_macro: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /** TeamCreate */
         TeamCreate: {

@@ -48,6 +48,7 @@ export function classificationMetrics(fields: Partial<ClassificationMetrics> = {
     confidence_shift: null,
     label_flips: null,
     labels: null,
+    task: null,
     ...fields,
   };
 }

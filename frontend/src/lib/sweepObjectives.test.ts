@@ -18,12 +18,21 @@ describe("objective directions", () => {
       "macs",
       "ece",
       "accuracy_drop_pp",
+      "f1_macro_drop_pp",
       "latency_p50_ms_b1",
       "latency_p90_ms_b32",
       "latency_ratio_b1",
     ])
       expect(directionOf(name), name).toBe("min");
-    for (const name of ["top1_agreement", "sqnr_db", "accuracy", "cosine_mean", "compression_ratio"])
+    for (const name of [
+      "top1_agreement",
+      "sqnr_db",
+      "accuracy",
+      "cosine_mean",
+      "compression_ratio",
+      "f1_macro_vs_golden",
+      "borderline_agreement",
+    ])
       expect(directionOf(name), name).toBe("max");
     expect(directionOf("something_new")).toBe("min");
   });

@@ -58,6 +58,25 @@ const KNOWN: [string, Known][] = [
     { label: "Accuracy drop", unit: "pp", direction: "min", log: false, percent: false, format: unit(" pp", 3) },
   ],
   ["ece", { label: "ECE", unit: "", direction: "min", log: false, percent: false, format: unit("") }],
+  [
+    "f1_macro_vs_golden",
+    { label: "Macro F1 vs golden", unit: "", direction: "max", log: false, percent: false, format: unit("", 4) },
+  ],
+  [
+    "f1_macro_drop_pp",
+    { label: "Macro F1 drop", unit: "pp", direction: "min", log: false, percent: false, format: unit(" pp", 3) },
+  ],
+  [
+    "borderline_agreement",
+    {
+      label: "Borderline agreement",
+      unit: "",
+      direction: "max",
+      log: false,
+      percent: true,
+      format: (v) => formatPercent(v),
+    },
+  ],
   ["size_bytes", { label: "Size", unit: "bytes", direction: "min", log: true, percent: false, format: formatBytes }],
   [
     "compression_ratio",

@@ -10,6 +10,7 @@ import { ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber, formatPercent } from "../lib/format";
 import { confusionView, damageBars, rowShares, type OutputClasses } from "./diagnostics";
 import { useCellSamples, useFidelityClasses } from "./diagnosticsQueries";
+import { TaskScores } from "./TaskScores";
 
 interface Cell {
   golden: number;
@@ -243,6 +244,7 @@ export function ClassDamage({ jobId, onSample }: { jobId: string; onSample: (ind
             <DamageBars output={output} />
           </div>
           {cell && <CellSamples jobId={jobId} cell={cell} onSample={onSample} />}
+          <TaskScores output={output} />
           <ConfidentFlips output={output} onSample={onSample} />
         </>
       )}

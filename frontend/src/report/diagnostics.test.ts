@@ -55,6 +55,7 @@ describe("damageBars", () => {
     flip_confidence: 0.9,
     confusion: { rows: "", columns: "", cells: [] },
     confident_flips: { count: 0, stored: 0, capped: false, items: [] },
+    task: null,
   };
   const row = (k: number, drop: number | null, agreement: number) => ({
     class_index: k,

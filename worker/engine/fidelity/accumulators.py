@@ -20,6 +20,7 @@ from worker.engine.metrics.calibration import ReliabilityBins
 from worker.engine.metrics.numerical import NumericalAccumulator, RegressionAccumulator, json_float
 from worker.engine.metrics.sequence import SequenceAccumulator
 from worker.engine.tasks.classification import PerClassAccumulator
+from worker.engine.tasks.classification_scores import task_summary
 
 
 def infer_kind(per_sample_shape: tuple[int, ...], task: Task = "auto") -> OutputKind:
@@ -147,6 +148,7 @@ class _ClassificationAcc:
                 "items": list(self.flips),
             },
             "labels": self._labels_dict(),
+            "task": task_summary(self.per_class.task_scores()) if self.per_class is not None else None,
         }
 
     def _labels_dict(self) -> dict[str, Any] | None:

@@ -158,6 +158,7 @@ def fidelity_summary(report: FidelityReport) -> dict[str, Any]:
     out = summary["outputs"][report.primary_output]
     labels = out.get("labels") or {}
     calibration = labels.get("calibration") or {}
+    task = out.get("task") or {}
     result: dict[str, Any] = {
         "primary_output": report.primary_output,
         "output_kind": out["kind"],
@@ -179,6 +180,9 @@ def fidelity_summary(report: FidelityReport) -> dict[str, Any]:
         "accuracy_drop_pp": labels.get("top1_accuracy_drop_pp"),
         "ece_golden": (calibration.get("golden") or {}).get("ece"),
         "ece_compressed": (calibration.get("compressed") or {}).get("ece"),
+        "f1_macro_vs_golden": task.get("f1_macro_vs_golden"),
+        "f1_macro_drop_pp": task.get("f1_macro_drop_pp"),
+        "borderline_agreement": task.get("borderline_agreement"),
         "n_flagged": summary["per_sample_summary"]["n_flagged"],
         "warnings": list(summary["warnings"]),
     }

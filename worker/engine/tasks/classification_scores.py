@@ -119,3 +119,24 @@ def borderline_agreement(
         "top1_agreement": float(agree[low].mean()),
         "top1_agreement_rest": float(agree[rest].mean()) if rest.size else None,
     }
+
+
+def task_summary(task: dict[str, Any]) -> dict[str, float | None]:
+    """The task scores a fidelity summary carries for budgets, `kneeboard check` and compare: flat numbers,
+    named so the check's direction rule reads them right (`_drop_pp`: lower is better; F1 and agreement:
+    higher is better). The full scores stay in the per-class document."""
+    against_golden = task["against_golden"] or {}
+    labelled = task["against_labels"]
+    summary: dict[str, float | None] = {
+        "f1_macro_vs_golden": against_golden.get("f1_macro"),
+        "borderline_agreement": task["borderline"]["top1_agreement"],
+        "golden_f1_macro": None,
+        "compressed_f1_macro": None,
+        "f1_macro_drop_pp": None,
+    }
+    if labelled is not None:
+        golden, compressed = labelled["golden"]["f1_macro"], labelled["compressed"]["f1_macro"]
+        summary["golden_f1_macro"], summary["compressed_f1_macro"] = golden, compressed
+        if golden is not None and compressed is not None:
+            summary["f1_macro_drop_pp"] = 100.0 * (golden - compressed)
+    return summary
