@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.digits_layer_profile import Models, perturb_conv2
 from tests.support.fake_runners import C, D, N
 from worker.demo.models import (
     DemoBundle,
@@ -21,6 +22,7 @@ from worker.demo.models import (
     export_torch_program,
     export_torchscript,
     load_digits_split,
+    quantize_onnx_int8,
     train_digits_cnn,
     write_demo_bundle,
 )
@@ -126,3 +128,24 @@ def data() -> dict[str, np.ndarray]:
         "w": w,
         "w_noisy": w + rng.normal(0, 0.25, size=w.shape),
     }
+
+
+@pytest.fixture(scope="module")
+def models(
+    digits_cnn: DigitsCNN, digits_split: DigitsSplit, tmp_path_factory: pytest.TempPathFactory
+) -> Models:
+    """The digits CNN's files the layer-profile tests compare: fp32, int8 QDQ and one layer perturbed
+    (tests/support/digits_layer_profile.py)."""
+    folder = tmp_path_factory.mktemp("layer_profile")
+    sample = digits_split.x_test[:2]
+    perturbed = perturb_conv2(digits_cnn)
+    golden_onnx = export_onnx(digits_cnn, sample, folder / "golden.onnx")
+    return Models(
+        golden_onnx=golden_onnx,
+        int8_onnx=quantize_onnx_int8(golden_onnx, folder / "int8.onnx", digits_split.x_train[:512]),
+        perturbed_onnx=export_onnx(perturbed, sample, folder / "perturbed.onnx"),
+        golden_pt2=export_torch_program(digits_cnn, sample, folder / "golden.pt2"),
+        perturbed_pt2=export_torch_program(perturbed, sample, folder / "perturbed.pt2"),
+        golden=digits_cnn,
+        perturbed=perturbed,
+    )

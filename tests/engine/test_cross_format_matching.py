@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.engine.test_layer_matching import activations
-from tests.engine.test_layer_profile import batches
+from tests.support.digits_layer_profile import batches
 from worker.demo.models import DemoBundle, DigitsSplit
 from worker.engine.layer_profile import profile_layers
 from worker.engine.layer_profile.cross_format import cross_format_targets, torch_call_outputs
