@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.engine.test_compression import tied_model
 from tests.engine.test_compression_onnx import exported_onnx
+from tests.support.tied_lm import tied_model
 from worker.demo.models import DigitsCNN, DigitsSplit, export_torch_program
 from worker.engine.compression import (
     ActivationQuant,
