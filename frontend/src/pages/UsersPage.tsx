@@ -2,6 +2,7 @@ import { UsernameField } from "../auth/UsernameField";
 import { useState, type SubmitEvent } from "react";
 import { useCreateUser, useUsers } from "../api/users";
 import { useCurrentUser } from "../auth/context";
+import { Checkbox } from "../components/Checkbox";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { formatTime } from "../lib/format";
@@ -58,16 +59,9 @@ function CreateUser() {
         Leave it empty for an account that cannot sign in to the dashboard and only uses API tokens (e.g. for CI:{" "}
         <code>kneeboard token create --user NAME</code>).
       </p>
-      <label className="inline">
-        <input
-          type="checkbox"
-          checked={siteAdmin}
-          onChange={(e) => {
-            setSiteAdmin(e.target.checked);
-          }}
-        />
+      <Checkbox checked={siteAdmin} onChange={setSiteAdmin}>
         Site admin (manages accounts)
-      </label>
+      </Checkbox>
       <div className="actions">
         <button type="submit" disabled={create.isPending || username.trim().length < 2 || tooShort}>
           Create account

@@ -2,9 +2,10 @@
 // defaults ticked, or the raw JSON, kept in step), optionally the mixed-precision plans of a succeeded
 // sensitivity scan of the same model, latency timing (batch sizes, repeats) and the export of each point.
 // Defaults and bounds come from SweepJobParams' schema in GET /job-kinds.
-import { useId, useMemo, useState, type SubmitEvent } from "react";
+import { useMemo, useState, type SubmitEvent } from "react";
 import { useCreateJob } from "../api/jobs";
 import { useSensitivityJobs } from "../api/sensitivity";
+import { Checkbox } from "../components/Checkbox";
 import { formatTime } from "../lib/format";
 import { isObject, type JsonObject } from "../lib/json";
 import { configTypes, parseBits, parseConfigs, togglePresetIn, type Config } from "../lib/sensitivityParams";
@@ -17,18 +18,8 @@ import {
   parseBatchSizes,
   sweepPresetConfigs,
 } from "../lib/sweepParams";
-import { describeParam } from "./fields";
-import {
-  ConfigsJson,
-  JsonToggle,
-  LaunchRow,
-  ModelAndDataset,
-  MoreSettings,
-  NotAmongPresets,
-  PresetChips,
-  useConfigs,
-  useNumericFields,
-} from "./launchParts";
+import { TextField, describeParam } from "./fields";
+import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
 
 const NUMERIC = {
   max_samples: "Evaluation samples",
@@ -45,7 +36,6 @@ const boolDefault = (schema: JsonObject, name: string, fallback: boolean): boole
 };
 
 export function SweepForm({ projectId, schema }: { projectId: string; schema: JsonObject }) {
-  const id = useId();
   const scans = useSensitivityJobs(projectId);
   const create = useCreateJob(projectId);
   const shape = useMemo(() => configSchema(schema), [schema]);
@@ -54,7 +44,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   const numbers = useNumericFields(schema, NUMERIC);
   const [model, setModel] = useState("");
   const [dataset, setDataset] = useState("");
-  const { configs, json, setFromPresets, editJson, toggleJson } = useConfigs(
+  const editor = useConfigs(
     () => sweepPresetConfigs(DEFAULT_SWEEP_PRESET_IDS),
     (text) => parseConfigs(text, types, { max: MAX_SWEEP_CONFIGS, allowEmpty: true }),
   );
@@ -64,6 +54,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   const [batches, setBatches] = useState(DEFAULT_BATCHES);
   const [exported, setExported] = useState(() => boolDefault(schema, "export", true));
   const [problem, setProblem] = useState<string | null>(null);
+  const { configs } = editor;
 
   // Mixed precision plans come from a succeeded scan of the same model.
   const sameModel = (scans.data?.items ?? []).filter((j) => j.params.model_id === model);
@@ -75,8 +66,8 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
 
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
-    if (json.error) {
-      setProblem(`The configurations' JSON: ${json.error}`);
+    if (editor.jsonProblem) {
+      setProblem(editor.jsonProblem);
       return;
     }
     const body: Record<string, unknown> = { model_id: model, dataset_id: dataset, configs, latency, export: exported };
@@ -122,38 +113,28 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
         samples={numbers.field("max_samples")}
       />
 
-      <fieldset className="fields presets">
-        <legend>
-          Configurations{" "}
-          <span className="muted small-text">
+      <ConfigsFieldset
+        summary={
+          <>
             ({configs.length} chosen, each applied to the whole model; {points} points with fp32
             {chosenScan ? " and the plans" : ""})
-          </span>
-        </legend>
-        <PresetChips
-          presets={SWEEP_PRESETS}
-          ticked={(preset) => chosen.has(key(preset.config))}
-          onToggle={(preset) => {
-            setFromPresets(togglePresetIn(configs, preset, SWEEP_PRESETS, key));
-          }}
-          disabled={json.error !== null}
-          toggle={<JsonToggle id={id} open={json.open} onToggle={toggleJson} />}
-        />
+          </>
+        }
+        presets={SWEEP_PRESETS}
+        ticked={(preset) => chosen.has(key(preset.config))}
+        onToggle={(preset) => {
+          editor.setFromPresets(togglePresetIn(configs, preset, SWEEP_PRESETS, key));
+        }}
+        editor={editor}
+        custom={custom}
+        maxRows={14}
+        help={`A list of {"type": …} objects (at most ${MAX_SWEEP_CONFIGS.toString()}); types: ${[...types].join(", ")}. "quantize" takes "weights" and "activations". Unset fields take the API's defaults.`}
+      >
         <p className="muted small-text">
           Ticked: the API&apos;s default sweep. W8A8, W8 and fp16 have real ONNX Runtime forms (int8 QDQ, int8 weights,
           fp16); 4-bit and 16-bit activations are simulated only.
         </p>
-        <NotAmongPresets custom={custom} />
-        {json.open && (
-          <ConfigsJson
-            id={id}
-            json={json}
-            maxRows={14}
-            help={`A list of {"type": …} objects (at most ${MAX_SWEEP_CONFIGS.toString()}); types: ${[...types].join(", ")}. "quantize" takes "weights" and "activations". Unset fields take the API's defaults.`}
-            onEdit={editJson}
-          />
-        )}
-      </fieldset>
+      </ConfigsFieldset>
 
       <div className="launch-grid">
         <fieldset className="fields">
@@ -183,59 +164,35 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
             </select>
             <span className="muted small-text">{describeParam(schema, "mixed_precision")}</span>
           </label>
-          <label>
-            Average bits
-            <input
-              type="text"
-              inputMode="decimal"
-              value={bits}
-              disabled={!chosenScan}
-              onChange={(e) => {
-                setBits(e.target.value);
-              }}
-            />
-            <span className="muted small-text">Comma-separated; one point per budget.</span>
-          </label>
+          <TextField
+            label="Average bits"
+            inputMode="decimal"
+            value={bits}
+            disabled={!chosenScan}
+            onChange={setBits}
+            help="Comma-separated; one point per budget."
+          />
         </fieldset>
         <fieldset className="fields">
           <legend>Latency</legend>
-          <label className="inline">
-            <input
-              type="checkbox"
-              checked={latency}
-              onChange={(e) => {
-                setLatency(e.target.checked);
-              }}
-            />
+          <Checkbox checked={latency} onChange={setLatency}>
             Time each point&apos;s ONNX file
-          </label>
-          <label>
-            Batch sizes
-            <input
-              type="text"
-              inputMode="numeric"
-              value={batches}
-              disabled={!latency}
-              onChange={(e) => {
-                setBatches(e.target.value);
-              }}
-            />
-            <span className="muted small-text">Comma-separated, 1 to 4 of them.</span>
-          </label>
+          </Checkbox>
+          <TextField
+            label="Batch sizes"
+            inputMode="numeric"
+            value={batches}
+            disabled={!latency}
+            onChange={setBatches}
+            help="Comma-separated, 1 to 4 of them."
+          />
           {numbers.field("latency_repeats", !latency)}
         </fieldset>
         <fieldset className="fields">
           <legend>Export</legend>
-          <label className="inline">
-            <input
-              type="checkbox"
-              checked={exported}
-              onChange={(e) => {
-                setExported(e.target.checked);
-              }}
-            />
+          <Checkbox checked={exported} onChange={setExported}>
             Store each point&apos;s model (ONNX)
-          </label>
+          </Checkbox>
           <span className="muted small-text">
             {describeParam(schema, "export")} Without it there is no latency either (nothing to time).
           </span>

@@ -1,4 +1,5 @@
 // Form fields shared by the job launchers.
+import type { HTMLAttributes, ReactNode } from "react";
 import type { Dataset, Model } from "../api/types";
 import { stringAt, type JsonObject } from "../lib/json";
 import type { NumericParam } from "../lib/paramSchema";
@@ -104,6 +105,39 @@ export function NumberField({
         disabled={disabled}
       />
       <span className="muted small-text">{param.description}</span>
+    </label>
+  );
+}
+
+/** A one-line text input (e.g. a comma-separated list) with help under it. */
+export function TextField({
+  label,
+  value,
+  onChange,
+  inputMode,
+  disabled,
+  help,
+}: {
+  label: string;
+  value: string;
+  onChange: (v: string) => void;
+  inputMode: HTMLAttributes<HTMLInputElement>["inputMode"];
+  disabled?: boolean;
+  help: ReactNode;
+}) {
+  return (
+    <label>
+      {label}
+      <input
+        type="text"
+        inputMode={inputMode}
+        value={value}
+        disabled={disabled}
+        onChange={(e) => {
+          onChange(e.target.value);
+        }}
+      />
+      <span className="muted small-text">{help}</span>
     </label>
   );
 }

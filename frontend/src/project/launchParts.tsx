@@ -1,7 +1,7 @@
 // What the sensitivity and sweep launch forms share: the model and dataset row, their numeric fields read from
-// the kind's schema, the configurations ticked as presets or edited as JSON (kept in step), "More settings"
-// and the Launch row.
-import { useMemo, useState, type ReactNode } from "react";
+// the kind's schema, the configurations ticked as presets or edited as JSON (kept in step, in one fieldset),
+// "More settings" and the Launch row.
+import { useId, useMemo, useState, type ReactNode } from "react";
 import { useDatasets } from "../api/datasets";
 import { useModels } from "../api/models";
 import { ErrorMessage } from "../components/QueryView";
@@ -80,11 +80,15 @@ export function useConfigs(initial: () => Config[], parse: (text: string) => Con
   const toggleJson = () => {
     setJson((old) => ({ ...old, open: !old.open }));
   };
-  return { configs, json, setFromPresets, editJson, toggleJson };
+  /** What stops a launch while the JSON does not parse. */
+  const jsonProblem = json.error === null ? null : `The configurations' JSON: ${json.error}`;
+  return { configs, json, setFromPresets, editJson, toggleJson, jsonProblem };
 }
 
+export type ConfigsEditor = ReturnType<typeof useConfigs>;
+
 /** The button that shows or hides the JSON editor (`${id}-json`). */
-export function JsonToggle({ id, open, onToggle }: { id: string; open: boolean; onToggle: () => void }) {
+function JsonToggle({ id, open, onToggle }: { id: string; open: boolean; onToggle: () => void }) {
   return (
     <button type="button" className="small" aria-expanded={open} aria-controls={`${id}-json`} onClick={onToggle}>
       {open ? "Hide JSON" : "Edit as JSON"}
@@ -93,7 +97,7 @@ export function JsonToggle({ id, open, onToggle }: { id: string; open: boolean; 
 }
 
 /** The configurations as JSON, with the parse error or `help` under it. */
-export function ConfigsJson({
+function ConfigsJson({
   id,
   json,
   maxRows,
@@ -184,7 +188,7 @@ interface PresetChip {
 }
 
 /** The presets as ticks (disabled while the JSON does not parse), then the JSON editor's toggle. */
-export function PresetChips<P extends PresetChip>({
+function PresetChips<P extends PresetChip>({
   presets,
   ticked,
   onToggle,
@@ -218,10 +222,59 @@ export function PresetChips<P extends PresetChip>({
 }
 
 /** The chosen configurations that no preset stands for, described. */
-export function NotAmongPresets({ custom }: { custom: readonly Config[] }) {
+function NotAmongPresets({ custom }: { custom: readonly Config[] }) {
   return custom.length > 0 ? (
     <p className="muted small-text">Not among the presets: {custom.map((c) => describeConfig(c)).join("; ")}.</p>
   ) : null;
+}
+
+/**
+ * "Configurations" with `summary` beside it: the presets to tick, then `children` (a note), the chosen
+ * configurations no preset stands for, and the JSON editor when it is open.
+ */
+export function ConfigsFieldset<P extends PresetChip>({
+  summary,
+  presets,
+  ticked,
+  onToggle,
+  editor,
+  custom,
+  maxRows,
+  help,
+  children,
+}: {
+  summary: ReactNode;
+  presets: readonly P[];
+  ticked: (preset: P) => boolean;
+  onToggle: (preset: P) => void;
+  editor: ConfigsEditor;
+  custom: readonly Config[];
+  /** The JSON editor's height at most, in rows. */
+  maxRows: number;
+  /** Under the JSON editor while it parses. */
+  help: string;
+  children?: ReactNode;
+}) {
+  const id = useId();
+  return (
+    <fieldset className="fields presets">
+      <legend>
+        Configurations <span className="muted small-text">{summary}</span>
+      </legend>
+      <PresetChips
+        presets={presets}
+        ticked={ticked}
+        onToggle={onToggle}
+        disabled={editor.json.error !== null}
+        toggle={<JsonToggle id={id} open={editor.json.open} onToggle={editor.toggleJson} />}
+      />
+      {children}
+      <NotAmongPresets custom={custom} />
+      {editor.json.open && (
+        <ConfigsJson id={id} json={editor.json} maxRows={maxRows} help={help} onEdit={editor.editJson} />
+      )}
+    </fieldset>
+  );
 }
 
 /** Settings most people leave alone, folded. */
