@@ -3,10 +3,10 @@
 Plain functions over the stored file, no HTTP or SQL; they run in the API process (numpy and Pillow only,
 never torch). A preview reads only the samples it shows:
 
-- an ``.npz``: only the requested rows of each array (backend/npz_rows.py: stored members memory-mapped,
-  compressed ones streamed forward in bounded chunks);
+- an ``.npz``: only the requested rows of each array (the npz reader's ``rows``, dataset_readers/npz/rows.py:
+  stored members memory-mapped, compressed ones streamed forward in bounded chunks);
 - an image zip decodes only the requested members (sample order = sorted member names, as in
-  ``backend.image_datasets``), refusing images over the pixel limit that uploads are checked against
+  ``dataset_readers.image_zip.describe``), refusing images over the pixel limit that uploads are checked against
   (KNEEBOARD_IMAGE_MAX_PIXELS) before decoding them; a JPEG thumbnail decodes at a reduced scale, and
   statistics of 8-bit images come from Pillow's histograms (no copy of the pixels).
 """
@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from backend.archive_limits import archive_limits
 from backend.array_png import (
     THUMBNAIL_MAX_SIDE,
     array_thumbnail,
@@ -33,11 +34,12 @@ from backend.array_png import (
     numeric,
     png_bytes,
 )
-from backend.dataset_formats import LABELS
-from backend.errors import Conflict, InvalidRequest, NotFound
-from backend.image_datasets import describe_image_zip, too_many_pixels
-from backend.npz_rows import npz_members, npz_rows, npz_total
-from backend.zip_formats import UNREADABLE_ZIP_ERRORS, describe_zip_error
+from backend.errors import Conflict, InvalidRequest, InvalidUpload, NotFound
+from dataset_readers.archives import UNREADABLE_ZIP_ERRORS, describe_zip_error
+from dataset_readers.errors import DatasetFormatError, NoSuchSample, SampleTooLarge
+from dataset_readers.image_zip.describe import describe_image_zip, too_many_pixels
+from dataset_readers.interface import LABELS, SampleRows
+from dataset_readers.npz.reader import NpzReader
 
 IMAGE_ARRAY = "image"
 """Name of the decoded picture in the preview of an image-zip sample."""
@@ -116,14 +118,24 @@ def _readable(what: str) -> Iterator[None]:
         raise Conflict(f"the stored {what} cannot be read ({describe_zip_error(exc)})") from exc
 
 
+def _npz_rows(path: Path, indices: Sequence[int] | slice) -> SampleRows:
+    """The npz reader's rows, its refusals in the API's words: a damaged file is a Conflict, a sample
+    beyond the end NotFound, one too large to preview an InvalidRequest."""
+    try:
+        return NpzReader().rows(path, indices)
+    except NoSuchSample as exc:
+        raise NotFound(exc.message) from exc
+    except SampleTooLarge as exc:
+        raise InvalidRequest(exc.message) from exc
+    except DatasetFormatError as exc:
+        raise Conflict(exc.message) from exc
+
+
 def read_npz_rows(path: Path, indices: Sequence[int]) -> tuple[int, dict[str, list[np.ndarray]]]:
     """The number of samples and, for every array of the .npz, the rows at `indices` (in that order).
     Reads the array headers and those rows only."""
-    with _readable(".npz dataset"), zipfile.ZipFile(path) as zf:
-        members = npz_members(path, zf)
-        total = npz_total(members)
-        _check_indices(indices, total)
-        return total, npz_rows(path, zf, members, indices)
+    found = _npz_rows(path, indices)
+    return found.total, found.rows
 
 
 def _npz_label(rows: dict[str, list[np.ndarray]], k: int) -> int | None:
@@ -134,11 +146,8 @@ def _npz_label(rows: dict[str, list[np.ndarray]], k: int) -> int | None:
 
 
 def preview_npz(path: Path, offset: int, limit: int) -> SamplePage:
-    with _readable(".npz dataset"), zipfile.ZipFile(path) as zf:
-        members = npz_members(path, zf)
-        total = npz_total(members)
-        indices = list(range(offset, min(offset + limit, total)))
-        rows = npz_rows(path, zf, members, indices)
+    found = _npz_rows(path, slice(offset, offset + limit))
+    total, indices, rows = found.total, found.indices, found.rows
     items = []
     for k, index in enumerate(indices):
         arrays = {name: array_stats(values[k]) for name, values in rows.items() if name != LABELS}
@@ -249,8 +258,15 @@ def _sample_stats(zf: zipfile.ZipFile, member: str, max_pixels: int | None) -> A
 
 
 def _image_zip_listing(path: Path) -> tuple[list[str], list[int] | None]:
+    """Sample order and labels, the archive held to this process's limits; a refusal is the upload
+    check's own (InvalidUpload, as when the file was uploaded)."""
     with _readable("zip of images"):
-        description = describe_image_zip(str(path), path.stat().st_size, verify_images=False)
+        try:
+            description = describe_image_zip(
+                str(path), path.stat().st_size, archive_limits(), verify_images=False
+            )
+        except DatasetFormatError as exc:
+            raise InvalidUpload(exc.message) from exc
     return description.images, description.labels
 
 

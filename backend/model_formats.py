@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import logging
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from backend.archive_limits import archive_limits
 from backend.errors import InvalidUpload
-from backend.zip_formats import ArchiveLimits, check_archive, unreadable_zip
+from dataset_readers.archives import ArchiveLimits, check_archive, unreadable_zip
+from dataset_readers.errors import DatasetFormatError
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +161,7 @@ def _torch_zip_format(names: list[str]) -> ModelFormat | None:
     return None
 
 
-def _zip_model_format(path: Path, limits: ArchiveLimits | None) -> ModelFormat:
+def _zip_model_format(path: Path, limits: ArchiveLimits) -> ModelFormat:
     """Every zip (a zipped ONNX model, a torch.export or TorchScript archive) is checked against the archive
     limits first: the worker extracts or loads all of it."""
     with _open_zip(path) as zf:
@@ -177,6 +181,16 @@ def _zip_model_format(path: Path, limits: ArchiveLimits | None) -> ModelFormat:
     )
 
 
+@contextmanager
+def _archive_refusals_as_invalid_upload() -> Iterator[None]:
+    """The archive rules (dataset_readers.archives) speak DatasetFormatError; an upload refuses with
+    InvalidUpload, in the same words."""
+    try:
+        yield
+    except DatasetFormatError as exc:
+        raise InvalidUpload(exc.message) from exc
+
+
 def detect_model_format(path: Path, filename: str, limits: ArchiveLimits | None = None) -> ModelFormat:
     """Return the format of an uploaded model file, or raise InvalidUpload saying what to do. A zip is held
     to `limits` (default: those of the process's settings)."""
@@ -189,8 +203,11 @@ def detect_model_format(path: Path, filename: str, limits: ArchiveLimits | None 
     if head[:1] == bytes([PICKLE_PROTOCOL_MARK]) or suffix in (".pkl", ".pickle"):
         raise InvalidUpload(f"this is a pickled Python object. {HOW_TO_EXPORT}")
     if head == ZIP_MAGIC:
-        with unreadable_zip("the file", "if the upload was cut short, upload it again"):
-            return _zip_model_format(path, limits)
+        with (
+            _archive_refusals_as_invalid_upload(),
+            unreadable_zip("the file", "if the upload was cut short, upload it again"),
+        ):
+            return _zip_model_format(path, limits or archive_limits())
     if suffix in (".pt", ".pt2", ".pth"):
         raise InvalidUpload(
             f"a {suffix} file must be a zip archive written by torch.export.save or torch.jit.save; this one "

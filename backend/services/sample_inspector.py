@@ -19,10 +19,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.array_png import image_layout
-from backend.dataset_formats import LABELS
 from backend.dataset_preview import IMAGE_ARRAY, preview_image_zip, read_npz_rows
 from backend.db.models import JobResult
 from backend.errors import Conflict, NotFound
+from dataset_readers.interface import LABELS
 
 RESULT_FIDELITY_SAMPLE_TOPK = "fidelity.sample_topk"
 """The job result (written by worker/jobs/fidelity.py FidelityHandler) holding every sample's top-k."""

@@ -1,7 +1,7 @@
 """Hostile archives over the real API and Postgres: for every kind of upload that is a zip (a zipped ONNX
 model, an .npz dataset, a zip of images), a zip bomb, a member outside the archive, a link, too many members
 and too many bytes are each refused with a 422 that names the problem, before anything is inflated or
-stored, and the server answers afterwards. The rules live in one place (backend/zip_formats.py)."""
+stored, and the server answers afterwards. The rules live in one place (dataset_readers/archives.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
 from backend.settings import Settings
-from backend.zip_formats import ArchiveLimits, archive_problem
+from dataset_readers.archives import ArchiveLimits, archive_problem
 from tests.backend.test_uploads import _counts, _stored_files
 from tests.support import files
 from tests.support.accounts import TestAccount

@@ -29,6 +29,7 @@ from backend.contracts import RESULT_FIDELITY_LAYERS
 from backend.db.models import Dataset, JobResult
 from backend.db.session import session_factory
 from backend.settings import Settings
+from dataset_readers.image_zip import decode as image_decode
 from tests.backend.test_typed_results import missing
 from tests.conftest import truncate_all
 from tests.engine.test_activation_shift import capture
@@ -36,7 +37,6 @@ from tests.support.fidelity_api import FidelityApi
 from tests.support.images import png_bytes
 from tests.support.services import stack_settings
 from worker.demo.models import DemoBundle, write_demo_bundle
-from worker.engine.datasets import images as engine_images
 from worker.engine.errors import DatasetMismatchError
 from worker.jobs.inputs import load_dataset
 
@@ -237,13 +237,13 @@ def test_an_image_zip_calibration_set_decodes_only_calibration_samples(
             data={"preprocessing": json.dumps(RECIPE)},
         )["id"]
     decoded: list[int] = []
-    preprocess = engine_images.preprocess_image
+    preprocess = image_decode.preprocess_image
 
     def counted(data: IO[bytes], *args: Any) -> np.ndarray:
         decoded.append(1)
         return preprocess(data, *args)
 
-    monkeypatch.setattr(engine_images, "preprocess_image", counted)
+    monkeypatch.setattr(image_decode, "preprocess_image", counted)
     job_id = api.fidelity(calibration_dataset_id=calibration, calibration_samples=16)
     assert len(decoded) == 16
     served = LayerProfileOut.model_validate(api.get(f"/jobs/{job_id}/fidelity/layers").json())

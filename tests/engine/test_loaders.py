@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from backend.settings import Settings
-from backend.zip_formats import ArchiveLimits, archive_problem
+from dataset_readers.archives import ArchiveLimits, archive_problem
 from worker.demo.models import DigitsCNN, DigitsSplit
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.loaders import OnnxRunner, extract_onnx_zip, load_model
@@ -252,7 +252,7 @@ def test_hostile_or_ambiguous_zips_are_refused(
 def test_zips_over_the_archive_limits_are_refused_before_extraction(
     cnn_files: dict[str, Path], tmp_path: Path, limits: ArchiveLimits, expected: str
 ) -> None:
-    """The engine applies the caller's archive rules (here the upload checks', backend/zip_formats.py) before
+    """The engine applies the caller's archive rules (here the upload checks', dataset_readers/archives.py) before
     it writes anything: here to a model plus 64 KiB of zeros (compressed 60 times)."""
     archive = tmp_path / "model.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:

@@ -10,9 +10,12 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
+from backend.archive_limits import archive_limits
 from backend.contracts import ImagePreprocessing
 from backend.db.models import Dataset, Model, ModelStatus
-from backend.image_datasets import describe_image_zip
+from dataset_readers.errors import DatasetFormatError, UnknownDatasetKind
+from dataset_readers.interface import ReadOptions
+from dataset_readers.registry import reader_for
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.types import ModelFormat, Runner
 from worker.jobs.model_files import model_file
@@ -36,37 +39,20 @@ def load_dataset(
     path: Path, dataset: Dataset, cache_dir: Path | None = None, limit: int | None = None
 ) -> dict[str, np.ndarray]:
     """The dataset's arrays (and "labels" when it has them), whatever its upload format, cut to their first
-    `limit` samples when given. .npz arrays are memory-mapped (compressed members are decompressed once into
-    cache_dir / <sha256>) and the cut is a view, so a job holds only the batches it works on. A zip of
-    images is decoded into memory, only its first `limit` images: 50,000 training images at 224 x 224 RGB
-    would be 30 GB of float32, so a calibration set read whole would not fit."""
-    if dataset.kind == "npz":
-        from worker.engine.datasets.npz import load_npz_mapped
-
-        cache = (cache_dir or Path(tempfile.gettempdir()) / "kneeboard-datasets") / dataset.artifact_sha256
-        mapped = load_npz_mapped(path, cache)
-        return mapped if limit is None else {key: a[:limit] for key, a in mapped.items()}
-    if dataset.kind == "image_zip":
-        from worker.engine.datasets.images import images_to_array
-
-        recipe = ImagePreprocessing.model_validate(dataset.preprocessing or {})
-        listing = describe_image_zip(str(path), path.stat().st_size, verify_images=False)
-        arrays = {
-            recipe.input_name: images_to_array(
-                path,
-                listing.images[:limit],
-                recipe.size,
-                recipe.mode,
-                recipe.scale,
-                recipe.mean,
-                recipe.std,
-                recipe.layout,
-            )
-        }
-        if listing.labels is not None:
-            arrays["labels"] = np.asarray(listing.labels[:limit], dtype=np.int64)
-        return arrays
-    raise DatasetMismatchError(f"dataset {dataset.name!r} has unknown kind {dataset.kind!r}")
+    `limit` samples when given: its kind's reader (dataset_readers) at this worker's archive limits, whose
+    refusals become DatasetMismatchError. .npz arrays are memory-mapped (compressed members are
+    decompressed once into cache_dir / <sha256>) and the cut is a view; a zip of images is decoded into
+    memory, only its first `limit` images."""
+    try:
+        reader = reader_for(dataset.kind)
+    except UnknownDatasetKind as exc:
+        raise DatasetMismatchError(f"dataset {dataset.name!r} has unknown kind {dataset.kind!r}") from exc
+    cache = (cache_dir or Path(tempfile.gettempdir()) / "kneeboard-datasets") / dataset.artifact_sha256
+    recipe = ImagePreprocessing.model_validate(dataset.preprocessing or {})
+    try:
+        return reader.arrays(path, archive_limits(), ReadOptions(recipe=recipe, cache_dir=cache), limit)
+    except DatasetFormatError as exc:
+        raise DatasetMismatchError(exc.message) from exc
 
 
 def read_dataset(ctx: JobContext, dataset: Dataset, limit: int | None = None) -> dict[str, np.ndarray]:

@@ -1,7 +1,7 @@
 """The local file of an uploaded model, checked against this worker's archive rules before the engine sees it.
 
 The engine knows no settings (it is usable from a notebook): the worker applies the service's archive
-rules (backend/zip_formats.py, limits from *its* settings, KNEEBOARD_ARCHIVE_*) to a zipped ONNX model
+rules (dataset_readers/archives.py, limits from *its* settings, KNEEBOARD_ARCHIVE_*) to a zipped ONNX model
 before any engine code extracts it. The API checked the archive at upload already; this runs again because
 the worker is what writes the files to disk, and its limits may be stricter.
 """
@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast, get_args
 
+from backend.archive_limits import archive_limits
 from backend.db.models import Model
 from backend.settings import Settings
-from backend.zip_formats import UNREADABLE_ZIP_ERRORS, ArchiveLimits, archive_problem, describe_zip_error
+from dataset_readers.archives import UNREADABLE_ZIP_ERRORS, archive_problem, describe_zip_error
 from worker.engine.errors import ModelLoadError
 from worker.engine.loaders import ArchiveCheck
 from worker.engine.types import ModelFormat
@@ -23,8 +24,9 @@ from worker.runtime import JobContext
 
 
 def archive_check(settings: Settings) -> ArchiveCheck:
-    """The engine's `check` for zip archives: backend.zip_formats.archive_problem at these settings' limits."""
-    limits = ArchiveLimits.from_settings(settings)
+    """The engine's `check` for zip archives: dataset_readers.archives.archive_problem at these settings'
+    limits."""
+    limits = archive_limits(settings)
 
     def check(infos: Sequence[zipfile.ZipInfo], archive_bytes: int) -> str | None:
         return archive_problem(infos, archive_bytes, limits)

@@ -16,15 +16,17 @@ from backend.api.multipart_upload import default_name, form_json, form_text, mul
 from backend.api.routes.annotate import apply_update, delete_upload
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import DatasetOut, ResourceUpdate
+from backend.archive_limits import archive_limits
 from backend.audit import AuditAction, record
 from backend.contracts import ImagePreprocessing
-from backend.dataset_formats import describe_npz
 from backend.db.models import Dataset, Project
 from backend.errors import Forbidden, InvalidRequest, InvalidUpload, NotFound, StorageError, UploadTooLarge
-from backend.image_datasets import describe_image_zip
 from backend.services.artifacts import persist
+from backend.settings import Settings
 from backend.storage import staging_file
-from backend.zip_formats import ArchiveLimits
+from dataset_readers.errors import DatasetFormatError
+from dataset_readers.interface import ReadOptions
+from dataset_readers.registry import reader_for
 
 router = APIRouter(tags=["datasets"])
 
@@ -80,14 +82,8 @@ async def upload_dataset(
             size_bytes=staged.size_bytes,
             created_by=caller.user_id,
         )
-        limits = ArchiveLimits.from_settings(settings)
-        if suffix == ".npz":
-            _describe_npz_into(dataset, staged.path, limits)
-        else:
-            recipe = _parse_recipe(fields)
-            _describe_images_into(
-                dataset, staged.path, staged.size_bytes, recipe, limits, settings.image_max_pixels
-            )
+        recipe = None if suffix == ".npz" else _parse_recipe(fields)
+        _describe_into(dataset, "npz" if suffix == ".npz" else "image_zip", staged.path, recipe, settings)
         existing = session.scalars(
             select(Dataset)
             .where(Dataset.project_id == project_id, Dataset.artifact_sha256 == staged.sha256)
@@ -125,31 +121,22 @@ def _parse_recipe(fields: dict[str, str]) -> ImagePreprocessing:
         raise InvalidUpload(details or str(exc)) from exc
 
 
-def _describe_npz_into(dataset: Dataset, path: Path, limits: ArchiveLimits) -> None:
-    description = describe_npz(path, limits)
-    dataset.kind = "npz"
-    dataset.n_samples = description.n_samples
-    dataset.arrays = {k: v.to_dict() for k, v in description.arrays.items()}
-    dataset.has_labels = description.has_labels
-
-
-def _describe_images_into(
-    dataset: Dataset,
-    path: Path,
-    size: int,
-    recipe: ImagePreprocessing,
-    limits: ArchiveLimits,
-    max_pixels: int,
+def _describe_into(
+    dataset: Dataset, kind: str, path: Path, recipe: ImagePreprocessing | None, settings: Settings
 ) -> None:
-    description = describe_image_zip(str(path), size, limits=limits, max_pixels=max_pixels)
-    n = len(description.images)
-    dataset.kind = "image_zip"
-    dataset.n_samples = n
-    dataset.arrays = {recipe.input_name: {"shape": recipe.array_shape(n), "dtype": "float32"}}
-    if description.labels is not None:
-        dataset.arrays["labels"] = {"shape": [n], "dtype": "int64"}
-    dataset.has_labels = description.labels is not None
-    dataset.preprocessing = recipe.model_dump(mode="json")
+    """The upload check of the dataset's reader (dataset_readers), its refusal an InvalidUpload; what it
+    learns goes on the row. A zip of images keeps its recipe, which made the arrays it describes."""
+    options = ReadOptions(recipe=recipe, max_pixels=settings.image_max_pixels)
+    try:
+        description = reader_for(kind).describe(path, archive_limits(settings), options)
+    except DatasetFormatError as exc:
+        raise InvalidUpload(exc.message) from exc
+    dataset.kind = kind
+    dataset.n_samples = description.n_samples
+    dataset.arrays = description.arrays_json()
+    dataset.has_labels = description.has_labels
+    if recipe is not None:
+        dataset.preprocessing = recipe.model_dump(mode="json")
 
 
 @router.get(

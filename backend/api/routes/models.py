@@ -17,6 +17,7 @@ from backend.api.multipart_upload import default_name, form_json, form_text, mul
 from backend.api.routes.annotate import apply_update, delete_upload
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import ModelOut, ResourceUpdate
+from backend.archive_limits import archive_limits
 from backend.audit import AuditAction, record
 from backend.contracts import JobKind
 from backend.db.models import Job, JobStatus, Model, ModelStatus, Project
@@ -33,7 +34,6 @@ from backend.model_formats import detect_model_format
 from backend.services.artifacts import persist
 from backend.services.jobs import dispatch, new_job
 from backend.storage import staging_file
-from backend.zip_formats import ArchiveLimits
 
 router = APIRouter(tags=["models"])
 
@@ -127,7 +127,7 @@ async def upload_model(
     with staging_file(store) as path:
         staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
         shapes = _parse_input_shapes(fields)
-        fmt = detect_model_format(staged.path, filename, ArchiveLimits.from_settings(settings))
+        fmt = detect_model_format(staged.path, filename, archive_limits(settings))
         existing = _same_model(session, project_id, staged.sha256, shapes)
         if existing is not None:
             response.status_code = status.HTTP_200_OK

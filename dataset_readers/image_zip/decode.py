@@ -1,4 +1,7 @@
-"""Turn images in a zip archive into one input array, following a preprocessing recipe."""
+"""Turn images in a zip archive into one input array, following a preprocessing recipe.
+
+Pillow and numpy only (no torch), so the jobs decode here and the API could as well; the worker is the one
+that does, since decoding a whole dataset is a job's work, not a request's."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import IO
 
 import numpy as np
 
-from worker.engine.errors import DatasetMismatchError
+from dataset_readers.errors import DatasetFormatError
 
 
 def preprocess_image(
@@ -53,5 +56,5 @@ def images_to_array(
                 with zf.open(name) as f:
                     arrays.append(preprocess_image(f, size, mode, scale, mean, std, layout))
             except (OSError, ValueError, KeyError) as exc:
-                raise DatasetMismatchError(f"image {name!r} could not be decoded: {exc}") from exc
+                raise DatasetFormatError(f"image {name!r} could not be decoded: {exc}") from exc
     return np.stack(arrays)

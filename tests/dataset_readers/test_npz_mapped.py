@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from worker.engine.datasets.npz import load_npz_mapped
-from worker.engine.errors import DatasetMismatchError
+from dataset_readers.errors import DatasetFormatError
+from dataset_readers.npz.mapped import load_npz_mapped
 
 
 def _arrays() -> dict[str, np.ndarray]:
@@ -50,8 +50,8 @@ def test_a_compressed_npz_is_extracted_once_then_mapped(tmp_path: Path) -> None:
 
 def test_object_arrays_and_damaged_files_are_refused(tmp_path: Path) -> None:
     np.savez(tmp_path / "o.npz", x=np.array([{"a": 1}], dtype=object))
-    with pytest.raises(DatasetMismatchError, match="object arrays"):
+    with pytest.raises(DatasetFormatError, match="object arrays"):
         load_npz_mapped(tmp_path / "o.npz", tmp_path / "cache")
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(DatasetMismatchError, match="cannot be read"):
+    with pytest.raises(DatasetFormatError, match="cannot be read"):
         load_npz_mapped(tmp_path / "bad.npz", tmp_path / "cache")

@@ -5,12 +5,15 @@ damaged, truncated or hostile.
 opened or read: a bad CRC, an unsupported compression method or zip version (NotImplementedError), an
 encrypted member (RuntimeError), a header that points before the start of the file (OSError), data that ends
 early (EOFError), a member name flagged UTF-8 that is not (UnicodeDecodeError), corrupt deflate or LZMA data.
-``unreadable_zip`` turns every one of them into an InvalidUpload that says what to do.
+``unreadable_zip`` turns every one of them into a DatasetFormatError that says what to do.
 
 Every archive the API or a worker opens is first checked against one set of rules, ``archive_problem`` /
 ``check_archive``: a member count, a total uncompressed size and an expansion ratio (zip bombs, read from the
 directory alone), no absolute paths or '..' (path traversal), no links or other special files, no duplicate
-names. The limits come from the settings (KNEEBOARD_ARCHIVE_*).
+names. The rules live here, beside the dataset readers that apply them, so that the API (upload checks of
+datasets and models) and the workers (extraction, job inputs) share one copy. The limits come from the
+settings (KNEEBOARD_ARCHIVE_*); this package reads no settings, so its callers pass them in
+(``backend.archive_limits.archive_limits``).
 """
 
 from __future__ import annotations
@@ -24,12 +27,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import TYPE_CHECKING
 
-from backend.errors import InvalidUpload
-
-if TYPE_CHECKING:
-    from backend.settings import Settings
+from dataset_readers.errors import DatasetFormatError
 
 UNREADABLE_ZIP_ERRORS: tuple[type[Exception], ...] = (
     zipfile.BadZipFile,
@@ -53,13 +52,13 @@ def describe_zip_error(exc: BaseException) -> str:
 
 @contextmanager
 def unreadable_zip(what: str, advice: str) -> Iterator[None]:
-    """Inside: a failure of zipfile on the archive becomes InvalidUpload("<what> …: <why>; <advice>")."""
+    """Inside: a failure of zipfile on the archive becomes DatasetFormatError("<what> …: <why>; <advice>")."""
     try:
         yield
-    except InvalidUpload:
+    except DatasetFormatError:
         raise
     except UNREADABLE_ZIP_ERRORS as exc:
-        raise InvalidUpload(
+        raise DatasetFormatError(
             f"{what} cannot be read as a zip archive ({describe_zip_error(exc)}); {advice}"
         ) from exc
 
@@ -76,21 +75,6 @@ class ArchiveLimits:
     """Uncompressed per compressed byte, of the whole archive and of each member, beyond which it is a bomb."""
     bomb_floor_bytes: int = 64 * 1024**2
     """Whatever expands to less than this is never called a bomb (small, very regular files compress 1000x)."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ArchiveLimits:
-        return cls(
-            max_members=settings.archive_max_members,
-            max_uncompressed_bytes=settings.resolved_archive_max_uncompressed_bytes,
-            max_expansion=settings.archive_max_expansion,
-        )
-
-
-def default_limits() -> ArchiveLimits:
-    """The limits of this process's settings (the API's and the workers' are the same settings)."""
-    from backend.settings import get_settings
-
-    return ArchiveLimits.from_settings(get_settings())
 
 
 _UNSAFE_TYPES = {stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
@@ -156,11 +140,9 @@ def archive_problem(
     return None
 
 
-def check_archive(
-    zf: zipfile.ZipFile, what: str, archive_bytes: int, limits: ArchiveLimits | None = None
-) -> None:
-    """Refuse, with InvalidUpload("<what> <problem>"), an archive that breaks the limits (default: this
-    process's settings) or holds a member with an unsafe path or type. Call it before reading any member."""
-    problem = archive_problem(zf.infolist(), archive_bytes, limits or default_limits())
+def check_archive(zf: zipfile.ZipFile, what: str, archive_bytes: int, limits: ArchiveLimits) -> None:
+    """Refuse, with DatasetFormatError("<what> <problem>"), an archive that breaks the limits or holds a
+    member with an unsafe path or type. Call it before reading any member."""
+    problem = archive_problem(zf.infolist(), archive_bytes, limits)
     if problem is not None:
-        raise InvalidUpload(f"{what} {problem}")
+        raise DatasetFormatError(f"{what} {problem}")

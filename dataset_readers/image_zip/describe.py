@@ -1,8 +1,9 @@
 """Check an uploaded zip of images (and its optional labels CSV) without decoding the images.
 
-Runs in the API: reads the zip directory, the CSV and each image's header (Pillow opens lazily), so a
-corrupt image, a label for a missing file or a path outside the archive is refused at upload, with the
-file named. Decoding, resizing and normalising happen in the worker (worker/engine/datasets/images.py).
+The upload check, in the API: reads the zip directory, the CSV and each image's header (Pillow opens
+lazily), so a corrupt image, a label for a missing file or a path outside the archive is refused at upload,
+with the file named. Without verifying the images it is also the listing that previews and jobs read the
+sample order and labels from. Decoding, resizing and normalising happen in the worker (``decode``).
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from backend.errors import InvalidUpload
-from backend.zip_formats import (
+from dataset_readers.archives import (
     UNREADABLE_ZIP_ERRORS,
     ArchiveLimits,
     check_archive,
     describe_zip_error,
     unreadable_zip,
 )
+from dataset_readers.errors import DatasetFormatError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 LABELS_CSV = "labels.csv"
@@ -39,20 +40,20 @@ def _read_labels(zf: zipfile.ZipFile, member: str, images: list[str]) -> list[in
     try:
         rows = list(csv.DictReader(io.StringIO(text)))
     except csv.Error as exc:  # e.g. a field over csv's size limit
-        raise InvalidUpload(f"{member} is not a readable CSV file ({exc})") from exc
+        raise DatasetFormatError(f"{member} is not a readable CSV file ({exc})") from exc
     if not rows or not {"filename", "label"} <= set(rows[0]):
-        raise InvalidUpload(f"{member} must have a header 'filename,label' and one row per image")
+        raise DatasetFormatError(f"{member} must have a header 'filename,label' and one row per image")
     by_name: dict[str, int] = {}
     for line, row in enumerate(rows, start=2):
         filename, label = row.get("filename"), row.get("label")
         if filename is None or label is None:
-            raise InvalidUpload(f"{member}, line {line}: needs two values, filename and label")
+            raise DatasetFormatError(f"{member}, line {line}: needs two values, filename and label")
         try:
             value = int(label)
         except ValueError as exc:
-            raise InvalidUpload(f"{member}: label {label!r} of {filename!r} is not an integer") from exc
+            raise DatasetFormatError(f"{member}: label {label!r} of {filename!r} is not an integer") from exc
         if not LABEL_MIN <= value <= LABEL_MAX:
-            raise InvalidUpload(
+            raise DatasetFormatError(
                 f"{member}: label {value} of {filename!r} is out of range; a label is a class index "
                 f"between {LABEL_MIN} and {LABEL_MAX}"
             )
@@ -61,7 +62,7 @@ def _read_labels(zf: zipfile.ZipFile, member: str, images: list[str]) -> list[in
     for image in images:
         key = image if image in by_name else PurePosixPath(image).name
         if key not in by_name:
-            raise InvalidUpload(f"{member} has no label for image {image!r}; label every image or none")
+            raise DatasetFormatError(f"{member} has no label for image {image!r}; label every image or none")
         labels.append(by_name[key])
     return labels
 
@@ -86,18 +87,18 @@ def _check_image_headers(zf: zipfile.ZipFile, images: list[str], max_pixels: int
                 with Image.open(f) as img:  # reads the header only: the size, not the pixels
                     refusal = too_many_pixels(name, img.width, img.height, max_pixels)
                     if refusal:
-                        raise InvalidUpload(refusal)
+                        raise DatasetFormatError(refusal)
                     img.verify()
-            except InvalidUpload:
+            except DatasetFormatError:
                 raise
             except Image.DecompressionBombError as exc:
-                raise InvalidUpload(
+                raise DatasetFormatError(
                     f"image {name!r} in the zip is too large to decode safely ({exc}); resize it first"
                 ) from exc
             except Exception as exc:
                 # Pillow's decoders report a damaged file in many ways (OSError, SyntaxError, ValueError,
                 # struct.error, IndexError, EOFError, the zip member's own CRC error…): all mean "unreadable".
-                raise InvalidUpload(f"image {name!r} in the zip is not a readable image: {exc}") from exc
+                raise DatasetFormatError(f"image {name!r} in the zip is not a readable image: {exc}") from exc
 
 
 def _pillow_limit() -> int:
@@ -109,17 +110,17 @@ def _pillow_limit() -> int:
 def describe_image_zip(
     path: str,
     compressed_size: int,
+    limits: ArchiveLimits,
     verify_images: bool = True,
-    limits: ArchiveLimits | None = None,
     max_pixels: int | None = None,
 ) -> ImageZipDescription:
     """Sorted image names and labels; refuses unsafe, bomb-like or unreadable archives (the rules of
-    backend.zip_formats.check_archive, with `limits` or the settings' limits) and, when verifying the
-    images, any image over `max_pixels` (default: Pillow's MAX_IMAGE_PIXELS)."""
+    dataset_readers.archives.check_archive, at `limits`) and, when verifying the images, any image over
+    `max_pixels` (default: Pillow's MAX_IMAGE_PIXELS)."""
     try:
         zf = zipfile.ZipFile(path)
     except UNREADABLE_ZIP_ERRORS as exc:
-        raise InvalidUpload(
+        raise DatasetFormatError(
             f"not a zip archive ({describe_zip_error(exc)}): zip a folder of images (and labels.csv)"
         ) from exc
     with zf, unreadable_zip("the zip of images", "zip the folder of images again and upload it again"):
@@ -130,7 +131,7 @@ def describe_image_zip(
         ]
         images = sorted(f for f in files if f.lower().endswith(IMAGE_SUFFIXES) and "__MACOSX" not in f)
         if not images:
-            raise InvalidUpload(f"the zip holds no images ({', '.join(IMAGE_SUFFIXES)})")
+            raise DatasetFormatError(f"the zip holds no images ({', '.join(IMAGE_SUFFIXES)})")
         csvs = [f for f in files if PurePosixPath(f).name == LABELS_CSV]
         labels = _read_labels(zf, csvs[0], images) if csvs else None
         if verify_images:

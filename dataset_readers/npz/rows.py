@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import math
-import struct
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,12 +18,12 @@ from typing import IO, Any
 import numpy as np
 from numpy.lib import format as npy_format
 
-from backend.errors import Conflict, InvalidRequest
+from dataset_readers.errors import DatasetFormatError, SampleTooLarge
+from dataset_readers.npz.headers import NPY_VERSIONS, read_npy_header, stored_data_start
 
 MAX_SAMPLE_BYTES = 256 * 1024**2
 """One sample of one array larger than this is not read for a preview (refused with a clear message)."""
 
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 _STREAM_CHUNK = 4 * 1024 * 1024
 _SKIP_CHUNK = 1024 * 1024
 
@@ -53,24 +52,12 @@ class NpzMember:
 
 def _read_npy_header(f: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
     version = npy_format.read_magic(f)
-    if version == (1, 0):
-        shape, fortran, dtype = npy_format.read_array_header_1_0(f)
-    elif version == (2, 0):
-        shape, fortran, dtype = npy_format.read_array_header_2_0(f)
-    else:
-        raise Conflict(f"array {name!r} uses an unsupported .npy format version {version}")
+    if version not in NPY_VERSIONS:
+        raise DatasetFormatError(f"array {name!r} uses an unsupported .npy format version {version}")
+    shape, fortran, dtype = read_npy_header(f, version)
     if dtype.hasobject:
-        raise Conflict(f"array {name!r} has dtype object, which is never unpickled")
-    return tuple(int(s) for s in shape), bool(fortran), np.dtype(dtype)
-
-
-def _stored_data_start(raw: IO[bytes], info: zipfile.ZipInfo) -> int:
-    """Where a stored member's bytes begin in the archive (after its local header)."""
-    raw.seek(info.header_offset)
-    fields = _LOCAL_HEADER.unpack(raw.read(_LOCAL_HEADER.size))
-    if fields[0] != b"PK\x03\x04":
-        raise Conflict(f"{info.filename}: damaged zip local header")
-    return info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]
+        raise DatasetFormatError(f"array {name!r} has dtype object, which is never unpickled")
+    return shape, fortran, dtype
 
 
 def npz_members(path: Path, zf: zipfile.ZipFile) -> dict[str, NpzMember]:
@@ -81,7 +68,7 @@ def npz_members(path: Path, zf: zipfile.ZipFile) -> dict[str, NpzMember]:
                 continue
             name = info.filename[: -len(".npy")]
             if info.compress_type == zipfile.ZIP_STORED:
-                raw.seek(_stored_data_start(raw, info))
+                raw.seek(stored_data_start(raw, info))
                 shape, fortran, dtype = _read_npy_header(raw, name)
                 offset = raw.tell()
             else:
@@ -89,7 +76,7 @@ def npz_members(path: Path, zf: zipfile.ZipFile) -> dict[str, NpzMember]:
                     shape, fortran, dtype = _read_npy_header(f, name)
                     offset = f.tell()
             if not shape:
-                raise Conflict(f"array {name!r} is a scalar; it has no samples")
+                raise DatasetFormatError(f"array {name!r} is a scalar; it has no samples")
             members[name] = NpzMember(name, info, shape, dtype, fortran, offset)
     return members
 
@@ -123,7 +110,7 @@ def _rows_compressed(zf: zipfile.ZipFile, member: NpzMember, indices: Sequence[i
                 _advance(f, member.data_offset + indices[k] * member.row_bytes)
                 data = f.read(member.row_bytes)
                 if len(data) != member.row_bytes:
-                    raise Conflict(f"array {member.name!r} ends before sample {indices[k]}")
+                    raise DatasetFormatError(f"array {member.name!r} ends before sample {indices[k]}")
                 out[k] = np.frombuffer(data, dtype=member.dtype).reshape(member.sample_shape).copy()
         else:
             out = _gather_fortran(f, member, indices)
@@ -140,7 +127,7 @@ def _advance(f: IO[bytes], target: int) -> None:
     while position < target:
         skipped = f.read(min(_SKIP_CHUNK, target - position))
         if not skipped:
-            raise Conflict("an array of the .npz ends early")
+            raise DatasetFormatError("an array of the .npz ends early")
         position += len(skipped)
 
 
@@ -159,7 +146,7 @@ def _gather_fortran(f: IO[bytes], member: NpzMember, indices: Sequence[int]) -> 
     while done < positions.size:
         data = f.read(chunk_items * itemsize)
         if not data:
-            raise Conflict(f"array {member.name!r} ends early")
+            raise DatasetFormatError(f"array {member.name!r} ends early")
         items = np.frombuffer(data[: len(data) - len(data) % itemsize], dtype=member.dtype)
         end = start + items.size
         stop = int(np.searchsorted(positions, end, side="left"))
@@ -171,7 +158,7 @@ def _gather_fortran(f: IO[bytes], member: NpzMember, indices: Sequence[int]) -> 
 
 def _check_row_size(member: NpzMember) -> None:
     if member.row_bytes > MAX_SAMPLE_BYTES:
-        raise InvalidRequest(
+        raise SampleTooLarge(
             f"one sample of array {member.name!r} is {member.row_bytes} bytes (shape {member.sample_shape}); "
             f"previews read samples up to {MAX_SAMPLE_BYTES} bytes"
         )
@@ -192,5 +179,5 @@ def npz_rows(
 
 def npz_total(members: dict[str, NpzMember]) -> int:
     if not members:
-        raise Conflict("the stored .npz holds no arrays")
+        raise DatasetFormatError("the stored .npz holds no arrays")
     return next(iter(members.values())).shape[0]

@@ -8,54 +8,37 @@ only the batches it is working on and the operating system pages the rest in and
 - a compressed member (`np.savez_compressed`) is decompressed once, in chunks, into `cache_dir` as a .npy
   file, which is then mapped (and reused by later jobs on the same dataset).
 
-Arrays are never unpickled: object arrays raise DatasetMismatchError (uploads refuse them already).
+Arrays are never unpickled: object arrays raise DatasetFormatError (uploads refuse them already).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import struct
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
-from worker.engine.errors import DatasetMismatchError
-
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
-"""A zip local file header: signature ... filename length, extra field length (30 bytes)."""
+from dataset_readers.errors import DatasetFormatError
+from dataset_readers.npz.headers import NPY_VERSIONS, read_npy_header, stored_data_start
 
 
-def _npy_header(f: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
+def _npy_header(f: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
     version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-    else:
-        raise DatasetMismatchError(f"unsupported .npy format version {version}")
+    if version not in NPY_VERSIONS:
+        raise DatasetFormatError(f"unsupported .npy format version {version}")
+    shape, fortran, dtype = read_npy_header(f, version)
     if dtype.hasobject:
-        raise DatasetMismatchError("object arrays are not supported (they would need unpickling)")
+        raise DatasetFormatError("object arrays are not supported (they would need unpickling)")
     return shape, fortran, dtype
-
-
-def _data_offset(f: IO[bytes], info: zipfile.ZipInfo) -> int:
-    """Where the member's bytes start in the archive (after its local header, whose extra field may differ
-    from the central directory's)."""
-    f.seek(info.header_offset)
-    fields = _LOCAL_HEADER.unpack(f.read(_LOCAL_HEADER.size))
-    if fields[0] != b"PK\x03\x04":
-        raise DatasetMismatchError(f"{info.filename}: damaged zip local header")
-    name_length, extra_length = fields[-2], fields[-1]
-    return info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
 
 
 def _map_stored(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
     with path.open("rb") as f:
-        f.seek(_data_offset(f, info))
+        f.seek(stored_data_start(f, info))
         shape, fortran, dtype = _npy_header(f)
         offset = f.tell()
     if int(np.prod(shape)) == 0:
@@ -94,4 +77,4 @@ def load_npz_mapped(path: Path, cache_dir: Path) -> dict[str, np.ndarray]:
                     arrays[name] = _map_extracted(archive, info, cache_dir)
             return arrays
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise DatasetMismatchError(f"the dataset file cannot be read: {exc}") from exc
+        raise DatasetFormatError(f"the dataset file cannot be read: {exc}") from exc

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dataset_readers.errors import DatasetFormatError
+from dataset_readers.image_zip.decode import images_to_array
 from tests.support.images import png_bytes, sample_photo_zip
-from worker.engine.datasets.images import images_to_array
-from worker.engine.errors import DatasetMismatchError
 
 
 def _archive(tmp_path: Path, members: dict[str, bytes]) -> Path:
@@ -58,5 +58,5 @@ def test_real_photos_match_pillow_resize(tmp_path: Path) -> None:
 
 def test_undecodable_image_names_the_file(tmp_path: Path) -> None:
     path = _archive(tmp_path, {"bad.png": b"garbage"})
-    with pytest.raises(DatasetMismatchError, match=r"bad\.png"):
+    with pytest.raises(DatasetFormatError, match=r"bad\.png"):
         images_to_array(path, ["bad.png"], size=(2, 2))
