@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend import embedded_broker
 from backend.settings import Settings
 
 
@@ -41,9 +42,16 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     if settings.uses_filesystem_broker:
         folder = settings.broker_folder
         folder.mkdir(parents=True, exist_ok=True)
+        # kombu's filesystem transport with atomic writes and a reader a half-written message cannot crash
+        # (backend/embedded_broker.py; docs/design-notes.md, "The embedded broker").
+        embedded_broker.register()
+        config["broker_url"] = f"{embedded_broker.SCHEME}://"
         config["broker_transport_options"] = {
             "data_folder_in": str(folder),
             "data_folder_out": str(folder),
+            "control_folder": str(
+                folder / "control"
+            ),  # kombu's default is ./control, in the working directory
             "store_processed": False,
             # Idle workers look for new message files this often (kombu's default is 1 s, which a job that
             # fans out into many chunks pays once per chunk).
