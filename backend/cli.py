@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import re
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from datetime import timedelta
 
@@ -23,6 +20,7 @@ from backend.db.models import Team, TeamMembership, User
 from backend.db.session import session_factory
 from backend.errors import KneeboardError
 from backend.settings import Settings, get_settings
+from backend.supervisor import ChildSpec, Supervisor
 from kneeboard_client.cli import add_check_arguments, check_from_args
 
 log = logging.getLogger("kneeboard")
@@ -138,16 +136,17 @@ def cmd_up(settings: Settings) -> None:
     and dashboard."""
     cmd_migrate(settings)
     ensure_first_admin(settings)
-    # Each child in its own process group, so that stopping `up` can stop a child and everything it started
-    # (Celery's pool processes) even when the child itself is gone.
-    children: list[subprocess.Popen[bytes]] = [
-        subprocess.Popen(worker_command(settings), start_new_session=True)
-    ]
+    # Supervised (backend/supervisor.py): a child that dies is restarted with the reason logged, one that
+    # keeps dying is given up on, and the finished seeder is reaped at once; each runs in its own process
+    # group, so that stopping `up` stops a child and everything it started (Celery's pool processes).
+    children = [ChildSpec("worker", worker_command(settings))]
     if settings.seed_demo:
         api_url = f"http://{settings.host}:{settings.port}"
         seeder = [sys.executable, "-m", "worker.demo.seed", "--api", api_url]
         env = os.environ | {"KNEEBOARD_API_TOKEN": _seeder_token(settings)}
-        children.append(subprocess.Popen(seeder, start_new_session=True, env=env))
+        children.append(ChildSpec("demo seeder", seeder, env=env, restart_on_success=False))
+    supervisor = Supervisor(children)
+    supervisor.start()
     print(f"Kneeboard: dashboard at http://{settings.host}:{settings.port}  (API docs at /docs)", flush=True)
     # uvicorn shuts down on SIGTERM, then raises the signal again for the previous handler: make that
     # handler an exit, so that the children are stopped below instead of the process dying outright.
@@ -155,23 +154,7 @@ def cmd_up(settings: Settings) -> None:
     try:
         _serve(settings)
     finally:
-        _stop_groups(children)
-
-
-def _stop_groups(children: Sequence[subprocess.Popen[bytes]], grace_s: float = 10.0) -> None:
-    """SIGTERM each child's process group (a Celery worker finishes its task, within grace_s), then
-    SIGKILL whatever is left of the groups: no worker outlives `up`."""
-    for child in children:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    for child in children:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
-    for child in children:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
+        supervisor.stop()
 
 
 def _device_name(value: str) -> str:

@@ -167,3 +167,48 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     assert split["leave_one_out"] == split["alone"][::-1]
     assert split["cumulative"][-1] == pytest.approx(points[4]["kl"], rel=1e-9)
     assert '"kind":"real-int8-weights"' in result.stdout
+
+
+def _children(pid: int) -> list[tuple[int, str, str]]:
+    """(pid, state, command line) of each live child of `pid` (read from /proc; Linux only)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append((int(entry.name), fields[0], cmdline))
+    return found
+
+
+def _worker_pid(up: Process) -> int | None:
+    workers = [
+        p
+        for p, state, cmd in _children(up.popen.pid)
+        if "celery" in cmd and " worker" in cmd and state != "Z"
+    ]
+    return workers[0] if workers else None
+
+
+def test_a_killed_worker_is_restarted_and_no_child_stays_a_zombie(
+    embedded: tuple[str, Path, Process],
+) -> None:
+    """Last in the module: it kills the instance's worker (issue 32: `up` used to leave it a defunct child
+    and jobs waiting for ever, and the finished seeder a zombie until shutdown)."""
+    base, _data_dir, up = embedded
+    first = _worker_pid(up)
+    assert first is not None, _children(up.popen.pid)
+    os.killpg(first, 9)  # the worker and its pool processes
+    killed = time.monotonic()
+    while (now := _worker_pid(up)) in (None, first):
+        assert time.monotonic() - killed < 10, f"no new worker within 10 s:\n{up.log()[-3000:]}"
+        time.sleep(0.2)
+    print(f"new worker pid {now} {time.monotonic() - killed:.1f} s after the kill")
+    assert f"worker (pid {first}) died: killed by signal SIGKILL; restarting it" in up.log()
+    zombies = [c for c in _children(up.popen.pid) if c[1] == "Z"]
+    assert zombies == [], zombies
+    assert httpx.get(base + "/api/v1/health").status_code == 200
