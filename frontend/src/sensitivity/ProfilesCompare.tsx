@@ -3,11 +3,11 @@
 // score per layer type. The scans and the configuration are in the URL.
 import { useMemo } from "react";
 import { useSensitivityJobs, useSensitivityProfiles } from "../api/sensitivity";
-import type { Job, SensitivityComparison } from "../api/types";
+import type { SensitivityComparison } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
+import { CompareSection, JobPicker } from "../components/CompareSection";
 import { Plot } from "../components/Plot";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
-import { formatTime } from "../lib/format";
 import { DEFAULT_SENSITIVITY_QUERY, href, type CompareQuery } from "../lib/route";
 import {
   byTypeCsv,
@@ -92,58 +92,6 @@ function Charts({
   );
 }
 
-function ScanPicker({
-  jobs,
-  selected,
-  onChange,
-  name,
-}: {
-  jobs: Job[];
-  selected: string[];
-  onChange: (jobs: string[]) => void;
-  name: (id: unknown) => string;
-}) {
-  return (
-    <fieldset className="fields scan-picker">
-      <legend>Scans to overlay</legend>
-      <ul className="plain">
-        {jobs.map((job) => {
-          const checked = selected.includes(job.id);
-          const configs = Array.isArray(job.params.configs) ? job.params.configs.length : 0;
-          return (
-            <li key={job.id}>
-              <label className="inline">
-                <input
-                  type="checkbox"
-                  checked={checked}
-                  disabled={!checked && selected.length >= MAX_SCANS}
-                  onChange={() => {
-                    onChange(checked ? selected.filter((id) => id !== job.id) : [...selected, job.id]);
-                  }}
-                />
-                <span>
-                  <strong>{name(job.params.model_id)}</strong>{" "}
-                  <span className="muted small-text">
-                    on {name(job.params.dataset_id)} · {configs} configurations · {formatTime(job.finished_at)} ·{" "}
-                    <code>{job.id.slice(0, 6)}</code>
-                  </span>
-                </span>
-              </label>{" "}
-              <a
-                className="small-text"
-                href={href({ page: "sensitivity", jobId: job.id, query: DEFAULT_SENSITIVITY_QUERY })}
-                aria-label={`Open the sensitivity scan ${job.id.slice(0, 6)}`}
-              >
-                open
-              </a>
-            </li>
-          );
-        })}
-      </ul>
-    </fieldset>
-  );
-}
-
 export function ProfilesCompare({
   projectId,
   query,
@@ -159,47 +107,51 @@ export function ProfilesCompare({
   const selected = query.jobs.length > 0 ? query.jobs : items.slice(0, DEFAULT_SCANS).map((j) => j.id);
   const profiles = useSensitivityProfiles(selected);
   return (
-    <section className="panel profiles" aria-labelledby="profiles-heading">
-      <h2 id="profiles-heading">Sensitivity profiles</h2>
-      <p className="muted small-text">
-        Where in the network compression hurts, for several scans on one axis: score per layer against normalised depth,
-        and the mean per layer type.
-      </p>
-      {jobs.isPending ? (
-        <Loading what="sensitivity scans" />
-      ) : jobs.isError ? (
-        <ErrorMessage error={jobs.error} />
-      ) : items.length === 0 && selected.length === 0 ? (
-        <Empty>No succeeded sensitivity scans yet: launch one from the project page.</Empty>
-      ) : (
-        <>
-          <ScanPicker
-            jobs={items}
-            selected={selected}
-            name={name}
-            onChange={(ids) => {
-              onChange({ ...query, jobs: ids });
-            }}
-          />
-          {selected.length === 0 ? (
-            <Empty>Tick at least one scan.</Empty>
-          ) : profiles.isPending ? (
-            <Loading what="the profiles" />
-          ) : profiles.isError ? (
-            <ErrorMessage error={profiles.error} />
-          ) : (
-            <div className={profiles.isPlaceholderData ? "stale" : undefined}>
-              <Charts
-                comparison={profiles.data}
-                config={query.config}
-                onConfig={(config) => {
-                  onChange({ ...query, jobs: selected, config });
-                }}
-              />
-            </div>
-          )}
-        </>
-      )}
-    </section>
+    <CompareSection
+      className="profiles"
+      headingId="profiles-heading"
+      title="Sensitivity profiles"
+      intro="Where in the network compression hurts, for several scans on one axis: score per layer against normalised depth, and the mean per layer type."
+      jobs={jobs}
+      what="sensitivity scans"
+      none="No succeeded sensitivity scans yet: launch one from the project page."
+      available={items.length}
+      selected={selected.length}
+      tickOne="Tick at least one scan."
+      picker={
+        <JobPicker
+          legend="Scans to overlay"
+          jobs={items}
+          selected={selected}
+          name={name}
+          max={MAX_SCANS}
+          open={(job) => ({
+            href: href({ page: "sensitivity", jobId: job.id, query: DEFAULT_SENSITIVITY_QUERY }),
+            label: `Open the sensitivity scan ${job.id.slice(0, 6)}`,
+          })}
+          onChange={(ids) => {
+            onChange({ ...query, jobs: ids });
+          }}
+        />
+      }
+    >
+      {() =>
+        profiles.isPending ? (
+          <Loading what="the profiles" />
+        ) : profiles.isError ? (
+          <ErrorMessage error={profiles.error} />
+        ) : (
+          <div className={profiles.isPlaceholderData ? "stale" : undefined}>
+            <Charts
+              comparison={profiles.data}
+              config={query.config}
+              onConfig={(config) => {
+                onChange({ ...query, jobs: selected, config });
+              }}
+            />
+          </div>
+        )
+      }
+    </CompareSection>
   );
 }

@@ -4,8 +4,8 @@
 import { useCallback, useMemo } from "react";
 import { useManySweepPoints, useSweepFrontier, useSweepJobs } from "../api/sweeps";
 import type { Job } from "../api/types";
+import { CompareSection, JobPicker } from "../components/CompareSection";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
-import { formatTime } from "../lib/format";
 import { DEFAULT_SWEEP_QUERY, href, type CompareQuery } from "../lib/route";
 import { toRow, type SweepRow } from "../lib/sweep";
 import { sweepSeries } from "../lib/sweepChart";
@@ -23,61 +23,6 @@ const MAX_SWEEPS = 50;
 
 export function sweepName(job: Pick<Job, "id" | "params">, name: (id: unknown) => string): string {
   return `${name(job.params.model_id)} · ${job.id.slice(0, 6)}`;
-}
-
-function SweepPicker({
-  jobs,
-  selected,
-  onChange,
-  name,
-  colors,
-}: {
-  jobs: Job[];
-  selected: string[];
-  onChange: (jobs: string[]) => void;
-  name: (id: unknown) => string;
-  colors: ReadonlyMap<string, string>;
-}) {
-  return (
-    <fieldset className="fields scan-picker">
-      <legend>Sweeps on the chart</legend>
-      <ul className="plain">
-        {jobs.map((job) => {
-          const checked = selected.includes(job.id);
-          const configs = Array.isArray(job.params.configs) ? job.params.configs.length : 0;
-          return (
-            <li key={job.id}>
-              <label className="inline">
-                <input
-                  type="checkbox"
-                  checked={checked}
-                  disabled={!checked && selected.length >= MAX_SWEEPS}
-                  onChange={() => {
-                    onChange(checked ? selected.filter((id) => id !== job.id) : [...selected, job.id]);
-                  }}
-                />
-                {checked && <span className="swatch" style={{ background: colors.get(job.id) }} aria-hidden />}
-                <span>
-                  <strong>{name(job.params.model_id)}</strong>{" "}
-                  <span className="muted small-text">
-                    on {name(job.params.dataset_id)} · {configs} configurations · {formatTime(job.finished_at)} ·{" "}
-                    <code>{job.id.slice(0, 6)}</code>
-                  </span>
-                </span>
-              </label>{" "}
-              <a
-                className="small-text"
-                href={href({ page: "sweep", jobId: job.id, query: DEFAULT_SWEEP_QUERY })}
-                aria-label={`Open the sweep ${job.id.slice(0, 6)}`}
-              >
-                open
-              </a>
-            </li>
-          );
-        })}
-      </ul>
-    </fieldset>
-  );
 }
 
 function SelectedPoint({ row, query, sweep }: { row: SweepRow; query: SweepQuery; sweep: string }) {
@@ -162,87 +107,87 @@ export function SweepsCompare({
   );
   const chosen = rows.find((r) => r.id === query.frontier.point) ?? null;
   return (
-    <section className="panel sweeps-compare" aria-labelledby="sweeps-heading">
-      <h2 id="sweeps-heading">Sweeps on one frontier</h2>
-      <p className="muted small-text">
-        The points of several sweeps (e.g. two models, or one model on two datasets) and the Pareto frontier over all of
-        them, for the same objectives and bounds.
-      </p>
-      {jobs.isPending ? (
-        <Loading what="sweeps" />
-      ) : jobs.isError ? (
-        <ErrorMessage error={jobs.error} />
-      ) : items.length === 0 && selected.length === 0 ? (
-        <Empty>No succeeded sweeps yet: launch one from the project page.</Empty>
-      ) : (
-        <>
-          <SweepPicker
-            jobs={items}
-            selected={selected}
-            name={name}
-            colors={colors}
-            onChange={(ids) => {
-              onChange({ ...query, sweeps: ids, frontier: { ...query.frontier, point: null } });
-            }}
-          />
-          {selected.length === 0 ? (
-            <Empty>Tick at least one sweep.</Empty>
-          ) : pending ? (
-            <Loading what="the sweeps' points" />
-          ) : failed !== null ? (
-            <ErrorMessage error={failed} />
-          ) : available.length === 0 ? (
-            <Empty>These sweeps have no numbers to draw.</Empty>
-          ) : (
-            <>
-              <div className="split pareto-split">
-                <ParetoChart
-                  title="Sweeps' Pareto frontier"
-                  filename="sweeps-pareto"
-                  rows={rows}
-                  series={series}
-                  available={available}
-                  view={view}
-                  query={query.frontier}
-                  frontier={frontier}
-                  selected={chosen?.id ?? null}
-                  onSelect={select}
-                  sweepNames={sweepNames}
-                  legendNote="Colours: sweeps. The frontier runs over the points of every sweep shown."
-                  controls={
-                    <AxisPickers
-                      available={available}
-                      rows={rows}
-                      view={view}
-                      query={query.frontier}
-                      onChange={setFrontier}
-                    />
-                  }
-                />
-                <aside className="panel pareto-side">
-                  <BoundsControls rows={rows} available={available} view={view} onChange={setFrontier} />
-                  {frontier.data && (
-                    <FrontierList
-                      frontier={frontier.data}
-                      view={view}
-                      selected={chosen?.id ?? null}
-                      onSelect={select}
-                      sweepNames={selected.length > 1 ? sweepNames : undefined}
-                    />
-                  )}
-                </aside>
-              </div>
-              {chosen && (
-                <SelectedPoint
-                  row={chosen}
-                  query={query.frontier}
-                  sweep={sweepNames.get(chosen.jobId) ?? chosen.jobId}
-                />
-              )}
-            </>
-          )}
-        </>
-      )}
-    </section>
+    <CompareSection
+      className="sweeps-compare"
+      headingId="sweeps-heading"
+      title="Sweeps on one frontier"
+      intro="The points of several sweeps (e.g. two models, or one model on two datasets) and the Pareto frontier over all of them, for the same objectives and bounds."
+      jobs={jobs}
+      what="sweeps"
+      none="No succeeded sweeps yet: launch one from the project page."
+      available={items.length}
+      selected={selected.length}
+      tickOne="Tick at least one sweep."
+      picker={
+        <JobPicker
+          legend="Sweeps on the chart"
+          jobs={items}
+          selected={selected}
+          name={name}
+          max={MAX_SWEEPS}
+          colors={colors}
+          open={(job) => ({
+            href: href({ page: "sweep", jobId: job.id, query: DEFAULT_SWEEP_QUERY }),
+            label: `Open the sweep ${job.id.slice(0, 6)}`,
+          })}
+          onChange={(ids) => {
+            onChange({ ...query, sweeps: ids, frontier: { ...query.frontier, point: null } });
+          }}
+        />
+      }
+    >
+      {() =>
+        pending ? (
+          <Loading what="the sweeps' points" />
+        ) : failed !== null ? (
+          <ErrorMessage error={failed} />
+        ) : available.length === 0 ? (
+          <Empty>These sweeps have no numbers to draw.</Empty>
+        ) : (
+          <>
+            <div className="split pareto-split">
+              <ParetoChart
+                title="Sweeps' Pareto frontier"
+                filename="sweeps-pareto"
+                rows={rows}
+                series={series}
+                available={available}
+                view={view}
+                query={query.frontier}
+                frontier={frontier}
+                selected={chosen?.id ?? null}
+                onSelect={select}
+                sweepNames={sweepNames}
+                legendNote="Colours: sweeps. The frontier runs over the points of every sweep shown."
+                controls={
+                  <AxisPickers
+                    available={available}
+                    rows={rows}
+                    view={view}
+                    query={query.frontier}
+                    onChange={setFrontier}
+                  />
+                }
+              />
+              <aside className="panel pareto-side">
+                <BoundsControls rows={rows} available={available} view={view} onChange={setFrontier} />
+                {frontier.data && (
+                  <FrontierList
+                    frontier={frontier.data}
+                    view={view}
+                    selected={chosen?.id ?? null}
+                    onSelect={select}
+                    sweepNames={selected.length > 1 ? sweepNames : undefined}
+                  />
+                )}
+              </aside>
+            </div>
+            {chosen && (
+              <SelectedPoint row={chosen} query={query.frontier} sweep={sweepNames.get(chosen.jobId) ?? chosen.jobId} />
+            )}
+          </>
+        )
+      }
+    </CompareSection>
   );
 }
