@@ -16,6 +16,11 @@
 //                              "username": NAME, "password": PASSWORD}'
 //
 // Prints one JSON line of observations for pytest to assert on; exits non-zero on the first failed step.
+//
+// Long on purpose (issue 34 left it whole): it is one user's journey, not a set of drivers. Each step starts
+// where the previous one left the signed-in page and uses what it made (the uploaded model is the one the
+// fidelity job compares, the compare page overlays that job, the scan and the sweep launched before it), so
+// its parts cannot run alone; the helpers every driver shares already live in browser_support.mjs.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, CHROMIUM_ARGS, watchConsole } from "./browser_support.mjs";
