@@ -15,8 +15,10 @@ export function useJobOfKind(jobId: string, kind: string) {
   const succeeded = job.data?.status === "succeeded" && job.data.kind === kind;
   const projectId = job.data?.project_id ?? "";
   const project = useProject(projectId);
-  return { job, succeeded, projectId, projectName: project.data?.name };
+  return { jobId, kind, job, succeeded, projectId, projectName: project.data?.name };
 }
+
+export type JobOfKind = ReturnType<typeof useJobOfKind>;
 
 /** "Job … is a sweep job, not a sensitivity scan." with a link to the page it has. */
 export function OtherKind({ job, expected }: { job: Job; expected: string }) {

@@ -2,15 +2,13 @@
 import { useMemo, useState } from "react";
 import { useFidelityReport } from "../api/fidelity";
 import type { FidelityReport, Job } from "../api/types";
-import { JobNotDone, JobStatusFacts, OtherKind, useJobOfKind } from "../components/JobPage";
-import { Layout } from "../components/Layout";
-import { ErrorMessage, Loading } from "../components/QueryView";
+import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
+import { QueryView } from "../components/QueryView";
+import { ResultPageShell } from "../components/ResultPageShell";
 import { replaceRoute } from "../components/router";
 import { formatNumber } from "../lib/format";
 import { readCalibration, readSummary } from "../lib/summary";
-import { jobCrumbs } from "../lib/jobPages";
 import { href, type SampleQuery } from "../lib/route";
-import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
 import { AttentionMaps } from "../report/AttentionMaps";
 import { ClassDamage } from "../report/ClassDamage";
@@ -158,41 +156,24 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
 }
 
 export function ReportPage({ jobId, query }: { jobId: string; query: SampleQuery }) {
-  const { job, succeeded, projectId, projectName } = useJobOfKind(jobId, "fidelity");
-  const report = useFidelityReport(jobId, succeeded);
+  const page = useJobOfKind(jobId, "fidelity");
+  const report = useFidelityReport(jobId, page.succeeded);
   return (
-    <Layout
-      crumbs={jobCrumbs(projectId, projectName, "Fidelity report")}
+    <ResultPageShell
+      page={page}
+      crumb="Fidelity report"
       title="Fidelity report"
-      actions={
-        <div className="actions" style={{ marginTop: 0 }}>
-          {succeeded && <DownloadReportButton jobId={jobId} />}
-          {projectId && (
-            <a className="button" href={href({ page: "compare", projectId })}>
-              Compare runs
-            </a>
-          )}
-        </div>
-      }
+      compare={{ label: "Compare runs", href: (projectId) => href({ page: "compare", projectId }) }}
+      facts={(job) => <JobFacts job={job} />}
+      expected="a fidelity job"
+      noun="job"
+      results="the report appears when it succeeds"
     >
-      {job.isPending && <Loading what="the job" />}
-      {job.isError && <ErrorMessage error={job.error} />}
-      {job.data && (
-        <>
-          <JobFacts job={job.data} />
-          {job.data.kind !== "fidelity" ? (
-            <OtherKind job={job.data} expected="a fidelity job" />
-          ) : !succeeded ? (
-            <JobNotDone job={job.data} noun="job" results="the report appears when it succeeds" />
-          ) : report.isPending ? (
-            <Loading what="the report" />
-          ) : report.isError ? (
-            <ErrorMessage error={report.error} />
-          ) : (
-            <Report job={job.data} report={report.data} query={query} />
-          )}
-        </>
+      {(job) => (
+        <QueryView query={report} what="the report">
+          {(data) => <Report job={job} report={data} query={query} />}
+        </QueryView>
       )}
-    </Layout>
+    </ResultPageShell>
   );
 }

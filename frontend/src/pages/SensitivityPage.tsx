@@ -6,14 +6,12 @@ import { useCallback } from "react";
 import { ApiError } from "../api/http";
 import { useSensitivityReport, type ImportanceMethod } from "../api/sensitivity";
 import type { Job, SensitivityReport } from "../api/types";
-import { JobNotDone, JobStatusFacts, OtherKind, useJobOfKind } from "../components/JobPage";
-import { Layout } from "../components/Layout";
+import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
+import { ResultPageShell } from "../components/ResultPageShell";
 import { replaceRoute } from "../components/router";
-import { jobCrumbs } from "../lib/jobPages";
 import { DEFAULT_COMPARE_QUERY, href, type SensitivityQuery } from "../lib/route";
 import { metricOf } from "../lib/sensitivity";
-import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { LayerDetails, methodsOf } from "../sensitivity/LayerDetails";
@@ -221,14 +219,15 @@ function Results({
 }
 
 export function SensitivityPage({ jobId, query }: { jobId: string; query: SensitivityQuery }) {
-  const { job, succeeded, projectId, projectName } = useJobOfKind(jobId, "sensitivity");
+  const page = useJobOfKind(jobId, "sensitivity");
+  const { job, succeeded } = page;
   const hasAllBut = job.data?.params.all_but === true;
   const view = hasAllBut ? query.view : "only";
   // The "only" matrix carries the whole-model row in both views; the all-but one is read when shown.
   const only = useSensitivityReport(jobId, "only", succeeded);
   const allBut = useSensitivityReport(jobId, "all_but", succeeded && view === "all_but");
   const report = view === "all_but" ? allBut : only;
-  const name = useNames(projectId);
+  const name = useNames(page.projectId);
   const setQuery = useCallback(
     (change: Partial<SensitivityQuery>) => {
       replaceRoute({ page: "sensitivity", jobId, query: { ...query, ...change } });
@@ -237,53 +236,40 @@ export function SensitivityPage({ jobId, query }: { jobId: string; query: Sensit
   );
   const title = job.data ? `Sensitivity of ${name(job.data.params.model_id)}` : "Sensitivity scan";
   return (
-    <Layout
-      crumbs={jobCrumbs(projectId, projectName, "Sensitivity scan")}
+    <ResultPageShell
+      page={page}
+      crumb="Sensitivity scan"
       title={title}
-      actions={
-        <div className="actions" style={{ marginTop: 0 }}>
-          {succeeded && <DownloadReportButton jobId={jobId} />}
-          {projectId && (
-            <a
-              className="button"
-              href={href({ page: "compare", projectId, query: { ...DEFAULT_COMPARE_QUERY, jobs: [jobId] } })}
-            >
-              Compare scans
-            </a>
-          )}
-        </div>
-      }
+      compare={{
+        label: "Compare scans",
+        href: (projectId) => href({ page: "compare", projectId, query: { ...DEFAULT_COMPARE_QUERY, jobs: [jobId] } }),
+      }}
+      facts={(j) => <JobFacts job={j} report={report.data} />}
+      expected="a sensitivity scan"
+      noun="scan"
+      results="the heatmap appears when it succeeds"
+      after={(j) => <ChunksTable job={j} />}
     >
-      {job.isPending && <Loading what="the job" />}
-      {job.isError && <ErrorMessage error={job.error} />}
-      {job.data && (
-        <>
-          <JobFacts job={job.data} report={report.data} />
-          {job.data.kind !== "sensitivity" ? (
-            <OtherKind job={job.data} expected="a sensitivity scan" />
-          ) : !succeeded ? (
-            <JobNotDone job={job.data} noun="scan" results="the heatmap appears when it succeeds" />
-          ) : report.isPending ? (
-            <Loading what="the sensitivity matrix" />
-          ) : report.isError ? (
-            report.error instanceof ApiError && report.error.status === 404 && view === "all_but" ? (
-              <Empty>This scan has no all-but view: it ran with all_but set to false.</Empty>
-            ) : (
-              <ErrorMessage error={report.error} />
-            )
+      {(j) =>
+        report.isPending ? (
+          <Loading what="the sensitivity matrix" />
+        ) : report.isError ? (
+          report.error instanceof ApiError && report.error.status === 404 && view === "all_but" ? (
+            <Empty>This scan has no all-but view: it ran with all_but set to false.</Empty>
           ) : (
-            <Results
-              job={job.data}
-              report={report.data}
-              whole={only.data ?? report.data}
-              query={{ ...query, view }}
-              hasAllBut={hasAllBut}
-              setQuery={setQuery}
-            />
-          )}
-          {job.data.kind === "sensitivity" && <ChunksTable job={job.data} />}
-        </>
-      )}
-    </Layout>
+            <ErrorMessage error={report.error} />
+          )
+        ) : (
+          <Results
+            job={j}
+            report={report.data}
+            whole={only.data ?? report.data}
+            query={{ ...query, view }}
+            hasAllBut={hasAllBut}
+            setQuery={setQuery}
+          />
+        )
+      }
+    </ResultPageShell>
   );
 }

@@ -7,18 +7,16 @@ import { useCallback, useMemo } from "react";
 import { useDatasets } from "../api/datasets";
 import { useSweepFrontier, useSweepPoints } from "../api/sweeps";
 import type { Job } from "../api/types";
-import { JobNotDone, JobStatusFacts, OtherKind, useJobOfKind } from "../components/JobPage";
-import { Layout } from "../components/Layout";
-import { Empty, ErrorMessage, Loading } from "../components/QueryView";
+import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
+import { Empty, QueryView } from "../components/QueryView";
+import { ResultPageShell } from "../components/ResultPageShell";
 import { replaceRoute } from "../components/router";
 import { isObject } from "../lib/json";
-import { jobCrumbs } from "../lib/jobPages";
 import { DEFAULT_COMPARE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
 import { toRow, type SweepRow } from "../lib/sweep";
 import { runtimeSeries } from "../lib/sweepChart";
 import { availableObjectives } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
-import { DownloadReportButton } from "../offline/DownloadReport";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { AxisPickers, BoundsControls } from "../sweep/FrontierControls";
@@ -183,10 +181,11 @@ function Results({
 }
 
 export function SweepPage({ jobId, query }: { jobId: string; query: SweepQuery }) {
-  const { job, succeeded, projectId, projectName } = useJobOfKind(jobId, "sweep");
-  const points = useSweepPoints(jobId, succeeded);
+  const page = useJobOfKind(jobId, "sweep");
+  const { job } = page;
+  const points = useSweepPoints(jobId, page.succeeded);
   const rows = useMemo(() => points.data?.items.map(toRow) ?? [], [points.data]);
-  const name = useNames(projectId);
+  const name = useNames(page.projectId);
   const setQuery = useCallback(
     (change: Partial<SweepQuery>) => {
       replaceRoute({ page: "sweep", jobId, query: { ...query, ...change } });
@@ -195,52 +194,40 @@ export function SweepPage({ jobId, query }: { jobId: string; query: SweepQuery }
   );
   const title = job.data ? `Sweep of ${name(job.data.params.model_id)}` : "Sweep";
   return (
-    <Layout
-      crumbs={jobCrumbs(projectId, projectName, "Sweep")}
+    <ResultPageShell
+      page={page}
+      crumb="Sweep"
       title={title}
-      actions={
-        <div className="actions" style={{ marginTop: 0 }}>
-          {succeeded && <DownloadReportButton jobId={jobId} />}
-          {projectId && (
-            <a
-              className="button"
-              href={href({
-                page: "compare",
-                projectId,
-                query: {
-                  ...DEFAULT_COMPARE_QUERY,
-                  sweeps: [jobId],
-                  frontier: { ...query, point: null, sort: "index", order: "asc" },
-                },
-              })}
-            >
-              Compare sweeps
-            </a>
-          )}
-        </div>
-      }
+      compare={{
+        label: "Compare sweeps",
+        href: (projectId) =>
+          href({
+            page: "compare",
+            projectId,
+            query: {
+              ...DEFAULT_COMPARE_QUERY,
+              sweeps: [jobId],
+              frontier: { ...query, point: null, sort: "index", order: "asc" },
+            },
+          }),
+      }}
+      facts={(j) => <JobFacts job={j} points={points.data?.total ?? null} />}
+      expected="a sweep"
+      noun="sweep"
+      results="the Pareto chart appears when every point is evaluated"
+      after={(j) => <ChunksTable job={j} />}
     >
-      {job.isPending && <Loading what="the job" />}
-      {job.isError && <ErrorMessage error={job.error} />}
-      {job.data && (
-        <>
-          <JobFacts job={job.data} points={points.data?.total ?? null} />
-          {job.data.kind !== "sweep" ? (
-            <OtherKind job={job.data} expected="a sweep" />
-          ) : !succeeded ? (
-            <JobNotDone job={job.data} noun="sweep" results="the Pareto chart appears when every point is evaluated" />
-          ) : points.isPending ? (
-            <Loading what="the sweep's points" />
-          ) : points.isError ? (
-            <ErrorMessage error={points.error} />
-          ) : rows.length === 0 ? (
-            <Empty>This sweep stored no points.</Empty>
-          ) : (
-            <Results job={job.data} rows={rows} query={query} setQuery={setQuery} />
-          )}
-          {job.data.kind === "sweep" && <ChunksTable job={job.data} />}
-        </>
+      {(j) => (
+        <QueryView query={points} what="the sweep's points">
+          {() =>
+            rows.length === 0 ? (
+              <Empty>This sweep stored no points.</Empty>
+            ) : (
+              <Results job={j} rows={rows} query={query} setQuery={setQuery} />
+            )
+          }
+        </QueryView>
       )}
-    </Layout>
+    </ResultPageShell>
   );
 }
