@@ -1,6 +1,7 @@
 """What a sweep point says: fidelity through compare_models (JSON without NaN, the identity point
 exact, accuracy as an independent count), cost against hand counts (size by scheme and plan, pruning,
-BOPs and MACs, low rank and channel pruning), and the runtime forms each config can take.
+BOPs and MACs, low rank and channel pruning), the runtime forms each config can take, point specs from
+configs, plans and dicts, a point without labels that says why it has no accuracy, and JSON-safe numbers.
 
 Sweep points of the digits CNN (the points of every config in CONFIGS, evaluated once per module in
 conftest.py)."""
