@@ -6,6 +6,7 @@ import { useProject } from "../api/projects";
 import type { Job } from "../api/types";
 import { formatDuration, formatTime } from "../lib/format";
 import { jobPageHref } from "../lib/jobPages";
+import { Fact } from "./Fact";
 import { JobTimesFacts } from "./JobTimes";
 import { ProgressBar, StatusBadge } from "./Status";
 
@@ -63,20 +64,14 @@ export function JobNotDone({ job, noun, results }: { job: Job; noun: string; res
 export function JobStatusFacts({ job }: { job: Job }) {
   return (
     <>
-      <div>
-        <dt>Status</dt>
-        <dd>
-          <StatusBadge status={job.status} />
-        </dd>
-      </div>
-      <div>
-        <dt>{isActive(job) ? "Started" : "Finished"}</dt>
-        <dd>
-          {isActive(job)
-            ? formatTime(job.started_at)
-            : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
-        </dd>
-      </div>
+      <Fact label="Status">
+        <StatusBadge status={job.status} />
+      </Fact>
+      <Fact label={isActive(job) ? "Started" : "Finished"}>
+        {isActive(job)
+          ? formatTime(job.started_at)
+          : `${formatTime(job.finished_at)} (${formatDuration(job.duration_s)})`}
+      </Fact>
       <JobTimesFacts job={job} />
     </>
   );

@@ -2,6 +2,7 @@
 import { useMemo, useState } from "react";
 import { useFidelityReport } from "../api/fidelity";
 import type { FidelityReport, Job } from "../api/types";
+import { Fact } from "../components/Fact";
 import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
 import { QueryView } from "../components/QueryView";
 import { ResultPageShell } from "../components/ResultPageShell";
@@ -26,30 +27,12 @@ function JobFacts({ job }: { job: Job }) {
   const p = job.params;
   return (
     <dl className="facts">
-      <div>
-        <dt>Golden</dt>
-        <dd>{name(p.golden_model_id)}</dd>
-      </div>
-      <div>
-        <dt>Compressed</dt>
-        <dd>{name(p.compressed_model_id)}</dd>
-      </div>
-      <div>
-        <dt>Dataset</dt>
-        <dd>{name(p.dataset_id)}</dd>
-      </div>
-      <div>
-        <dt>Top-k</dt>
-        <dd>{String(p.top_k)}</dd>
-      </div>
-      <div>
-        <dt>KL threshold</dt>
-        <dd>{typeof p.threshold_kl === "number" ? formatNumber(p.threshold_kl) : "—"} nats</dd>
-      </div>
-      <div>
-        <dt>Batch size</dt>
-        <dd>{String(p.batch_size)}</dd>
-      </div>
+      <Fact label="Golden">{name(p.golden_model_id)}</Fact>
+      <Fact label="Compressed">{name(p.compressed_model_id)}</Fact>
+      <Fact label="Dataset">{name(p.dataset_id)}</Fact>
+      <Fact label="Top-k">{String(p.top_k)}</Fact>
+      <Fact label="KL threshold">{typeof p.threshold_kl === "number" ? formatNumber(p.threshold_kl) : "—"} nats</Fact>
+      <Fact label="Batch size">{String(p.batch_size)}</Fact>
       <JobStatusFacts job={job} />
     </dl>
   );

@@ -6,6 +6,7 @@ import { useCallback } from "react";
 import { ApiError } from "../api/http";
 import { useSensitivityReport, type ImportanceMethod } from "../api/sensitivity";
 import type { Job, SensitivityReport } from "../api/types";
+import { Fact } from "../components/Fact";
 import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { ResultPageShell } from "../components/ResultPageShell";
@@ -25,54 +26,30 @@ function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undef
   const configs = Array.isArray(p.configs) ? p.configs.length : null;
   return (
     <dl className="facts">
-      <div>
-        <dt>Model</dt>
-        <dd>{name(p.model_id)}</dd>
-      </div>
-      <div>
-        <dt>Calibration set</dt>
-        <dd>{name(p.dataset_id)}</dd>
-      </div>
-      <div>
-        <dt>Samples</dt>
-        <dd>
-          {report
-            ? report.n_samples.toLocaleString("en-US")
-            : typeof p.max_samples === "number"
-              ? `up to ${p.max_samples.toLocaleString("en-US")}`
-              : "—"}
-        </dd>
-      </div>
-      <div>
-        <dt>Configurations</dt>
-        <dd>{configs ?? "—"}</dd>
-      </div>
+      <Fact label="Model">{name(p.model_id)}</Fact>
+      <Fact label="Calibration set">{name(p.dataset_id)}</Fact>
+      <Fact label="Samples">
+        {report
+          ? report.n_samples.toLocaleString("en-US")
+          : typeof p.max_samples === "number"
+            ? `up to ${p.max_samples.toLocaleString("en-US")}`
+            : "—"}
+      </Fact>
+      <Fact label="Configurations">{configs ?? "—"}</Fact>
       {report && (
         <>
-          <div>
-            <dt>Layers scanned</dt>
-            <dd>
-              {report.matrix.rows.length} of {report.layers.length}
-            </dd>
-          </div>
-          <div>
-            <dt>Output</dt>
-            <dd>
-              <code>{report.primary_output}</code> ({report.output_kind})
-            </dd>
-          </div>
-          <div>
-            <dt>Ranked by</dt>
-            <dd>{metricOf(report.ranking_metric) === "kl" ? "KL mean" : "−SQNR"}</dd>
-          </div>
+          <Fact label="Layers scanned">
+            {report.matrix.rows.length} of {report.layers.length}
+          </Fact>
+          <Fact label="Output">
+            <code>{report.primary_output}</code> ({report.output_kind})
+          </Fact>
+          <Fact label="Ranked by">{metricOf(report.ranking_metric) === "kl" ? "KL mean" : "−SQNR"}</Fact>
           {report.batch_size != null && (
-            <div>
-              <dt>Batch</dt>
-              <dd>
-                {report.batch_size} samples per run
-                {p.batch_size == null ? " (chosen for this model's activation size)" : ""}
-              </dd>
-            </div>
+            <Fact label="Batch">
+              {report.batch_size} samples per run
+              {p.batch_size == null ? " (chosen for this model's activation size)" : ""}
+            </Fact>
           )}
         </>
       )}

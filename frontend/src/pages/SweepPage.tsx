@@ -7,6 +7,7 @@ import { useCallback, useMemo } from "react";
 import { useDatasets } from "../api/datasets";
 import { useSweepFrontier, useSweepPoints } from "../api/sweeps";
 import type { Job } from "../api/types";
+import { Fact } from "../components/Fact";
 import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
 import { Empty, QueryView } from "../components/QueryView";
 import { ResultPageShell } from "../components/ResultPageShell";
@@ -43,49 +44,30 @@ function JobFacts({ job, points }: { job: Job; points: number | null }) {
   const batches = Array.isArray(p.latency_batch_sizes) ? p.latency_batch_sizes.join(", ") : "?";
   return (
     <dl className="facts">
-      <div>
-        <dt>Model</dt>
-        <dd>{name(p.model_id)}</dd>
-      </div>
-      <div>
-        <dt>Dataset</dt>
-        <dd>{name(p.dataset_id)}</dd>
-      </div>
-      <div>
-        <dt>Samples</dt>
-        <dd>{samplesEvaluated(p.max_samples, datasets.data?.find((d) => d.id === p.dataset_id)?.n_samples)}</dd>
-      </div>
-      <div>
-        <dt>Points</dt>
-        <dd>
-          {points ?? (configs === null ? "—" : configs + plans + 1)}{" "}
-          <span className="muted small-text">
-            (fp32 + {configs ?? "?"} configurations{plans ? ` + ${plans.toString()} mixed-precision plans` : ""})
-          </span>
-        </dd>
-      </div>
+      <Fact label="Model">{name(p.model_id)}</Fact>
+      <Fact label="Dataset">{name(p.dataset_id)}</Fact>
+      <Fact label="Samples">
+        {samplesEvaluated(p.max_samples, datasets.data?.find((d) => d.id === p.dataset_id)?.n_samples)}
+      </Fact>
+      <Fact label="Points">
+        {points ?? (configs === null ? "—" : configs + plans + 1)}{" "}
+        <span className="muted small-text">
+          (fp32 + {configs ?? "?"} configurations{plans ? ` + ${plans.toString()} mixed-precision plans` : ""})
+        </span>
+      </Fact>
       {mixed && typeof mixed.sensitivity_job_id === "string" && (
-        <div>
-          <dt>Plans from</dt>
-          <dd>
-            <a href={href({ page: "sensitivity", jobId: mixed.sensitivity_job_id, query: DEFAULT_SENSITIVITY_QUERY })}>
-              sensitivity scan {mixed.sensitivity_job_id.slice(0, 6)}
-            </a>
-          </dd>
-        </div>
+        <Fact label="Plans from">
+          <a href={href({ page: "sensitivity", jobId: mixed.sensitivity_job_id, query: DEFAULT_SENSITIVITY_QUERY })}>
+            sensitivity scan {mixed.sensitivity_job_id.slice(0, 6)}
+          </a>
+        </Fact>
       )}
-      <div>
-        <dt>Latency</dt>
-        <dd>
-          {p.latency === false
-            ? "not measured"
-            : `batch ${batches} · ${typeof p.latency_repeats === "number" ? p.latency_repeats.toString() : "?"} repeats · ${typeof p.threads === "number" ? p.threads.toString() : "1"} thread(s)`}
-        </dd>
-      </div>
-      <div>
-        <dt>Export</dt>
-        <dd>{p.export === false ? "off" : "ONNX per point"}</dd>
-      </div>
+      <Fact label="Latency">
+        {p.latency === false
+          ? "not measured"
+          : `batch ${batches} · ${typeof p.latency_repeats === "number" ? p.latency_repeats.toString() : "?"} repeats · ${typeof p.threads === "number" ? p.threads.toString() : "1"} thread(s)`}
+      </Fact>
+      <Fact label="Export">{p.export === false ? "off" : "ONNX per point"}</Fact>
       <JobStatusFacts job={job} />
     </dl>
   );
