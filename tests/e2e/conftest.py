@@ -1,7 +1,9 @@
-"""End-to-end fixtures: the API (uvicorn) and Celery workers as real processes, on real Postgres and Redis."""
+"""End-to-end fixtures: the API (uvicorn) and Celery workers as real processes, on real Postgres and Redis,
+or (make_each_stack) also on the embedded mode's SQLite file and filesystem broker."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -64,11 +66,18 @@ def _stack_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
     stacks: list[Stack] = []
     dbs = []
 
-    def make(**overrides: object) -> Stack:
+    def make(embedded: bool = False, **overrides: object) -> Stack:
+        """embedded: the embedded mode's SQLite file and broker (backend/embedded_broker.py) in the stack's
+        data dir, instead of Postgres and Redis."""
         tmp = tmp_path_factory.mktemp("stack")
-        db = private_postgres_database()
-        url = db.__enter__()
-        dbs.append(db)
+        if embedded:
+            (tmp / "data").mkdir()
+            url = f"sqlite:///{tmp / 'data' / 'kneeboard.db'}"
+            overrides = {"broker_url": ""} | overrides
+        else:
+            db = private_postgres_database()
+            url = db.__enter__()
+            dbs.append(db)
         upgrade_to_head(url)
         account = account_in(url, username="e2e", team="e2e")
         settings = fast_reaping_settings(tmp, url, **overrides)
@@ -87,6 +96,16 @@ def _stack_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
 @pytest.fixture
 def make_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Stack]]:
     yield from _stack_factory(tmp_path_factory)
+
+
+EACH_STACK = ["postgres+redis", "sqlite+embedded-broker"]
+
+
+@pytest.fixture(params=EACH_STACK)
+def make_each_stack(request: pytest.FixtureRequest, make_stack: Callable[..., Stack]) -> Callable[..., Stack]:
+    """make_stack on Postgres + Redis, then on the embedded mode (SQLite + the embedded broker): for fault
+    tests that must hold on both (issue 32: the embedded mode failed in ways CI never ran)."""
+    return functools.partial(make_stack, embedded=request.param == EACH_STACK[1])
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """A worker killed with SIGKILL in the middle of a job never leaves the job "running": the API's reaper
 sees the heartbeat stop, and the job is delivered again (and completes on another worker) or, once its
-attempts are used up, fails with the reason."""
+attempts are used up, fails with the reason. The first two run on Postgres + Redis and on the embedded mode
+(SQLite + the embedded broker)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ def _wait_running_with_progress(stack: Stack, job_id: str, timeout: float = 120)
 
 
 def test_killed_worker_job_is_redelivered_and_completes(
-    make_stack: Any, slow_job_files: SlowJobFiles
+    make_each_stack: Any, slow_job_files: SlowJobFiles
 ) -> None:
-    stack: Stack = make_stack(max_attempts=2)
+    stack: Stack = make_each_stack(max_attempts=2)
     first = stack.add_worker("doomed")
     job = _start_slow_job(stack, slow_job_files)
     running = _wait_running_with_progress(stack, job["id"])
@@ -63,9 +64,9 @@ def test_killed_worker_job_is_redelivered_and_completes(
 
 
 def test_killed_worker_job_fails_with_a_reason_when_attempts_are_used_up(
-    make_stack: Any, slow_job_files: SlowJobFiles
+    make_each_stack: Any, slow_job_files: SlowJobFiles
 ) -> None:
-    stack: Stack = make_stack(max_attempts=1)
+    stack: Stack = make_each_stack(max_attempts=1)
     worker = stack.add_worker("doomed")
     job = _start_slow_job(stack, slow_job_files)
     _wait_running_with_progress(stack, job["id"])
