@@ -20,9 +20,7 @@ import { availableObjectives } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
-import { AxisPickers, BoundsControls } from "../sweep/FrontierControls";
-import { FrontierList } from "../sweep/FrontierList";
-import { ParetoChart } from "../sweep/ParetoChart";
+import { ParetoSplit } from "../sweep/ParetoSplit";
 import { PointDetails } from "../sweep/PointDetails";
 import { PointsTable } from "../sweep/PointsTable";
 
@@ -102,28 +100,20 @@ function Results({
     <>
       <section aria-labelledby="pareto-heading">
         <h2 id="pareto-heading">Trade-offs</h2>
-        <div className="split pareto-split">
-          <ParetoChart
-            title="Pareto frontier"
-            filename="sweep-pareto"
-            rows={rows}
-            series={series}
-            available={available}
-            view={view}
-            query={query}
-            frontier={frontier}
-            selected={selected?.id ?? null}
-            onSelect={select}
-            legendNote="Filled circles run in a real runtime (ONNX Runtime: int8, fp16 or float); open diamonds are simulated only."
-            controls={<AxisPickers available={available} rows={rows} view={view} query={query} onChange={setQuery} />}
-          />
-          <aside className="panel pareto-side">
-            <BoundsControls rows={rows} available={available} view={view} onChange={setQuery} />
-            {frontier.data && (
-              <FrontierList frontier={frontier.data} view={view} selected={selected?.id ?? null} onSelect={select} />
-            )}
-          </aside>
-        </div>
+        <ParetoSplit
+          title="Pareto frontier"
+          filename="sweep-pareto"
+          legendNote="Filled circles run in a real runtime (ONNX Runtime: int8, fp16 or float); open diamonds are simulated only."
+          rows={rows}
+          series={series}
+          available={available}
+          view={view}
+          query={query}
+          onChange={setQuery}
+          frontier={frontier}
+          selected={selected?.id ?? null}
+          onSelect={select}
+        />
       </section>
       <section aria-labelledby="selected-heading">
         <h2 id="selected-heading">Selected point</h2>

@@ -12,9 +12,7 @@ import { sweepSeries } from "../lib/sweepChart";
 import { availableObjectives, objectiveInfo } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
 import { useNames } from "../project/names";
-import { AxisPickers, BoundsControls } from "./FrontierControls";
-import { FrontierList } from "./FrontierList";
-import { ParetoChart } from "./ParetoChart";
+import { ParetoSplit } from "./ParetoSplit";
 
 /** Sweeps drawn when the URL names none. */
 const DEFAULT_SWEEPS = 3;
@@ -145,43 +143,22 @@ export function SweepsCompare({
           <Empty>These sweeps have no numbers to draw.</Empty>
         ) : (
           <>
-            <div className="split pareto-split">
-              <ParetoChart
-                title="Sweeps' Pareto frontier"
-                filename="sweeps-pareto"
-                rows={rows}
-                series={series}
-                available={available}
-                view={view}
-                query={query.frontier}
-                frontier={frontier}
-                selected={chosen?.id ?? null}
-                onSelect={select}
-                sweepNames={sweepNames}
-                legendNote="Colours: sweeps. The frontier runs over the points of every sweep shown."
-                controls={
-                  <AxisPickers
-                    available={available}
-                    rows={rows}
-                    view={view}
-                    query={query.frontier}
-                    onChange={setFrontier}
-                  />
-                }
-              />
-              <aside className="panel pareto-side">
-                <BoundsControls rows={rows} available={available} view={view} onChange={setFrontier} />
-                {frontier.data && (
-                  <FrontierList
-                    frontier={frontier.data}
-                    view={view}
-                    selected={chosen?.id ?? null}
-                    onSelect={select}
-                    sweepNames={selected.length > 1 ? sweepNames : undefined}
-                  />
-                )}
-              </aside>
-            </div>
+            <ParetoSplit
+              title="Sweeps' Pareto frontier"
+              filename="sweeps-pareto"
+              legendNote="Colours: sweeps. The frontier runs over the points of every sweep shown."
+              rows={rows}
+              series={series}
+              available={available}
+              view={view}
+              query={query.frontier}
+              onChange={setFrontier}
+              frontier={frontier}
+              selected={chosen?.id ?? null}
+              onSelect={select}
+              sweepNames={sweepNames}
+              listSweepNames={selected.length > 1}
+            />
             {chosen && (
               <SelectedPoint row={chosen} query={query.frontier} sweep={sweepNames.get(chosen.jobId) ?? chosen.jobId} />
             )}
