@@ -45,6 +45,13 @@ class UploadTooLarge(KneeboardError):
     code = "upload_too_large"
 
 
+class RequestTooLarge(KneeboardError):
+    """A request body (other than an upload) over KNEEBOARD_MAX_BODY_BYTES."""
+
+    status_code = 413
+    code = "request_too_large"
+
+
 class StorageError(KneeboardError):
     status_code = 503
     code = "storage_unavailable"

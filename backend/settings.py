@@ -43,6 +43,12 @@ class Settings(BaseSettings):
         default="kneeboard", description="Celery queue that API enqueues on and workers consume."
     )
     max_upload_bytes: int = Field(default=2 * 1024**3, gt=0, description="Largest accepted upload, in bytes.")
+    max_body_bytes: int = Field(
+        default=1024**2,
+        gt=0,
+        description="Largest accepted request body other than an upload (JSON), in bytes: a larger one is "
+        "refused (413) before it is read.",
+    )
     heartbeat_interval_s: float = Field(
         default=5.0, gt=0, description="How often a running job proves it is alive."
     )

@@ -10,9 +10,11 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
+from starlette.concurrency import run_in_threadpool
 
 from backend.alerts_loop import running_alerts
 from backend.api.auth import authenticated_caller
+from backend.api.body_limit import BodyLimitMiddleware
 from backend.api.bounded_pool import hashing_pool, render_pool
 from backend.api.deps import SessionDep
 from backend.api.docs_pages import install_docs
@@ -105,6 +107,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # The spec is built (seconds) before the first request rather than during it: BodyLimitMiddleware
+        # reads the routes from it.
+        await run_in_threadpool(app.openapi)
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(running_housekeeping(settings, app.state.store))
             if run_reaper:
@@ -132,6 +137,9 @@ def create_app(
     app.state.known_login_blocks = KnownBlocks()
     install_error_handlers(app)
     app.add_middleware(UploadLimitMiddleware, limit_bytes=settings.max_upload_bytes)
+    # Outside the upload limit: bodies other than uploads are bounded (and calls without any credential to
+    # signed-in routes refused) before FastAPI reads and parses them.
+    app.add_middleware(BodyLimitMiddleware, limit_bytes=settings.max_body_bytes, openapi=app.openapi)
     app.add_middleware(SecurityHeadersMiddleware)  # added last: outermost, so every response has them
 
     api = APIRouter(

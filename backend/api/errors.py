@@ -116,14 +116,19 @@ def _unparsable_body(cause: BaseException | None) -> str:
     return "the request body is not valid UTF-8 JSON"
 
 
+def error_response(exc: KneeboardError) -> JSONResponse:
+    """One of our errors as its HTTP response (also answered by middleware, before any route runs)."""
+    return JSONResponse(
+        status_code=exc.status_code,
+        content={"error": exc.code, "detail": exc.message},
+        headers=exc.headers,
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(KneeboardError)
     async def _kneeboard_error(_request: Request, exc: KneeboardError) -> JSONResponse:
-        return JSONResponse(
-            status_code=exc.status_code,
-            content={"error": exc.code, "detail": exc.message},
-            headers=exc.headers,
-        )
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
