@@ -30,7 +30,7 @@ from backend.api.result_schemas.sweep import (
     SweepPointDocOut,
 )
 from backend.api.routes.lookup import succeeded_job
-from backend.api.schemas import Offset, Page
+from backend.api.schemas import MAX_OFFSET, Offset, Page
 from backend.contracts import JobKind
 from backend.db.models import Job, SweepPoint
 from backend.errors import Conflict, InvalidRequest, NotFound
@@ -111,7 +111,7 @@ def list_sweep_points(
 
 @router.get("/jobs/{job_id}/sweep/points/{index}", operation_id="getSweepPoint", responses=RESULT_ERRORS)
 def get_sweep_point(
-    job_id: uuid.UUID, index: Annotated[int, Path(ge=0)], session: SessionDep, caller: CallerDep
+    job_id: uuid.UUID, index: Annotated[int, Path(ge=0, le=MAX_OFFSET)], session: SessionDep, caller: CallerDep
 ) -> SweepPointOut:
     return _out(_point(session, job_id, index, caller), details=True)
 
@@ -281,7 +281,7 @@ def _frontier(
 )
 def export_sweep_point(
     job_id: uuid.UUID,
-    index: Annotated[int, Path(ge=0)],
+    index: Annotated[int, Path(ge=0, le=MAX_OFFSET)],
     session: SessionDep,
     caller: CallerDep,
     request: Request,
