@@ -3,6 +3,7 @@ import { useModel } from "../api/models";
 import { useProject } from "../api/projects";
 import type { Model } from "../api/types";
 import { Layout } from "../components/Layout";
+import { Notes } from "../components/Notes";
 import { Empty, QueryView } from "../components/QueryView";
 import { GraphSection } from "../graph/GraphView";
 import { StatusBadge } from "../components/Status";
@@ -161,11 +162,7 @@ function ModelDetails({ model }: { model: Model }) {
       )}
       {inspection && (
         <>
-          {stringsAt(inspection, "notes").map((note) => (
-            <p key={note} className="note">
-              {note}
-            </p>
-          ))}
+          <Notes notes={stringsAt(inspection, "notes")} />
           <div className="two-col">
             <TensorTable title="Inputs" items={tensors(inspection, "inputs")} />
             <TensorTable title="Outputs" items={tensors(inspection, "outputs")} />

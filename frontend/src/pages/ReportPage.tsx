@@ -4,6 +4,7 @@ import { useFidelityReport } from "../api/fidelity";
 import type { FidelityReport, Job } from "../api/types";
 import { Fact } from "../components/Fact";
 import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
+import { Notes } from "../components/Notes";
 import { QueryView } from "../components/QueryView";
 import { ResultPageShell } from "../components/ResultPageShell";
 import { replaceRoute } from "../components/router";
@@ -54,16 +55,8 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
   return (
     <>
       <Verdict summary={summary} />
-      {summary.warnings.map((w) => (
-        <p key={w} className="warning">
-          {w}
-        </p>
-      ))}
-      {summary.notes.map((n) => (
-        <p key={n} className="note">
-          {n}
-        </p>
-      ))}
+      <Notes notes={summary.warnings} className="warning" />
+      <Notes notes={summary.notes} />
       <section aria-labelledby="metrics-heading">
         <div className="chart-head">
           <h2 id="metrics-heading">

@@ -8,6 +8,7 @@ import { useSensitivityReport, type ImportanceMethod } from "../api/sensitivity"
 import type { Job, SensitivityReport } from "../api/types";
 import { Fact } from "../components/Fact";
 import { JobStatusFacts, useJobOfKind } from "../components/JobPage";
+import { Notes } from "../components/Notes";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { ResultPageShell } from "../components/ResultPageShell";
 import { replaceRoute } from "../components/router";
@@ -117,11 +118,7 @@ function Results({
   const layer = query.layer;
   return (
     <>
-      {report.notes.map((n) => (
-        <p key={n} className="note">
-          {n}
-        </p>
-      ))}
+      <Notes notes={report.notes} />
       <section aria-labelledby="matrix-heading">
         <div className="chart-head">
           <h2 id="matrix-heading">Layers × configurations</h2>

@@ -6,6 +6,7 @@ import { ApiError } from "../api/http";
 import { useLayerProfile } from "../api/fidelity";
 import type { LayerFidelity, LayerProfile } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
+import { Notes } from "../components/Notes";
 import { Plot } from "../components/Plot";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { notesBesideKernelGaps } from "../lib/kernelGap";
@@ -130,11 +131,7 @@ function Profile({ profile }: { profile: LayerProfile }) {
         </>
       )}
       {(layers.length > 0 || !profile.error) && <Unmatched profile={profile} />}
-      {notes.map((n) => (
-        <p key={n} className="note">
-          {n}
-        </p>
-      ))}
+      <Notes notes={notes} />
       {layers.length > 0 && <LayerTable layers={layers} worst={worst} />}
       {layers.length > 0 && <ShiftDiagnostics profile={profile} />}
     </>
