@@ -76,8 +76,17 @@ class FidelityJobParams(BaseModel):
     threshold_kl: float = Field(
         default=0.1, ge=0, description="A sample whose KL(P‖Q) in nats exceeds this is flagged as degraded."
     )
-    task: Literal["auto", "classification", "embedding", "regression"] = Field(
-        default="auto", description="How outputs are compared; auto infers it from the output shape."
+    task: Literal["auto", "classification", "embedding", "regression", "image"] = Field(
+        default="auto",
+        description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
+        "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
+        "dataset's 'targets' array when it has one.",
+    )
+    image_data_range: float = Field(
+        default=1.0,
+        gt=0,
+        le=1e6,
+        description="Task 'image': the pictures' value range (1 for [0, 1], 255 for 8-bit).",
     )
     outputs_are_probabilities: bool | None = Field(
         default=None,

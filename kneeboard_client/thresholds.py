@@ -15,11 +15,16 @@ Bound = Literal["max", "min"]
 
 HIGHER_IS_BETTER = re.compile(
     r"(top1_match|topk_agreement|topk_overlap|cosine|sqnr|psnr|r2|agreement|_accuracy$|^accuracy"
-    r"|f1_macro$|f1_macro_vs_golden$)"
+    r"|f1_macro$|f1_macro_vs_golden$|ssim)"
 )
-"""Metrics that get worse as they fall (agreement, cosine, SQNR, accuracy, F1); every other metric (KL, JS,
-MSE, accuracy or F1 drop, calibration shift...) gets worse as it rises. A regression is a move in the worse
-direction."""
+"""Metrics that get worse as they fall (agreement, cosine, SQNR, PSNR, SSIM, accuracy, F1); every other metric
+(KL, JS, MSE, calibration shift...) and every drop (`..._drop...`: accuracy, F1, PSNR, SSIM) gets worse as it
+rises. A regression is a move in the worse direction."""
+
+
+def higher_is_better(key: str) -> bool:
+    return "_drop" not in key and HIGHER_IS_BETTER.search(key) is not None
+
 
 _NAME = re.compile(r"^[A-Za-z0-9_.]+$")
 
@@ -175,7 +180,7 @@ def check_regression(metrics: dict[str, Any], baseline: dict[str, Any], rule: Re
     if value is None or before is None:
         which = "this run" if value is None else "the baseline"
         return Outcome(name, False, f"{key} is undefined in {which}: cannot compare", value, before)
-    sign = 1.0 if HIGHER_IS_BETTER.search(key) else -1.0
+    sign = 1.0 if higher_is_better(key) else -1.0
     worse_by = sign * (before - value)  # > 0: worse than the baseline
     if math.isinf(before) and math.isinf(value) and before == value:
         worse_by = 0.0

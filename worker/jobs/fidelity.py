@@ -66,6 +66,7 @@ class FidelityHandler:
             task=params.task,
             outputs_are_probabilities=params.outputs_are_probabilities,
             flip_confidence=params.flip_confidence,
+            image_data_range=params.image_data_range,
             pooling=params.pooling,
         )
         topk = SampleTopK()  # each sample's top-k classes of both models, recorded as the comparison runs

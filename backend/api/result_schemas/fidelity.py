@@ -159,10 +159,48 @@ class EmbeddingMetricsOut(_OutputMetrics):
     nearest_neighbour_metric: str | None = None
 
 
+class ImageScoresOut(ResultModel):
+    psnr_db_mean: float | None = Field(
+        default=None, description="Mean over samples, +∞ (identical) left out."
+    )
+    psnr_db_min: float | None = None
+    n_identical: int = Field(default=0, description="Samples whose pictures are identical (PSNR +∞).")
+    ssim_mean: float | None = None
+    ssim_min: float | None = None
+
+
+class ImageTargetsOut(ResultModel):
+    golden: ImageScoresOut
+    compressed: ImageScoresOut
+    psnr_drop_db: float | None = Field(
+        default=None, description="Golden minus compressed mean PSNR; lower is better."
+    )
+    ssim_drop: float | None = Field(
+        default=None, description="Golden minus compressed mean SSIM; lower is better."
+    )
+
+
+class ImageTaskOut(ResultModel):
+    """Task 'image': PSNR and SSIM (torchmetrics) of the compressed pictures against the golden model's, and of
+    both against the dataset's 'targets' when it has them."""
+
+    name: Literal["image"] = "image"
+    data_range: float = 1.0
+    psnr_db_vs_golden: float | None = None
+    ssim_vs_golden: float | None = None
+    against_golden: ImageScoresOut = Field(default_factory=ImageScoresOut)
+    against_targets: ImageTargetsOut | None = Field(
+        default=None, description="Null without a 'targets' array."
+    )
+    psnr_drop_db: float | None = None
+    ssim_drop: float | None = None
+
+
 class TensorMetricsOut(_OutputMetrics):
-    """Any other output shape: the numerical metrics only."""
+    """Any other output shape: the numerical metrics, and the image task's scores when the job asked for it."""
 
     kind: Literal["tensor"] = "tensor"
+    task: ImageTaskOut | None = Field(default=None, description="With task 'image': PSNR and SSIM.")
 
 
 def _metric_family(doc: Any) -> str:

@@ -3201,6 +3201,76 @@ export interface components {
              */
             quantized: boolean;
         };
+        /** ImageScoresOut */
+        ImageScoresOut: {
+            /**
+             * N Identical
+             * @description Samples whose pictures are identical (PSNR +∞).
+             * @default 0
+             */
+            n_identical: number;
+            /**
+             * Psnr Db Mean
+             * @description Mean over samples, +∞ (identical) left out.
+             */
+            psnr_db_mean: number | null;
+            /** Psnr Db Min */
+            psnr_db_min: number | null;
+            /** Ssim Mean */
+            ssim_mean: number | null;
+            /** Ssim Min */
+            ssim_min: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** ImageTargetsOut */
+        ImageTargetsOut: {
+            compressed: components["schemas"]["ImageScoresOut"];
+            golden: components["schemas"]["ImageScoresOut"];
+            /**
+             * Psnr Drop Db
+             * @description Golden minus compressed mean PSNR; lower is better.
+             */
+            psnr_drop_db: number | null;
+            /**
+             * Ssim Drop
+             * @description Golden minus compressed mean SSIM; lower is better.
+             */
+            ssim_drop: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * ImageTaskOut
+         * @description Task 'image': PSNR and SSIM (torchmetrics) of the compressed pictures against the golden model's, and of
+         *     both against the dataset's 'targets' when it has them.
+         */
+        ImageTaskOut: {
+            against_golden: components["schemas"]["ImageScoresOut"];
+            /** @description Null without a 'targets' array. */
+            against_targets: components["schemas"]["ImageTargetsOut"] | null;
+            /**
+             * Data Range
+             * @default 1
+             */
+            data_range: number;
+            /**
+             * Name
+             * @default image
+             * @constant
+             */
+            name: "image";
+            /** Psnr Db Vs Golden */
+            psnr_db_vs_golden: number | null;
+            /** Psnr Drop Db */
+            psnr_drop_db: number | null;
+            /** Ssim Drop */
+            ssim_drop: number | null;
+            /** Ssim Vs Golden */
+            ssim_vs_golden: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** InputArrayOut */
         InputArrayOut: {
             /** Dtype */
@@ -6220,7 +6290,7 @@ export interface components {
         };
         /**
          * TensorMetricsOut
-         * @description Any other output shape: the numerical metrics only.
+         * @description Any other output shape: the numerical metrics, and the image task's scores when the job asked for it.
          */
         TensorMetricsOut: {
             /**
@@ -6279,6 +6349,8 @@ export interface components {
              * @default false
              */
             sqnr_db_infinite: boolean;
+            /** @description With task 'image': PSNR and SSIM. */
+            task: components["schemas"]["ImageTaskOut"] | null;
         } & {
             [key: string]: unknown;
         };

@@ -47,4 +47,22 @@ describe("metricCards", () => {
     const cards = metricCards(regressionMetrics({ r2: 0.98 }));
     expect(cards.map((c) => [c.path, c.value])).toEqual([["r2", "0.98"]]);
   });
+
+  it("shows the image task's PSNR and SSIM on an image output", () => {
+    const task = {
+      name: "image" as const,
+      data_range: 1,
+      psnr_db_vs_golden: 31.5,
+      ssim_vs_golden: 0.95,
+      against_golden: { psnr_db_mean: 31.5, psnr_db_min: 20, n_identical: 0, ssim_mean: 0.95, ssim_min: 0.8 },
+      against_targets: null,
+      psnr_drop_db: null,
+      ssim_drop: null,
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [1, 24, 24], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.direction])).toEqual([
+      ["task.psnr_db_vs_golden", "higher"],
+      ["task.ssim_vs_golden", "higher"],
+    ]);
+  });
 });

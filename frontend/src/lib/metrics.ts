@@ -13,6 +13,14 @@ const cls =
   (m: OutputMetrics): Value =>
     m.kind === "classification" ? get(m) : null;
 
+type ImageTask = NonNullable<Extract<OutputMetrics, { kind: "tensor" }>["task"]>;
+
+/** A score of the image task: none for other outputs. */
+const image =
+  (get: (t: ImageTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task ? get(m.task) : null;
+
 interface MetricDef {
   /** Dotted path in the output's metrics (the card's key, and its name in the API's documents). */
   path: string;
@@ -114,6 +122,65 @@ const METRICS: readonly MetricDef[] = [
     direction: "lower",
     headline: true,
     explanation: "Golden minus compressed top-1 accuracy on the labels, in percentage points.",
+  },
+  {
+    path: "task.f1_macro_drop_pp",
+    value: cls((m) => m.task?.f1_macro_drop_pp),
+    label: "Macro F1 drop",
+    unit: "pp",
+    direction: "lower",
+    explanation: "Golden minus compressed macro F1 on the labels, in percentage points.",
+  },
+  {
+    path: "task.f1_macro_vs_golden",
+    value: cls((m) => m.task?.f1_macro_vs_golden),
+    label: "Macro F1 vs golden",
+    unit: "",
+    direction: "higher",
+    explanation: "Label-free: macro F1 of the compressed model with the golden model's predictions as the truth.",
+  },
+  {
+    path: "task.borderline_agreement",
+    value: cls((m) => m.task?.borderline_agreement),
+    label: "Borderline agreement",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Top-1 agreement on the golden model's 10 % lowest-margin samples, where compression flips first.",
+  },
+  {
+    path: "task.psnr_db_vs_golden",
+    value: image((t) => t.psnr_db_vs_golden),
+    label: "PSNR vs golden",
+    unit: "dB",
+    direction: "higher",
+    headline: true,
+    explanation: "Task 'image': mean PSNR of the compressed pictures against the golden model's.",
+  },
+  {
+    path: "task.ssim_vs_golden",
+    value: image((t) => t.ssim_vs_golden),
+    label: "SSIM vs golden",
+    unit: "",
+    direction: "higher",
+    headline: true,
+    explanation: "Task 'image': mean structural similarity of the compressed pictures to the golden model's.",
+  },
+  {
+    path: "task.psnr_drop_db",
+    value: image((t) => t.psnr_drop_db),
+    label: "PSNR drop",
+    unit: "dB",
+    direction: "lower",
+    headline: true,
+    explanation: "Task 'image': golden minus compressed mean PSNR against the dataset's reference pictures.",
+  },
+  {
+    path: "task.ssim_drop",
+    value: image((t) => t.ssim_drop),
+    label: "SSIM drop",
+    unit: "",
+    direction: "lower",
+    explanation: "Task 'image': golden minus compressed mean SSIM against the dataset's reference pictures.",
   },
   {
     path: "labels.golden_top1_accuracy",

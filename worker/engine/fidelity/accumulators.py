@@ -21,6 +21,7 @@ from worker.engine.metrics.numerical import NumericalAccumulator, RegressionAccu
 from worker.engine.metrics.sequence import SequenceAccumulator
 from worker.engine.tasks.classification import PerClassAccumulator
 from worker.engine.tasks.classification_scores import task_summary
+from worker.engine.tasks.image_output import ImageOutputAccumulator, image_shape_problem
 
 
 def infer_kind(per_sample_shape: tuple[int, ...], task: Task = "auto") -> OutputKind:
@@ -189,6 +190,7 @@ class _OutputAcc:
     classification: _ClassificationAcc | None = None
     regression: RegressionAccumulator | None = None
     sequence: SequenceAccumulator | None = None
+    image: ImageOutputAccumulator | None = None
     embeddings: tuple[list[np.ndarray], list[np.ndarray]] = field(default_factory=lambda: ([], []))
     is_probability: dict[str, bool | None] = field(
         default_factory=lambda: {"golden": None, "compressed": None}
@@ -208,6 +210,8 @@ class _OutputAcc:
             )
         elif self.kind == "regression":
             self.regression = RegressionAccumulator()
+        elif self.params.task == "image" and image_shape_problem(self.per_sample_shape) is None:
+            self.image = ImageOutputAccumulator(self.params.image_data_range)
         elif len(self.per_sample_shape) == 2:  # (T, D): token embeddings of a sequence model
             self.sequence = SequenceAccumulator(pooling=self.params.pooling, top_k=self.params.top_k)
 
@@ -225,9 +229,11 @@ class _OutputAcc:
         start: int,
         labels: np.ndarray | None,
         mask: np.ndarray | None = None,
+        targets: np.ndarray | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray], numerical.NumericalPerSample]:
         """Fold a batch in; returns the finite mask, classification per-sample values and numerics.
-        mask: the batch's attention mask ``(n, T)`` for a sequence output, or None."""
+        mask: the batch's attention mask ``(n, T)`` for a sequence output, or None. targets: the batch's
+        reference pictures for an image output, or None."""
         self.check_shapes(g_raw, c_raw)
         g = np.asarray(g_raw, dtype=np.float64)
         c = np.asarray(c_raw, dtype=np.float64)
@@ -249,6 +255,9 @@ class _OutputAcc:
             self.regression.update(gf, cf)
         elif self.sequence is not None:
             self.sequence.update(gf, cf, None if mask is None else mask[finite])
+        elif self.image is not None:
+            ref = None if targets is None else np.asarray(targets, dtype=np.float64)[finite]
+            self.image.update(gf, cf, ref)
         elif self.kind == "embedding":
             self.embeddings[0].append(gf.reshape(gf.shape[0], -1))
             self.embeddings[1].append(cf.reshape(cf.shape[0], -1))
@@ -308,6 +317,8 @@ class _OutputAcc:
             out |= self.classification.to_dict()
         if self.regression is not None:
             out["r2"] = json_float(self.regression.r2())
+        if self.image is not None:
+            out["task"] = self.image.to_dict()
         if self.kind == "embedding":
             out["nearest_neighbour_agreement"] = json_float(self._nn_agreement())
             out["nearest_neighbour_metric"] = "cosine"

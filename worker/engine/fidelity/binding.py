@@ -12,6 +12,7 @@ import numpy as np
 
 from worker.engine.errors import DatasetMismatchError, EngineError, OutputMismatchError
 from worker.engine.fidelity.params import LABELS_KEY
+from worker.engine.tasks.image_output import TARGETS_KEY
 from worker.engine.types import Dim, Runner, TensorSpec
 
 
@@ -31,7 +32,7 @@ def bind_inputs(arrays: Mapping[str, np.ndarray], specs: list[TensorSpec]) -> di
     spec's dtype when that is a same-kind cast (e.g. float64 → float32, uint8 → float32, int64 → int32
     when the values fit). Anything else raises DatasetMismatchError.
     """
-    candidates = {k: np.asarray(v) for k, v in arrays.items() if k != LABELS_KEY}
+    candidates = {k: np.asarray(v) for k, v in arrays.items() if k not in (LABELS_KEY, TARGETS_KEY)}
     names = [s.name for s in specs]
     if all(n in candidates for n in names):
         chosen = {s.name: candidates[s.name] for s in specs}

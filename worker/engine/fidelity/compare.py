@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from worker.engine.errors import DatasetMismatchError
+from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.fidelity.accumulators import _ClassificationAcc, _OutputAcc, infer_kind
 from worker.engine.fidelity.binding import (
     _bind_compressed,
@@ -64,6 +64,7 @@ from worker.engine.fidelity.table import (
     _finish_table,
     concentration,
 )
+from worker.engine.tasks.image_output import TARGETS_KEY, image_shape_problem
 from worker.engine.types import Runner
 
 __all__ = [
@@ -203,6 +204,7 @@ def compare_models(
             if lab is not None:
                 table["label"][:] = lab
             masks = _sequence_masks(accs, arrays.get(ATTENTION_MASK_KEY), n, warnings)
+            targets = _image_targets(accs, arrays.get(TARGETS_KEY), n, params)
         all_finite = np.ones(stop - start, dtype=np.bool_)
         for acc in accs:
             batch_labels = lab[start:stop] if (acc is primary and lab is not None) else None
@@ -213,6 +215,7 @@ def compare_models(
                 start,
                 batch_labels,
                 None if mask is None else mask[start:stop],
+                None if acc.image is None or targets is None else targets[start:stop],
             )
             all_finite &= finite
             if acc is primary:
@@ -229,6 +232,30 @@ def _start(accs: list[_OutputAcc], g_out: dict[str, np.ndarray], c_out: dict[str
         acc.check_shapes(g_out[acc.golden_name], c_out[acc.compressed_name])
         acc.start(g_out[acc.golden_name], c_out[acc.compressed_name])
     return next((a for a in accs if a.kind == "classification"), accs[0])
+
+
+def _image_targets(
+    accs: list[_OutputAcc], raw: np.ndarray | None, n: int, params: FidelityParams
+) -> np.ndarray | None:
+    """With task "image": the dataset's reference pictures (None without them). The task must find an image
+    output, and the references must fit it: otherwise the job stops here, at its first batch, saying why."""
+    if params.task != "image":
+        return None
+    image_outputs = [acc for acc in accs if acc.image is not None]
+    if not image_outputs:
+        problems = "; ".join(
+            f"'{acc.golden_name}': {image_shape_problem(acc.per_sample_shape)}" for acc in accs
+        )
+        raise OutputMismatchError(f"task 'image' found no output that is a batch of pictures ({problems})")
+    if raw is None:
+        return None
+    shape = (n, *image_outputs[0].per_sample_shape)
+    if np.shape(raw) != shape:
+        raise DatasetMismatchError(
+            f"'{TARGETS_KEY}' has shape {format_shape(np.shape(raw))}; the image output "
+            f"'{image_outputs[0].golden_name}' needs {format_shape(shape)}"
+        )
+    return np.asarray(raw)
 
 
 def _sequence_masks(

@@ -8,7 +8,7 @@ from typing import Literal
 from worker.engine.metrics.sequence import Pooling
 from worker.engine.tasks.classification import DEFAULT_FLIP_CONFIDENCE
 
-Task = Literal["auto", "classification", "embedding", "regression"]
+Task = Literal["auto", "classification", "embedding", "regression", "image"]
 OutputKind = Literal["classification", "embedding", "regression", "tensor"]
 
 DEFAULT_THRESHOLD_KL = 0.1
@@ -48,6 +48,8 @@ class FidelityParams:
         output on the first batch (non-negative rows that sum to 1 within 1e-3).
     flip_confidence: the probability both models must reach for a top-1 flip to count as a confident
         flip in the per-class damage (`worker.engine.tasks.classification`).
+    image_data_range: with task "image", the value range of the pictures (1.0: [0, 1]; 255 for 8-bit
+        values) that PSNR and SSIM are computed over (`worker.engine.tasks.image_output`).
     pooling: how sequence outputs ``(N, T, D)`` are pooled into sentence embeddings: "mean" over the
         attention mask, or the "first" token (`worker.engine.metrics.sequence`).
     """
@@ -58,6 +60,7 @@ class FidelityParams:
     task: Task = "auto"
     outputs_are_probabilities: bool | None = None
     flip_confidence: float = DEFAULT_FLIP_CONFIDENCE
+    image_data_range: float = 1.0
     pooling: Pooling = "mean"
 
     def __post_init__(self) -> None:
@@ -65,7 +68,7 @@ class FidelityParams:
             raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
         if self.top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {self.top_k}")
-        if self.task not in ("auto", "classification", "embedding", "regression"):
+        if self.task not in ("auto", "classification", "embedding", "regression", "image"):
             raise ValueError(f"unknown task {self.task!r}")
         if self.threshold_kl is not None and not self.threshold_kl >= 0:
             raise ValueError(f"threshold_kl must be a non-negative number or None, got {self.threshold_kl}")
