@@ -1,5 +1,5 @@
 """Accounts for tests: a user in a team with a role, and an API token, written straight to the database
-(the HTTP routes that do the same are tested in tests/backend/test_access.py)."""
+(the HTTP routes that do the same are tested in tests/backend/access/)."""
 
 from __future__ import annotations
 
