@@ -3,8 +3,6 @@ filtered by action, person, project and time, as pages of JSON or one CSV file."
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import uuid
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from sqlalchemy.orm import Session
 from backend.accounts import Caller, Role
 from backend.api.account_schemas import AuditEventOut
 from backend.api.auth import CallerDep
+from backend.api.csv_text import csv_text
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import require_role
@@ -159,24 +158,21 @@ def export_audit_events_csv(
 ) -> Response:
     """The audit trail as CSV (team admins), with the same filters as the list; `detail` is a JSON object."""
     _admin_of(session, caller, team_id)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for event, name in session.execute(_events(team_id, filters).limit(limit)).all():
-        writer.writerow(
-            [
-                _utc(event.created_at).isoformat(),  # type: ignore[union-attr]
-                event.actor_name,
-                event.action,
-                event.resource_type,
-                event.resource_id,
-                event.project_id or "",
-                name or "",
-                json.dumps(event.detail, sort_keys=True, ensure_ascii=False),
-            ]
-        )
+    rows = (
+        [
+            _utc(event.created_at).isoformat(),  # type: ignore[union-attr]
+            event.actor_name,
+            event.action,
+            event.resource_type,
+            event.resource_id,
+            event.project_id or "",
+            name or "",
+            json.dumps(event.detail, sort_keys=True, ensure_ascii=False),
+        ]
+        for event, name in session.execute(_events(team_id, filters).limit(limit)).all()
+    )
     return Response(
-        out.getvalue(),
+        csv_text(CSV_COLUMNS, rows),
         media_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="audit-{str(team_id)[:8]}.csv"'},
     )

@@ -3,8 +3,6 @@ the columns the API's per-sample page has (GET /jobs/{id}/fidelity/samples), for
 
 from __future__ import annotations
 
-import csv
-import io
 import uuid
 
 from fastapi import APIRouter, Query
@@ -12,6 +10,7 @@ from fastapi.responses import Response
 from sqlalchemy import select
 
 from backend.api.auth import CallerDep
+from backend.api.csv_text import csv_text
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import succeeded_job
@@ -42,23 +41,19 @@ def _cell(value: object) -> object:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)  # every digit: the CSV holds the stored numbers exactly
-    return value
+    return value  # a float is written as its repr (every digit: the CSV holds the stored numbers exactly)
 
 
 def samples_csv(rows: list[tuple[object, ...]]) -> str:
     """CSV text of rows in COLUMNS order. SQNR is stored as NULL when infinite; an exact sample (finite, MSE 0)
     is written "inf" (+∞ dB, as the API's sqnr_db_infinite says), an undefined one is left empty."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    table = []
     for row in rows:
         cells = dict(zip(COLUMNS, row, strict=True))
         if cells["sqnr_db"] is None and cells["finite"] and cells["mse"] == 0.0:
             cells["sqnr_db"] = "inf"
-        writer.writerow(_cell(v) for v in cells.values())
-    return out.getvalue()
+        table.append([_cell(v) for v in cells.values()])
+    return csv_text(COLUMNS, table)
 
 
 @router.get(

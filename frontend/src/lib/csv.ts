@@ -2,9 +2,16 @@
 
 export type Cell = string | number | boolean | null | undefined;
 
-function cell(value: Cell): string {
+/** A text that a spreadsheet would run as a formula (= + - @, or a tab or CR before one) gets a quote in
+ * front, which it shows as text (as the API's CSVs do: backend/api/csv_text.py). Numbers stay numbers. */
+function unformula(value: Cell): string {
   if (value === null || value === undefined) return "";
   const text = String(value);
+  return typeof value === "string" && /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+}
+
+function cell(value: Cell): string {
+  const text = unformula(value);
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
