@@ -3,8 +3,10 @@ store the summary, per-sample table, per-class damage, layer profile, robustness
 
 from __future__ import annotations
 
+import time
 import uuid
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,9 +23,10 @@ from backend.contracts import (
 from backend.db.models import Dataset, JobResult, SampleDivergence
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
-from worker.engine.types import Runner
+from worker.engine.types import ModelFormat, Runner
 from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_dataset
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
+from worker.peak_memory import peak_rss_mib, reset_peak_rss
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 
@@ -35,6 +38,9 @@ class FidelityHandler:
         from worker.engine.fidelity.sample_topk import SampleTopK
         from worker.jobs.attention_step import attention_results, reusable_models
         from worker.jobs.robustness_step import robustness_results
+
+        measured = reset_peak_rss()  # this pool process may have run bigger jobs before
+        job_start = time.perf_counter()
 
         params = FidelityJobParams.model_validate(ctx.params)
         loaded = [
@@ -59,8 +65,9 @@ class FidelityHandler:
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
+        batch_size, batch_note = _comparison_batch(params.batch_size, models[0], runners[0], arrays)
         fidelity_params = FidelityParams(
-            batch_size=params.batch_size,
+            batch_size=batch_size,
             top_k=params.top_k,
             threshold_kl=params.threshold_kl,
             task=params.task,
@@ -70,10 +77,14 @@ class FidelityHandler:
             pooling=params.pooling,
         )
         topk = SampleTopK()  # each sample's top-k classes of both models, recorded as the comparison runs
+        compare_start = time.perf_counter()
         report = compare_models(
             topk.wrap(runners[0], "golden"), topk.wrap(runners[1], "compressed"), arrays, labels,
             fidelity_params, on_progress=on_progress,
         )  # fmt: skip
+        compare_s = time.perf_counter() - compare_start
+        if batch_note:
+            report.notes.append(batch_note)
         profile_start = (n + plan.n_rerun) / total_work
         runtime_outputs = kernel_gap_outputs(
             ctx, plan, runners, arrays, report.outputs, fidelity_params, share, profile_start
@@ -115,6 +126,13 @@ class FidelityHandler:
         layers = layer_profile_results(
             ctx, params, models, arrays, plan, profile_start, runtime_outputs, partial(named_dataset, ctx)
         )
+
+        summary["resources"] = {
+            "peak_rss_mib": peak_rss_mib() if measured else None,
+            "compare_s": compare_s,
+            "job_s": time.perf_counter() - job_start,
+            "batch_size": batch_size,
+        }
 
         def write(session: Session) -> None:
             # The pictures' archive is stored here, in the transaction that commits the document naming it:
@@ -162,3 +180,28 @@ def sample_rows(job_id: uuid.UUID, output_name: str, table: dict[str, np.ndarray
         | {k: v[i] for k, v in columns.items()}
         for i in range(n)
     ]
+
+
+def _comparison_batch(
+    requested: int, golden: tuple[Path, ModelFormat], runner: Runner, arrays: dict[str, np.ndarray]
+) -> tuple[int, str | None]:
+    """The comparison's batch: the job's batch_size, fewer for an ONNX golden model whose largest activation
+    would not fit the memory budget (worker.engine.fidelity.batching), with the note that says so."""
+    from worker.engine.fidelity.batching import (
+        ACTIVATION_BUDGET_BYTES,
+        memory_batch_size,
+        onnx_largest_activation_bytes,
+    )
+
+    path, fmt = golden
+    feeds = {spec.name: arrays[spec.name] for spec in runner.inputs if spec.name in arrays}
+    if fmt != "onnx" or len(feeds) != len(runner.inputs):
+        return requested, None
+    largest = onnx_largest_activation_bytes(path, feeds)
+    batch = memory_batch_size(requested, largest)
+    if batch >= requested or largest is None:
+        return requested, None
+    return batch, (
+        f"compared in batches of {batch} samples, not {requested}: the golden model's largest activation is "
+        f"{largest / 2**20:.1f} MiB a sample, and a batch's is kept within {ACTIVATION_BUDGET_BYTES >> 20} MiB"
+    )

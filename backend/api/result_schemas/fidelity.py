@@ -259,6 +259,22 @@ class FidelityParamsOut(ResultModel):
     pooling: str | None = Field(default=None, description="How sequence outputs are pooled: mean or first.")
 
 
+class JobResourcesOut(ResultModel):
+    """What the job cost its worker's pool process."""
+
+    peak_rss_mib: float | None = Field(
+        default=None, description="Peak resident memory of the job (MiB); null where the system cannot tell."
+    )
+    compare_s: float | None = Field(default=None, description="Seconds of the output comparison.")
+    job_s: float | None = Field(
+        default=None, description="Seconds of the whole job, before its results were written."
+    )
+    batch_size: int | None = Field(
+        default=None,
+        description="Samples per pass of the comparison (fewer than asked for large activations).",
+    )
+
+
 class FidelitySummaryOut(ResultModel):
     """The whole comparison: per output name its metrics, and the per-sample table's summary."""
 
@@ -271,6 +287,9 @@ class FidelitySummaryOut(ResultModel):
     warnings: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     params: FidelityParamsOut | None = None
+    resources: JobResourcesOut | None = Field(
+        default=None, description="Null for jobs run before it was measured."
+    )
 
 
 class ActivationHistogramOut(ResultModel):

@@ -3006,6 +3006,8 @@ export interface components {
              * @default
              */
             primary_output: string;
+            /** @description Null for jobs run before it was measured. */
+            resources: components["schemas"]["JobResourcesOut"] | null;
             /** Warnings */
             warnings: string[];
         } & {
@@ -3456,6 +3458,34 @@ export interface components {
             tags: string[];
             /** Worker Id */
             worker_id: string | null;
+        };
+        /**
+         * JobResourcesOut
+         * @description What the job cost its worker's pool process.
+         */
+        JobResourcesOut: {
+            /**
+             * Batch Size
+             * @description Samples per pass of the comparison (fewer than asked for large activations).
+             */
+            batch_size: number | null;
+            /**
+             * Compare S
+             * @description Seconds of the output comparison.
+             */
+            compare_s: number | null;
+            /**
+             * Job S
+             * @description Seconds of the whole job, before its results were written.
+             */
+            job_s: number | null;
+            /**
+             * Peak Rss Mib
+             * @description Peak resident memory of the job (MiB); null where the system cannot tell.
+             */
+            peak_rss_mib: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * JobStatus
