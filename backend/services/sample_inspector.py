@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import JSON, Select, Text, bindparam, func, select, true
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from backend.array_png import image_layout
@@ -54,18 +55,42 @@ def topk_index(session: Session, job_id: uuid.UUID) -> TopKIndex | None:
     return TopKIndex(int(k), int(n), [str(name) for name in names or []])
 
 
+def _output_paths(
+    session: Session, job_id: uuid.UUID, output: str, paths: list[tuple[str | int, ...]]
+) -> Select[Any]:
+    """The values at `paths` inside the document's ``outputs[output]``, for any output name.
+
+    An ONNX output may be named anything (quotes, commas, braces, slashes, spaces, a leading ``$``), so the
+    name never goes into a JSON path expression, which SQLAlchemy formats without escaping: PostgreSQL gets
+    the path as a bound ``text[]``; SQLite picks the output with ``json_each`` by comparing its key with a
+    bound value, and only fixed keys and indexes remain in the path."""
+    found = (JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_SAMPLE_TOPK)
+    if session.get_bind().dialect.name == "postgresql":
+        columns = [
+            JobResult.payload.op("#>", return_type=JSON)(
+                bindparam(None, ["outputs", output, *(str(p) for p in path)], type_=ARRAY(Text))
+            )
+            for path in paths
+        ]
+        return select(*columns).where(*found)
+    each = func.json_each(JobResult.payload, "$.outputs").table_valued("key", "value").alias("output")
+    columns = [
+        each.c.value.op("->", return_type=JSON)(
+            "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+        )
+        for path in paths
+    ]
+    return select(*columns).select_from(JobResult).join(each, true()).where(*found, each.c.key == output)
+
+
 def sample_topk(session: Session, job_id: uuid.UUID, output: str, index: int) -> dict[str, Any]:
     """One output's entry for one sample: compressed_output, num_classes, outputs_are_probabilities, and per
     role (golden, compressed) ``{"classes": [...], "probabilities": [...]}`` or None (output not finite)."""
-    payload = JobResult.payload
     fields = ["compressed_output", "num_classes", "outputs_are_probabilities"]
     per_role = [(role, part) for role in ROLES for part in ("classes", "probabilities")]
-    columns = [payload[("outputs", output, name)] for name in fields] + [
-        payload[("outputs", output, role, part, index)] for role, part in per_role
-    ]
-    row = session.execute(
-        select(*columns).where(JobResult.job_id == job_id, JobResult.key == RESULT_FIDELITY_SAMPLE_TOPK)
-    ).one()
+    paths: list[tuple[str | int, ...]] = [(name,) for name in fields]
+    paths += [(role, part, index) for role, part in per_role]
+    row = session.execute(_output_paths(session, job_id, output, paths)).one()
     entry: dict[str, Any] = dict(zip(fields, row[: len(fields)], strict=True))
     values = dict(zip(per_role, row[len(fields) :], strict=True))
     for role in ROLES:
