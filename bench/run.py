@@ -7,6 +7,7 @@ from bench import (
     bench_auth,
     bench_fidelity,
     bench_frontier,
+    bench_job_memory,
     bench_load,
     bench_pareto,
     bench_profile,
@@ -19,6 +20,8 @@ from bench import (
 
 def main() -> None:
     bench_fidelity.main()
+    print()
+    bench_job_memory.main()
     print()
     bench_upload.main()
     print()

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,8 @@ import pytest
 
 from backend.client import KneeboardClient
 from tests.support.accounts import cli_token
-from tests.support.services import REPO_ROOT, Process, free_port, processes_with_env
+from tests.support.embedded import children, embedded_instance, worker_pid
+from tests.support.services import REPO_ROOT, Process
 
 pytestmark = pytest.mark.e2e
 
@@ -25,24 +25,8 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Process]]:
     """`kneeboard up` in a fresh data dir (the first start: it creates the first admin)."""
-    tmp = tmp_path_factory.mktemp("embedded")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNEEBOARD_")}
-    env |= {"KNEEBOARD_DATA_DIR": str(tmp / "data"), "KNEEBOARD_PORT": str(port), "PYTHONUNBUFFERED": "1"}
-    proc = Process([sys.executable, "-m", "backend.cli", "up"], env, tmp / "up.log")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        KneeboardClient(base).wait_healthy(timeout=120)
-        yield base, tmp / "data", proc
-    finally:
-        proc.stop()
-        # Stopping `up` stops its worker, the worker's pool and the seeder too: nothing outlives it.
-        deadline = time.monotonic() + 15
-        while (
-            left := processes_with_env("KNEEBOARD_DATA_DIR", str(tmp / "data"))
-        ) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not left, f"processes left running after `up` stopped: {left}"
+    with embedded_instance(tmp_path_factory.mktemp("embedded")) as instance:
+        yield instance
 
 
 def test_first_start_creates_an_admin_who_can_sign_in(embedded: tuple[str, Path, Process]) -> None:
@@ -169,46 +153,21 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     assert '"kind":"real-int8-weights"' in result.stdout
 
 
-def _children(pid: int) -> list[tuple[int, str, str]]:
-    """(pid, state, command line) of each live child of `pid` (read from /proc; Linux only)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append((int(entry.name), fields[0], cmdline))
-    return found
-
-
-def _worker_pid(up: Process) -> int | None:
-    workers = [
-        p
-        for p, state, cmd in _children(up.popen.pid)
-        if "celery" in cmd and " worker" in cmd and state != "Z"
-    ]
-    return workers[0] if workers else None
-
-
 def test_a_killed_worker_is_restarted_and_no_child_stays_a_zombie(
     embedded: tuple[str, Path, Process],
 ) -> None:
     """Last in the module: it kills the instance's worker (issue 32: `up` used to leave it a defunct child
     and jobs waiting for ever, and the finished seeder a zombie until shutdown)."""
     base, _data_dir, up = embedded
-    first = _worker_pid(up)
-    assert first is not None, _children(up.popen.pid)
+    first = worker_pid(up)
+    assert first is not None, children(up.popen.pid)
     os.killpg(first, 9)  # the worker and its pool processes
     killed = time.monotonic()
-    while (now := _worker_pid(up)) in (None, first):
+    while (now := worker_pid(up)) in (None, first):
         assert time.monotonic() - killed < 10, f"no new worker within 10 s:\n{up.log()[-3000:]}"
         time.sleep(0.2)
     print(f"new worker pid {now} {time.monotonic() - killed:.1f} s after the kill")
     assert f"worker (pid {first}) died: killed by signal SIGKILL; restarting it" in up.log()
-    zombies = [c for c in _children(up.popen.pid) if c[1] == "Z"]
+    zombies = [c for c in children(up.popen.pid) if c[1] == "Z"]
     assert zombies == [], zombies
     assert httpx.get(base + "/api/v1/health").status_code == 200
