@@ -60,7 +60,8 @@ def _job(folder: Path, cap: bool) -> dict[str, float]:
 
 
 def main() -> None:
-    from tests.support.pretrained import efficientnet_lite0, sample_images
+    from tests.support.pretrained_lite0 import efficientnet_lite0
+    from tests.support.sample_images import sample_images
     from worker.demo.models import export_onnx, quantize_onnx_int8
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -36,7 +36,8 @@ DEEP_SIZE = 16
 def _lite0(folder: Path) -> tuple[Path, Path, np.ndarray]:
     """EfficientNet-Lite0 fp32 and int8 QDQ ONNX (as tests/engine/test_pretrained_fidelity.py builds them)
     and its 16 sample images."""
-    from tests.support.pretrained import efficientnet_lite0, sample_images
+    from tests.support.pretrained_lite0 import efficientnet_lite0
+    from tests.support.sample_images import sample_images
     from worker.demo.models import export_onnx, quantize_onnx_int8
 
     images = sample_images().images

@@ -128,7 +128,7 @@ def lite0() -> None:
 
     import torch
 
-    from tests.support.pretrained import efficientnet_lite0
+    from tests.support.pretrained_lite0 import efficientnet_lite0
     from worker.demo.models import export_onnx
     from worker.engine.compression import open_compressible
     from worker.engine.recovery import MethodSpec

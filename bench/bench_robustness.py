@@ -109,7 +109,8 @@ def _lite0(folder: Path, slices: tuple[str, ...], n_samples: int = 64, batch_siz
     and the corruptions (JPEG above all) weigh less than on 8x8 digits. Timed once (about a minute)."""
     import time
 
-    from tests.support.pretrained import efficientnet_lite0, sample_images
+    from tests.support.pretrained_lite0 import efficientnet_lite0
+    from tests.support.sample_images import sample_images
     from worker.demo.models import export_onnx, quantize_onnx_int8
     from worker.engine.fidelity.compare import FidelityParams, compare_models
     from worker.engine.loaders import load_model

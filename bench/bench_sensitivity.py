@@ -40,7 +40,7 @@ THREADS = 1
 def _efficientnet(folder: Path, samples: int) -> tuple[Path, np.ndarray]:
     import torch
 
-    from tests.support.pretrained import efficientnet_lite0
+    from tests.support.pretrained_lite0 import efficientnet_lite0
     from worker.demo.models import export_onnx
 
     images = photo_crops(samples, 224)

@@ -46,7 +46,8 @@ PARAMS = {
 def _files(folder: Path) -> tuple[Path, Path]:
     import torch
 
-    from tests.support.pretrained import efficientnet_lite0, sample_images
+    from tests.support.pretrained_lite0 import efficientnet_lite0
+    from tests.support.sample_images import sample_images
     from worker.demo.models import export_onnx
 
     images = sample_images().images[:SAMPLES]

@@ -59,7 +59,7 @@ def photo_crops(n: int, size: int, seed: int = 0) -> np.ndarray:
     from PIL import Image
     from sklearn.datasets import load_sample_images
 
-    from tests.support.pretrained import normalise
+    from tests.support.sample_images import normalise
 
     rng = np.random.default_rng(seed)
     photos = [Image.fromarray(p) for p in load_sample_images().images]

@@ -1,5 +1,5 @@
 """Attention-map fidelity in a fidelity job, run in-process by the real handlers on all-MiniLM-L6-v2 (fp32
-ONNX export against a third party's int8 ONNX, tests/support/pretrained.py) over the real app and Postgres:
+ONNX export against a third party's int8 ONNX, tests/support/pretrained_*.py) over the real app and Postgres:
 the document is stored beside the report, listed in its diagnostics, served whole and typed by
 GET /jobs/{id}/fidelity/attention and equal to scipy's divergences of the softmaxes plain onnxruntime
 sessions capture (tests/engine/test_attention_fidelity.py); a step that fails or cannot pair the graphs
@@ -30,7 +30,7 @@ from tests.conftest import truncate_all
 from tests.engine.test_attention_fidelity import onnx_softmaxes
 from tests.support.attention_torch import scipy_divergences
 from tests.support.fidelity_api import FidelityApi
-from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
+from tests.support.pretrained_minilm import minilm_fp32_onnx, minilm_int8_onnx, tokenize
 from tests.support.services import stack_settings
 from worker.engine.attention import AttentionOutcome
 

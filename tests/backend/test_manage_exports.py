@@ -180,7 +180,7 @@ def test_the_audit_trail_filtered_and_exported(
 
 def test_a_model_downloads_as_uploaded(client: TestClient, project: dict[str, Any]) -> None:
     """The model page's Download: the very bytes uploaded (sha256 = the model's artifact_sha256) under the
-    upload name; an unknown model is a 404. Other teams' members get 404 too (tests/backend/test_access.py)."""
+    upload name; an unknown model is a 404. Other teams' members get 404 too (tests/backend/access/)."""
     import hashlib
 
     data = files.minimal_onnx_bytes()

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.engine.test_activation_shift import check_against_numpy
-from tests.support.pretrained import efficientnet_lite0, sample_images
+from tests.support.pretrained_lite0 import efficientnet_lite0
+from tests.support.sample_images import sample_images
 from worker.demo.models import export_onnx, quantize_onnx_int8
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """Attention-map fidelity of ONNX pairs (worker/engine/attention/, through attention_fidelity_of).
 
-all-MiniLM-L6-v2's fp32 encoder (golden) against a third party's int8 ONNX of it (tests/support/pretrained.py):
+all-MiniLM-L6-v2's fp32 encoder (golden) against a third party's int8 ONNX of it (tests/support/pretrained_*.py):
 the engine's per layer x head KL and JS against scipy (rel_entr, jensenshannon squared) computed here on
 softmax outputs captured with plain onnxruntime sessions, with and without the attention mask. Fast tests
 check the pairing notes and a synthetic pair on random logits."""
@@ -20,7 +20,7 @@ from scipy.spatial.distance import jensenshannon
 from scipy.special import rel_entr
 
 from tests.support.attention_torch import scipy_divergences
-from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
+from tests.support.pretrained_minilm import minilm_fp32_onnx, minilm_int8_onnx, tokenize
 from worker.engine.attention import AttentionOutcome, attention_fidelity_of, attention_softmaxes
 
 SENTENCES = (

@@ -13,13 +13,9 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.support.pretrained import (
-    efficientnet_lite0,
-    minilm_fp32_onnx,
-    minilm_int8_onnx,
-    sample_images,
-    tokenize,
-)
+from tests.support.pretrained_lite0 import efficientnet_lite0
+from tests.support.pretrained_minilm import minilm_fp32_onnx, minilm_int8_onnx, tokenize
+from tests.support.sample_images import sample_images
 from worker.demo.models import DigitsCNN, export_onnx, quantize_onnx_int8
 from worker.engine.layer_matching import MatchResult, match_onnx_files
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support.pretrained import efficientnet_lite0, sample_images
+from tests.support.pretrained_lite0 import efficientnet_lite0
+from tests.support.sample_images import sample_images
 from worker.demo.models import export_onnx, quantize_onnx_int8
 from worker.engine.layer_profile import profile_layers
 

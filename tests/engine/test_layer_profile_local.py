@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
+from tests.support.pretrained_minilm import minilm_fp32_onnx, minilm_int8_onnx, tokenize
 from worker.engine.layer_profile import profile_layers
 from worker.engine.layer_profile.accumulate import LayerPair
 from worker.engine.layer_profile.onnx_local import failing_layer

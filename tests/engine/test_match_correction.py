@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.engine.test_layer_matching import activations
-from tests.engine.test_layer_profile import batches
+from tests.support.digits_layer_profile import batches
 from worker.demo.models import DemoBundle, DigitsSplit
 from worker.engine.layer_profile import profile_layers
 

@@ -243,7 +243,7 @@ def test_500_layer_chain_is_grouped_by_block(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_third_party_minilm_int8_graph_keeps_every_layer_and_marks_int8_weights() -> None:
-    from tests.support.pretrained import minilm_int8_onnx
+    from tests.support.pretrained_minilm import minilm_int8_onnx
 
     path = minilm_int8_onnx()
     graph = model_graph(path, "onnx")

@@ -1,4 +1,4 @@
-"""The fidelity engine on real pretrained models that ship inside PyPI packages (tests/support/pretrained.py).
+"""The fidelity engine on real pretrained models that ship inside PyPI packages (tests/support/pretrained_*.py).
 
 EfficientNet-Lite0: the fp32 network exported to ONNX (golden) against its static int8 QDQ quantization
 (calibrated on the sample photos). all-MiniLM-L6-v2: the fp32 encoder exported to ONNX (golden) against a
@@ -26,19 +26,18 @@ from scipy.special import softmax
 from scipy.stats import entropy as scipy_entropy
 from sklearn.neighbors import NearestNeighbors
 
-from tests.support.pretrained import (
+from tests.support.pretrained_lite0 import efficientnet_lite0
+from tests.support.pretrained_minilm import (
     MINILM_HIDDEN,
     MINILM_INPUTS,
     SENTENCE_EMBEDDING,
-    SampleImages,
     append_mean_pooling,
-    efficientnet_lite0,
     minilm_fp32_onnx,
     minilm_int8_onnx,
     minilm_model_dir,
-    sample_images,
     tokenize,
 )
+from tests.support.sample_images import SampleImages, sample_images
 from worker.demo.models import export_onnx, quantize_onnx_int8
 from worker.engine.fidelity.compare import FidelityParams, FidelityReport, compare_models
 from worker.engine.loaders import OnnxRunner, load_model

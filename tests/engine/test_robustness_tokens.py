@@ -12,7 +12,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from tests.support.pretrained import minilm_fp32_onnx, minilm_int8_onnx, tokenize
+from tests.support.pretrained_minilm import minilm_fp32_onnx, minilm_int8_onnx, tokenize
 from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders import OnnxRunner, load_model
 from worker.engine.robustness import SEVERITIES, SLICES, RobustnessParams, corrupt, evaluate_robustness

@@ -17,7 +17,7 @@ import pytest
 from scipy.spatial.distance import cdist
 from sklearn.neighbors import NearestNeighbors
 
-from tests.support.pretrained import MINILM_HIDDEN, minilm_fp32_onnx, minilm_int8_onnx, tokenize
+from tests.support.pretrained_minilm import MINILM_HIDDEN, minilm_fp32_onnx, minilm_int8_onnx, tokenize
 from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders import OnnxRunner, load_model
 from worker.engine.metrics.sequence import SequenceAccumulator, neighbours

@@ -2,7 +2,7 @@
 
 A weight reaches its layer as an initializer, possibly through a dequantizing chain: onnxruntime's QDQ
 (int8 initializer -> DequantizeLinear), a third party's in-graph dequantization (int8 initializer -> Cast
--> Mul by a float scale, as in the int8 MiniLM of tests/support/pretrained.py), or a Transpose / Reshape /
+-> Mul by a float scale, as in the int8 MiniLM of tests/support/pretrained_minilm.py), or a Transpose / Reshape /
 Identity an exporter put in between. `ConstFolder` evaluates such chains with numpy (only these few ops,
 only when every input is constant), so that golden and compressed weights compare as float arrays."""
 
