@@ -19,6 +19,7 @@ from backend import chunk_reaping, job_lifecycle
 from backend.contracts import JobKind
 from backend.db.models import utcnow
 from backend.db.session import session_factory
+from backend.liveness import REAPER_ROUNDS
 from backend.queue import BrokerWatch, enqueue_chunk, enqueue_job, enqueue_merge
 from backend.settings import Settings
 
@@ -102,7 +103,9 @@ async def reaper_loop(settings: Settings) -> None:
         await asyncio.sleep(settings.reaper_interval_s)
         try:
             await run_in_threadpool(reaper.round)
+            REAPER_ROUNDS.succeeded()
         except Exception as exc:  # keep reaping whatever one round did (database or broker down, a bug)
+            REAPER_ROUNDS.failed()
             log.error(
                 "reaper round failed: %s: %s", type(exc).__name__, (str(exc).splitlines() or [""])[0][:300]
             )
@@ -112,9 +115,11 @@ async def reaper_loop(settings: Settings) -> None:
 @contextlib.asynccontextmanager
 async def running_reaper(settings: Settings):
     task = asyncio.create_task(reaper_loop(settings))
+    REAPER_ROUNDS.running = True  # GET /api/v1/health reports the rounds (backend/liveness.py)
     try:
         yield
     finally:
+        REAPER_ROUNDS.running = False
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task

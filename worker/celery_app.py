@@ -19,7 +19,7 @@ from billiard.einfo import ExceptionWithTraceback
 from billiard.exceptions import WorkerLostError
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_init, worker_process_init
+from celery.signals import worker_init, worker_process_init, worker_ready, worker_shutdown
 from celery.worker import state as worker_state
 from celery.worker.request import Request
 
@@ -132,6 +132,30 @@ def _watch_for_oom_kills(**_: object) -> None:
     from worker.oom_evidence import start_watching
 
     start_watching()
+
+
+_liveness: list[Any] = []
+
+
+@worker_ready.connect
+def _start_liveness(sender: Any, **_: object) -> None:
+    """The main process writes this worker's heartbeat row every heartbeat interval (backend/liveness.py), so
+    GET /api/v1/health (and the dashboard's banner) can say when no worker is running. Started once the pool
+    is up."""
+    from backend.liveness import WorkerBeat
+
+    settings = get_settings()
+    beat = WorkerBeat(
+        settings.resolved_database_url, sender.hostname, os.getpid(), settings.heartbeat_interval_s
+    )
+    beat.start()
+    _liveness.append(beat)
+
+
+@worker_shutdown.connect
+def _stop_liveness(**_: object) -> None:
+    for beat in _liveness:
+        beat.stop()
 
 
 @worker_process_init.connect

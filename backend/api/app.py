@@ -9,16 +9,15 @@ from pathlib import Path
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 
 from backend.alerts_loop import running_alerts
 from backend.api.auth import authenticated_caller
 from backend.api.body_limit import BodyLimitMiddleware
 from backend.api.bounded_pool import hashing_pool, render_pool
-from backend.api.deps import SessionDep
 from backend.api.docs_pages import install_docs
 from backend.api.errors import error_responses, install_error_handlers
+from backend.api.health import router as health_router
 from backend.api.housekeeping import running_housekeeping
 from backend.api.routes import (
     attention,
@@ -55,15 +54,6 @@ NOT_BUILT_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><
 <body><h1>Kneeboard</h1><p>The dashboard is not built. <code>./scripts/install.sh</code> builds it (it needs Node 20
 and npm), or by hand: <code>cd frontend &amp;&amp; npm ci &amp;&amp; npm run build</code>, then reload.</p>
 <p>The REST API is running: see <a href="/docs">/docs</a>.</p></body></html>"""
-
-health_router = APIRouter(tags=["health"])
-
-
-@health_router.get("/health", operation_id="health")
-def health(session: SessionDep) -> dict[str, str]:
-    session.execute(text("SELECT 1"))
-    return {"status": "ok", "database": "ok"}
-
 
 PUBLIC_ROUTERS = (health_router, auth.public_router)
 """The only routes that answer without signing in."""

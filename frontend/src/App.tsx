@@ -3,6 +3,7 @@ import { ApiError } from "./api/http";
 import { useMe } from "./api/auth";
 import { MeContext } from "./auth/context";
 import { endReason, signedIn, useSessionState } from "./auth/session";
+import { HealthBanner } from "./components/HealthBanner";
 import { Layout } from "./components/Layout";
 import { ErrorMessage, Loading } from "./components/QueryView";
 import { useRoute } from "./components/router";
@@ -107,6 +108,7 @@ export function App() {
     );
   return (
     <MeContext value={me.data}>
+      <HealthBanner />
       <Page route={route} />
     </MeContext>
   );

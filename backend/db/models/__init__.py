@@ -11,6 +11,7 @@ from backend.db.models.budgets import Alert, Budget
 from backend.db.models.jobs import Job, JobChunk, JobResult, JobStatus
 from backend.db.models.resources import Artifact, Dataset, Model, ModelStatus, Project
 from backend.db.models.results import SampleDivergence, SweepObjectiveTable, SweepPoint
+from backend.db.models.workers import WorkerHeartbeat
 
 __all__ = [
     "NAMING",
@@ -36,5 +37,6 @@ __all__ = [
     "Team",
     "TeamMembership",
     "User",
+    "WorkerHeartbeat",
     "utcnow",
 ]

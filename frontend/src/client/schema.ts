@@ -3203,6 +3203,27 @@ export interface components {
              */
             quantized: boolean;
         };
+        /** HealthOut */
+        HealthOut: {
+            /** Database */
+            database: string;
+            /**
+             * Problems
+             * @description What keeps jobs from running, in words; empty when nothing does.
+             */
+            problems: string[];
+            reaper: components["schemas"]["ReaperOut"];
+            /**
+             * Status
+             * @description 'ok': the API and its database answer.
+             */
+            status: string;
+            /**
+             * Workers
+             * @description Workers seen in the last day, most recent first.
+             */
+            workers: components["schemas"]["WorkerSeenOut"][];
+        };
         /** ImageScoresOut */
         ImageScoresOut: {
             /**
@@ -4880,6 +4901,23 @@ export interface components {
              */
             type: "quantize";
             weights?: components["schemas"]["WeightQuantIn"] | null;
+        };
+        /** ReaperOut */
+        ReaperOut: {
+            /**
+             * Failures In A Row
+             * @description Rounds failed since the last that succeeded (0: fine).
+             */
+            failures_in_a_row: number;
+            /** Last Round At */
+            last_round_at: string | null;
+            /** Last Success At */
+            last_success_at: string | null;
+            /**
+             * Running
+             * @description This API process runs a reaper (it re-sends and retries lost jobs).
+             */
+            running: boolean;
         };
         /**
          * RecoveryDetailsOut
@@ -6705,6 +6743,29 @@ export interface components {
              */
             type: "weight_quant";
         };
+        /** WorkerSeenOut */
+        WorkerSeenOut: {
+            /**
+             * Alive
+             * @description Seen in the last 60 s.
+             */
+            alive: boolean;
+            /**
+             * Last Seen At
+             * Format: date-time
+             */
+            last_seen_at: string;
+            /**
+             * Name
+             * @description The Celery worker's node name, e.g. kneeboard@host.
+             */
+            name: string;
+            /**
+             * Seen S Ago
+             * @description Seconds since its last heartbeat.
+             */
+            seen_s_ago: number;
+        };
         /** WorstSampleOut */
         WorstSampleOut: {
             /** Compressed Class */
@@ -7401,9 +7462,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: string;
-                    };
+                    "application/json": components["schemas"]["HealthOut"];
                 };
             };
             /** @description Unprocessable Entity: error is invalid_request. */
