@@ -12,7 +12,11 @@ export function HealthBanner() {
     queryFn: () => unwrap(api.GET("/api/v1/health")),
     refetchInterval: EVERY_MS,
   });
-  const problems = health.data?.problems ?? [];
+  return <HealthProblems problems={health.data?.problems ?? []} />;
+}
+
+/** The banner itself: nothing when there is no problem. */
+export function HealthProblems({ problems }: { problems: readonly string[] }) {
   if (problems.length === 0) return null;
   return (
     <div className="error" role="alert">
