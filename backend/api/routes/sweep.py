@@ -111,7 +111,10 @@ def list_sweep_points(
 
 @router.get("/jobs/{job_id}/sweep/points/{index}", operation_id="getSweepPoint", responses=RESULT_ERRORS)
 def get_sweep_point(
-    job_id: uuid.UUID, index: Annotated[int, Path(ge=0, le=MAX_OFFSET)], session: SessionDep, caller: CallerDep
+    job_id: uuid.UUID,
+    index: Annotated[int, Path(ge=0, le=MAX_OFFSET)],
+    session: SessionDep,
+    caller: CallerDep,
 ) -> SweepPointOut:
     return _out(_point(session, job_id, index, caller), details=True)
 
