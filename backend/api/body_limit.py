@@ -22,17 +22,14 @@ from http.cookies import SimpleCookie
 from typing import Any
 
 from starlette.routing import compile_path
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from backend.api.auth import HOW_TO_SIGN_IN, SESSION_COOKIE
+from backend.api.bounded_body import run_with_bounded_body
 from backend.api.errors import error_response
 from backend.errors import KneeboardError, RequestTooLarge, Unauthenticated
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-class _BodyTooLarge(BaseException):
-    """Not an Exception on purpose: FastAPI turns any Exception raised while reading a body into a 400."""
 
 
 class _Operation:
@@ -109,30 +106,11 @@ class BodyLimitMiddleware:
         if kind[0] and not _has_credential(headers):
             await self._refuse(Unauthenticated(HOW_TO_SIGN_IN), scope, receive, send)
             return
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(self._too_large(), scope, receive, send)
-            return
-        received = 0
-        started = False
-
-        async def counting_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise _BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
-                await self._refuse(self._too_large(), scope, receive, send)
+        await run_with_bounded_body(
+            self.app,
+            scope,
+            receive,
+            send,
+            self.limit,
+            lambda: self._refuse(self._too_large(), scope, receive, send),
+        )

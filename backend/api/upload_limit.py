@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-
-class BodyTooLarge(BaseException):
-    """Not an Exception on purpose: FastAPI turns any Exception raised while parsing a body into a 400."""
+from backend.api.bounded_body import run_with_bounded_body
 
 
 class UploadLimitMiddleware:
@@ -42,31 +40,4 @@ class UploadLimitMiddleware:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
             return
-        headers: dict[bytes, bytes] = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(send)
-            return
-        received = 0
-        started = False
-
-        async def counting_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
-                await self._refuse(send)
+        await run_with_bounded_body(self.app, scope, receive, send, self.limit, lambda: self._refuse(send))
