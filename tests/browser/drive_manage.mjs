@@ -119,6 +119,9 @@ await runSignedIn(config, observations, step, async (page) => {
   await modelEdit.getByLabel("Name").fill("int8 (renamed)");
   await modelEdit.getByRole("button", { name: "Save" }).click();
   await modelEdit.waitFor({ state: "detached" });
+  // The list shows the new name once its refetch after the save lands (slower than the dialog's closing on
+  // a loaded machine: CI read the old name once); a rename that did not happen times out here.
+  await modelRow.locator("td a", { hasText: "int8 (renamed)" }).first().waitFor();
   observations.modelName = await modelRow.locator("td a").first().innerText();
   // The job rows name models by their current name.
   await jobRow.getByText("int8 (renamed)").first().waitFor();

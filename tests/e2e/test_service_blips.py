@@ -181,7 +181,9 @@ def _fidelity_result(stack: Stack, job_id: str) -> tuple[Any, Any]:
         f"/jobs/{job_id}/fidelity/samples", params={"sort": "kl", "order": "desc", "limit": 50}
     )
     assert samples.status_code == 200, samples.text
-    return c.fidelity(job_id)["summary"], samples.json()
+    summary = c.fidelity(job_id)["summary"]
+    summary.pop("resources")  # what this run cost (seconds, peak memory), not what it found
+    return summary, samples.json()
 
 
 def _sensitivity_result(stack: Stack, job_id: str) -> Any:

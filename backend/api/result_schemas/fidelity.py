@@ -257,6 +257,9 @@ class FidelityParamsOut(ResultModel):
         default=None, description="Probability both models reach for a top-1 flip to count as confident."
     )
     pooling: str | None = Field(default=None, description="How sequence outputs are pooled: mean or first.")
+    image_data_range: float | None = Field(
+        default=None, description="Task 'image': the pictures' value range."
+    )
 
 
 class JobResourcesOut(ResultModel):

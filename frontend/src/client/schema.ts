@@ -2892,6 +2892,11 @@ export interface components {
              * @description Probability both models reach for a top-1 flip to count as confident.
              */
             flip_confidence: number | null;
+            /**
+             * Image Data Range
+             * @description Task 'image': the pictures' value range.
+             */
+            image_data_range: number | null;
             /** Outputs Are Probabilities */
             outputs_are_probabilities: boolean | null;
             /**
