@@ -88,6 +88,13 @@ class FidelityJobParams(BaseModel):
         le=1e6,
         description="Task 'image': the pictures' value range (1 for [0, 1], 255 for 8-bit).",
     )
+    task_options: dict[str, str | int | float | bool | list[str] | list[float] | None] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="Options of the task (which outputs it reads, its thresholds...), flat: names, numbers, "
+        "switches, lists of names (a vocabulary) or numbers. Each task documents its keys and refuses unknown "
+        "ones when the job starts.",
+    )
     outputs_are_probabilities: bool | None = Field(
         default=None,
         description="True when the models output probabilities, False for logits; null detects it "

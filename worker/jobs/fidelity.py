@@ -75,6 +75,7 @@ class FidelityHandler:
             flip_confidence=params.flip_confidence,
             image_data_range=params.image_data_range,
             pooling=params.pooling,
+            task_options=dict(params.task_options),
         )
         topk = SampleTopK()  # each sample's top-k classes of both models, recorded as the comparison runs
         compare_start = time.perf_counter()

@@ -245,6 +245,10 @@ class PerSampleSummaryOut(ResultModel):
     concentration: ConcentrationOut | None = None
 
 
+TaskOptionValue = str | int | float | bool | list[str] | list[float] | None
+"""A task option is flat: a name, a number, a switch, or a list of names (a vocabulary) or numbers."""
+
+
 class FidelityParamsOut(ResultModel):
     """The engine parameters the comparison ran with."""
 
@@ -259,6 +263,9 @@ class FidelityParamsOut(ResultModel):
     pooling: str | None = Field(default=None, description="How sequence outputs are pooled: mean or first.")
     image_data_range: float | None = Field(
         default=None, description="Task 'image': the pictures' value range."
+    )
+    task_options: dict[str, TaskOptionValue] | None = Field(
+        default=None, description="The options the job gave its task (which outputs it reads, thresholds)."
     )
 
 

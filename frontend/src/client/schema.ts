@@ -2906,6 +2906,13 @@ export interface components {
             pooling: string | null;
             /** Task */
             task: string | null;
+            /**
+             * Task Options
+             * @description The options the job gave its task (which outputs it reads, thresholds).
+             */
+            task_options: {
+                [key: string]: string | number | boolean | string[] | number[] | null;
+            } | null;
             /** Threshold Kl */
             threshold_kl: number | null;
             /** Top K */

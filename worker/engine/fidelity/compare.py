@@ -65,6 +65,7 @@ from worker.engine.fidelity.table import (
     concentration,
 )
 from worker.engine.tasks.image_output import TARGETS_KEY, image_shape_problem
+from worker.engine.tasks.interface import TaskAdapter, TaskContext, adapter_for
 from worker.engine.types import Runner
 
 __all__ = [
@@ -103,6 +104,8 @@ class FidelityReport:
         (there is no class to flip); flagged then marks only non-finite samples.
     per_class: per classification output, its per-class damage (`worker.engine.tasks.classification`).
     sequence: per output shaped (N, T, D), its token and pooled fidelity (`worker.engine.metrics.sequence`).
+    task_per_sample: with a task adapter (`worker.engine.tasks.interface`), its per-sample values (name →
+        array of length n_samples); its block is the `task` of its primary output in `outputs`.
     """
 
     n_samples: int
@@ -117,6 +120,7 @@ class FidelityReport:
     params: FidelityParams
     per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
     sequence: dict[str, dict[str, Any]] = field(default_factory=dict)
+    task_per_sample: dict[str, np.ndarray] = field(default_factory=dict)
 
     def classes_dict(self) -> dict[str, Any] | None:
         """The per-class damage document (stored apart from the summary), or None without a
@@ -187,6 +191,8 @@ def compare_models(
             + ", ".join(f"golden '{g}' ↔ compressed '{c}'" for g, c in pairs)
         )
     accs = [_OutputAcc(g, c, params) for g, c in pairs]
+    task = adapter_for(params.task)
+    task_rows: dict[str, list[np.ndarray]] = {}
     primary: _OutputAcc | None = None
     table: dict[str, np.ndarray] = {}
     masks: dict[str, np.ndarray | None] = {}
@@ -205,6 +211,8 @@ def compare_models(
                 table["label"][:] = lab
             masks = _sequence_masks(accs, arrays.get(ATTENTION_MASK_KEY), n, warnings)
             targets = _image_targets(accs, arrays.get(TARGETS_KEY), n, params)
+            if task is not None:
+                _start_task(task, accs, g_out, arrays, n, params)
         all_finite = np.ones(stop - start, dtype=np.bool_)
         for acc in accs:
             batch_labels = lab[start:stop] if (acc is primary and lab is not None) else None
@@ -221,10 +229,34 @@ def compare_models(
             if acc is primary:
                 _fill_table(table, start, finite, cls, ps)
         n_all_finite += int(all_finite.sum())
+        if task is not None:
+            c_named = {acc.golden_name: c_out[acc.compressed_name] for acc in accs}
+            for key, values in task.update(g_out, c_named, start, stop).items():
+                task_rows.setdefault(key, []).append(np.asarray(values))
         if on_progress is not None:
             on_progress(stop, n)
     assert primary is not None  # n > 0, so at least one batch ran
-    return _report(accs, primary, table, matching, n, n_all_finite, params, warnings, notes)
+    report = _report(accs, primary, table, matching, n, n_all_finite, params, warnings, notes)
+    if task is not None:
+        report.outputs[task.primary_output]["task"] = task.to_dict()
+        report.task_per_sample = {key: np.concatenate(parts) for key, parts in task_rows.items()}
+    return report
+
+
+def _start_task(
+    task: TaskAdapter,
+    accs: list[_OutputAcc],
+    g_out: Mapping[str, np.ndarray],
+    arrays: Mapping[str, np.ndarray],
+    n: int,
+    params: FidelityParams,
+) -> None:
+    shapes = {acc.golden_name: tuple(int(d) for d in np.shape(g_out[acc.golden_name])[1:]) for acc in accs}
+    task.start(TaskContext(shapes, arrays, n, dict(params.task_options)))
+    if task.primary_output not in shapes:
+        raise OutputMismatchError(
+            f"task {params.task!r} reports on output {task.primary_output!r}, which the model does not have"
+        )
 
 
 def _start(accs: list[_OutputAcc], g_out: dict[str, np.ndarray], c_out: dict[str, np.ndarray]) -> _OutputAcc:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from worker.engine.metrics.sequence import Pooling
 from worker.engine.tasks.classification import DEFAULT_FLIP_CONFIDENCE
 
-Task = Literal["auto", "classification", "embedding", "regression", "image"]
+Task = str
+""""auto", "classification", "embedding", "regression", "image" (the per-output accumulators), or a task with an
+adapter in `worker.engine.tasks.interface` (`adapter_tasks()`)."""
+OUTPUT_TASKS = ("auto", "classification", "embedding", "regression", "image")
 OutputKind = Literal["classification", "embedding", "regression", "tensor"]
 
 DEFAULT_THRESHOLD_KL = 0.1
@@ -52,6 +55,8 @@ class FidelityParams:
         values) that PSNR and SSIM are computed over (`worker.engine.tasks.image_output`).
     pooling: how sequence outputs ``(N, T, D)`` are pooled into sentence embeddings: "mean" over the
         attention mask, or the "first" token (`worker.engine.metrics.sequence`).
+    task_options: options of a task with an adapter (which outputs it reads, thresholds...), passed to the
+        adapter as `TaskContext.options`; each adapter documents its keys.
     """
 
     batch_size: int = 64
@@ -62,14 +67,18 @@ class FidelityParams:
     flip_confidence: float = DEFAULT_FLIP_CONFIDENCE
     image_data_range: float = 1.0
     pooling: Pooling = "mean"
+    task_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
         if self.top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {self.top_k}")
-        if self.task not in ("auto", "classification", "embedding", "regression", "image"):
-            raise ValueError(f"unknown task {self.task!r}")
+        if self.task not in OUTPUT_TASKS:
+            from worker.engine.tasks.interface import adapter_tasks
+
+            if self.task not in adapter_tasks():
+                raise ValueError(f"unknown task {self.task!r}")
         if self.threshold_kl is not None and not self.threshold_kl >= 0:
             raise ValueError(f"threshold_kl must be a non-negative number or None, got {self.threshold_kl}")
         if not 0.0 <= self.flip_confidence <= 1.0:
