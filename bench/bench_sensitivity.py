@@ -5,7 +5,8 @@ same thread count, with the largest relative difference between the two over eve
 
 * EfficientNet-Lite0 (the pretrained weights the tests use) at 224 px, 256 photo crops, weight
   quantization at 8 and 4 bits per layer;
-* a ResNet-18-shaped model (21 conv / linear layers, batch-norm folded by the exporter) at 64 px;
+* a ResNet-18-shaped model (21 conv / linear layers, batch-norm folded by the exporter) at 64 px, and its
+  whole product scan again in a fresh process for that process's peak RSS (issue 32's goal: 700 MiB);
 * a 500-layer residual MLP: a whole scan completes, with its time and the scan process's peak RSS;
 * the same scans as jobs with one worker process and with two (embedded stack: SQLite, kombu's
   filesystem broker), as bench_sweep measures its sweep: the ResNet-18 shape (a 12 s job, where each
@@ -168,19 +169,30 @@ def _peak_rss_child(path: str, samples: int, queue: Any) -> None:
     queue.put((seconds, len(result.cells), peak_rss_mib()))
 
 
-def _deep(folder: Path, samples: int, layers: int) -> None:
-    path, x = _deep_mlp(folder, samples, layers)
+def _in_fresh_process(path: Path, x: np.ndarray) -> tuple[float, int, float]:
+    """(seconds, cells, peak RSS in MiB) of a whole product scan in a spawned process: the peak is the
+    scan's own (with the imports it needs), not this process's."""
     np.save(str(path) + ".npy", x)
-    context = multiprocessing.get_context("spawn")  # a fresh process: its peak RSS is the scan's own
+    context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    child = context.Process(target=_peak_rss_child, args=(str(path), samples, queue))
+    child = context.Process(target=_peak_rss_child, args=(str(path), len(x), queue))
     child.start()
     seconds, cells, peak_mib = queue.get()
     child.join()
-    print(f"deep residual MLP: {layers} Linear layers x {len(CONFIGS)} configs on {samples} inputs")
+    return seconds, cells, peak_mib
+
+
+def _scan_memory(name: str, path: Path, x: np.ndarray) -> None:
+    seconds, cells, peak_mib = _in_fresh_process(path, x)
+    print(f"{name}: every layer x {len(CONFIGS)} configs on {len(x)} inputs, in a fresh process")
     print(
         f"{'product scan, ' + str(cells) + ' cells':<46} {seconds * 1000:10.1f} ms   peak RSS {peak_mib:.0f} MiB"
     )
+
+
+def _deep(folder: Path, samples: int, layers: int) -> None:
+    path, x = _deep_mlp(folder, samples, layers)
+    _scan_memory(f"deep residual MLP: {layers} Linear layers", path, x)
 
 
 # ------------------------------------------------------------------------------------------- fan-out
@@ -302,6 +314,7 @@ def main() -> None:
         resnet, inputs = _resnet18_shape(root, 64 if quick else 256)
         if "resnet" not in args.skip:
             _product_vs_naive("ResNet-18 shape at 64 px", resnet, inputs, every=5 if quick else 1)
+            _scan_memory("ResNet-18 shape at 64 px", resnet, inputs)
         if "deep" not in args.skip:
             _deep(root, 64, 50 if quick else 500)
         if "fanout" not in args.skip:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from worker.engine.compression.configs import Config
 from worker.engine.compression.divergence import Divergence, DivergenceAccumulator, Golden
@@ -34,7 +33,8 @@ from worker.engine.sensitivity.suffix_onnx import CellSuffix, OnnxSuffixes
 CUT_BUDGET_BYTES = 256 << 20
 """Golden cut tensors of one batch for a group of layers, kept at once."""
 SUFFIX_BUDGET_BYTES = 512 << 20
-"""Weights of the suffix sessions of a group, open at once."""
+"""Changed weights of the suffix sessions of a group, open at once (the golden ones are shared by all,
+`suffix_sessions`)."""
 MAX_OPEN_SESSIONS = 32
 """Suffix sessions open at once: each costs a few MiB beside its weights (a 500-layer model's scan with
 every session of a group open peaked at 6.2 GB)."""
@@ -73,6 +73,7 @@ def only_cells_from_suffix(
 ) -> Iterator[tuple[str, Config, Divergence, CompressionOutcome]] | None:
     """(layer, config, divergence, outcome) of every cell, layer by layer; None when the model cannot be
     split (sub-graphs), so the caller re-runs the whole model."""
+    model.release_sessions()  # the golden outputs are known: the scan runs parts of the optimised graph
     suffixes = _suffixes(model, reference.output, feeds)
     if not suffixes.supported:
         return None
@@ -89,7 +90,6 @@ def _cells(
     budget_bytes: int,
     suffix_budget_bytes: int,
 ) -> Iterator[tuple[str, Config, Divergence, CompressionOutcome]]:
-    caches: dict[str, dict[Any, Any]] = {config.id: {} for config in configs}
     group: list[tuple[str, list[_Cell]]] = []
     group_cut: set[str] = set()
 
@@ -124,7 +124,9 @@ def _cells(
     for layer in layers:
         cells = []
         for config in configs:
-            outcome, chains = resolve(suffixes.handle, {layer: config}, calibration, caches[config.id])
+            # no cache of compressed tensors: each layer is compressed once per config here, and keeping them
+            # all held another copy of the model's weights per config
+            outcome, chains = resolve(suffixes.handle, {layer: config}, calibration)
             cells.append(_Cell(config, outcome, suffixes.cell(outcome.tensors, chains)))
             outcome.tensors = {}  # written into the cell's suffix model
         cut = {name for cell in cells if cell.suffix is not None for name in cell.suffix.cut}

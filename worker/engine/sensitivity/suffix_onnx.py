@@ -40,7 +40,6 @@ budget (`sensitivity_suffix`).
 from __future__ import annotations
 
 import itertools
-import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ from worker.engine.compression.model import Chains, Feeds, batches, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.errors import EngineError
 from worker.engine.loaders import OnnxRunner
+from worker.engine.sensitivity.suffix_sessions import SharedWeights, part_session, session_options
 from worker.engine.sensitivity.suffix_weight_probe import (
     NO_MAPS,
     WeightMaps,
@@ -80,7 +80,9 @@ class CellSuffix:
     cut: tuple[str, ...]
     """Golden tensors it takes (graph inputs or outputs of untouched nodes of the optimised graph)."""
     weight_bytes: int = 0
-    """Bytes of the weights its session holds (changed ones inline, the others read from golden.bin)."""
+    """Bytes of the weights its session holds: its changed ones, inline (it is handed the golden ones)."""
+    own: frozenset[str] = frozenset()
+    """The golden weights' names it carries changed values for (not to be handed the golden ones)."""
 
 
 class OnnxSuffixes:
@@ -109,6 +111,8 @@ class OnnxSuffixes:
             np.memmap(golden_file, np.uint8, mode="r") if golden_file.is_file() else np.zeros(0, np.uint8)
         )
         self._inits = {init.name: initializer_data(init, weights) for init in graph.initializer}
+        self._shared: SharedWeights | None = None
+        self._shared = SharedWeights(graph.initializer, self._inits)
         self._graph_inputs = {value.name for value in graph.input} - set(self._inits)
         self._producer = {out: i for i, node in enumerate(self._nodes) for out in node.output if out}
         self._elem_types: dict[str, int] = {}
@@ -116,17 +120,6 @@ class OnnxSuffixes:
         self._learn_values(sample)
 
     # ------------------------------------------------------------------------------------ sessions
-
-    def _options(self, optimise: bool) -> object:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        if self.handle._threads is not None:
-            options.intra_op_num_threads = self.handle._threads
-        options.log_severity_level = 3  # saving an NCHWc graph warns that it suits this CPU only: it does
-        if not optimise:
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        return options
 
     def _optimised(
         self, model: onnx.ModelProto | Path, stem: str, replaced: Mapping[str, np.ndarray] | None = None
@@ -137,18 +130,18 @@ class OnnxSuffixes:
         import onnx
         import onnxruntime as ort
 
-        options = self._options(optimise=True)
+        options = session_options(self.handle._threads, optimise=True)
         values = {name: ort.OrtValue.ortvalue_from_numpy(a) for name, a in (replaced or {}).items()}
         if values:  # replaced before any optimisation (add_initializer's would not be written out)
-            options.add_external_initializers(list(values), list(values.values()))  # type: ignore[attr-defined]
-        options.optimized_model_filepath = str(self._dir / f"{stem}.onnx")  # type: ignore[attr-defined]
+            options.add_external_initializers(list(values), list(values.values()))
+        options.optimized_model_filepath = str(self._dir / f"{stem}.onnx")
         entries = {
             "session.optimized_model_external_initializers_file_name": f"{stem}.bin",
             "session.optimized_model_external_initializers_min_size_in_bytes": "1024",
             "session.disable_prepacking": "1",  # this session only writes the graph
         }
         for key, value in entries.items():
-            options.add_session_config_entry(key, value)  # type: ignore[attr-defined]
+            options.add_session_config_entry(key, value)
         try:
             source = str(model) if isinstance(model, Path) else model.SerializeToString()
             ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
@@ -191,23 +184,9 @@ class OnnxSuffixes:
                 )
         return arrays
 
-    def _runner(self, data: bytes) -> OnnxRunner:
-        """A session of a part of the optimised graph, loaded from a file beside golden.bin (where its
-        unchanged weights are read), with optimisation off."""
-        import onnxruntime as ort
-
-        fd, name = tempfile.mkstemp(suffix=".onnx", dir=self._dir)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(data)
-            session = ort.InferenceSession(
-                name, self._options(optimise=False), providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:
-            raise EngineError(f"onnxruntime could not load a suffix of the model: {exc}") from exc
-        finally:
-            Path(name).unlink(missing_ok=True)
-        return OnnxRunner(session)
+    def _runner(self, data: bytes, own: frozenset[str] = frozenset()) -> OnnxRunner:
+        """A session of a part of the optimised graph, handed the golden weights (`suffix_sessions`)."""
+        return part_session(self._dir, data, self.handle._threads, self._shared, own)
 
     def _sub_model(
         self,
@@ -349,11 +328,11 @@ class OnnxSuffixes:
             raise EngineError(f"the suffix needs tensors the golden graph does not compute: {missing}")
         nodes = [graph.node[i] for i in sorted(dirty)]
         used = {name for node in nodes for name in node.input if name in replaced}
-        weight_bytes = sum(
-            len(own[name].raw_data) if name in own else len(self._inits[name]) for name in used
-        )
         return CellSuffix(
-            self._sub_model(compressed, nodes, cut, [self.output], replaced), tuple(cut), weight_bytes
+            self._sub_model(compressed, nodes, cut, [self.output], replaced),
+            tuple(cut),
+            sum(len(own[name].raw_data) for name in used if name in own),
+            frozenset(own),
         )
 
     def _weight_maps(self) -> WeightMaps:
@@ -397,4 +376,4 @@ class OnnxSuffixes:
     def runner(self, suffix: CellSuffix) -> OnnxRunner:
         """A session of the suffix; `run` it on {name: golden value} of its cut for the primary output."""
         assert suffix.model is not None
-        return self._runner(suffix.model)
+        return self._runner(suffix.model, suffix.own)

@@ -122,10 +122,10 @@ def probe_weight_maps(
         total += int(np.prod(init.dims))
     if not floats or total >= 1 << 24:
         return NO_MAPS
-    probe_values = {
-        init.name: (np.arange(1, int(np.prod(init.dims)) + 1, dtype=np.float64) + offsets[init.name])
-        .astype(np.float32)
-        .reshape(tuple(init.dims))
+    probe_values = {  # float32 holds every integer below 2^24 exactly (a float64 arange doubled the probe's peak)
+        init.name: np.arange(
+            offsets[init.name] + 1, offsets[init.name] + int(np.prod(init.dims)) + 1, dtype=np.float32
+        ).reshape(tuple(init.dims))
         for init in floats
     }
     probe = optimised(source, "probe", probe_values)
