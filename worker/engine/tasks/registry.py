@@ -3,5 +3,8 @@
 from __future__ import annotations
 
 from worker.engine.tasks.interface import register
+from worker.engine.tasks.segmentation import SegmentationTask
+
+register("segmentation", SegmentationTask)
 
 __all__ = ["register"]
