@@ -76,11 +76,13 @@ class FidelityJobParams(BaseModel):
     threshold_kl: float = Field(
         default=0.1, ge=0, description="A sample whose KL(P‖Q) in nats exceeds this is flagged as degraded."
     )
-    task: Literal["auto", "classification", "embedding", "regression", "image"] = Field(
+    task: Literal["auto", "classification", "embedding", "regression", "image", "segmentation"] = Field(
         default="auto",
         description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
         "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
-        "dataset's 'targets' array when it has one.",
+        "dataset's 'targets' array when it has one. 'segmentation': logits (N, C, H, W) or label maps (N, H, W), "
+        "scored by mIoU, pixel accuracy and boundary F1 against the golden model's and against the dataset's "
+        "'masks' array (N, H, W) when it has one (task_options: output, ignore_index, boundary_tolerance).",
     )
     image_data_range: float = Field(
         default=1.0,

@@ -65,4 +65,29 @@ describe("metricCards", () => {
       ["task.ssim_vs_golden", "higher"],
     ]);
   });
+  it("shows the segmentation task's IoU, agreement and drops on a segmentation output, and no image card", () => {
+    const scores = { miou: 0.9, pixel_accuracy: 0.97, per_class_iou: [0.98, 0.82, null], boundary_f1: 0.95 };
+    const task = {
+      name: "segmentation" as const,
+      output: "logits",
+      output_form: "logits" as const,
+      num_classes: 3,
+      ignore_index: 255,
+      boundary_tolerance: 2,
+      miou_vs_golden: 0.93,
+      pixel_agreement: 0.99,
+      boundary_f1_vs_golden: null,
+      against_golden: scores,
+      against_masks: null,
+      miou_drop: 0.026,
+      pixel_accuracy_drop: 0.005,
+      boundary_f1_drop: null,
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [3, 24, 24], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.value, c.direction])).toEqual([
+      ["task.miou_vs_golden", "93.00 %", "higher"],
+      ["task.pixel_agreement", "99.00 %", "higher"],
+      ["task.miou_drop", "0.026", "lower"],
+    ]);
+  });
 });
