@@ -60,6 +60,39 @@ def test_a_segmentation_summary_is_typed_whole() -> None:
     assert _served(json_safe(without.summary_dict()))["outputs"]["logits"]["task"]["against_masks"] is None
 
 
+class _FrameLogits:
+    """Frame logits (batch, 6, 4): the input frames times a fixed matrix."""
+
+    def __init__(self, weights: np.ndarray) -> None:
+        self.weights = weights
+        self.inputs = [TensorSpec("frames", ("batch", 6, 4), "float32")]
+        self.outputs = [TensorSpec("logits", ("batch", 6, 4), "float32")]
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"logits": np.asarray(feeds["frames"]) @ self.weights}
+
+
+def test_a_ctc_summary_is_typed_whole() -> None:
+    rng = np.random.default_rng(1)
+    frames = rng.standard_normal((9, 6, 4)).astype(np.float32)
+    w = np.eye(4, dtype=np.float32)
+    noisy = (w + 0.8 * rng.standard_normal((4, 4))).astype(np.float32)
+    transcripts = np.array(["a b", "b", "ab a", "", "a", "b b", "a", "ba", "b a"])
+    options = {"vocabulary": ["", "|", "a", "b"]}
+    params = FidelityParams(batch_size=4, task="ctc", task_options=options)
+    data = {"frames": frames, "transcripts": transcripts}
+    report = compare_models(_FrameLogits(w), _FrameLogits(noisy), data, None, params)
+    served = _served(json_safe(report.summary_dict()))
+    task = served["outputs"]["logits"]["task"]
+    assert task["name"] == "ctc" and task["against_transcripts"]["golden"]["n_utterances"] == 9
+    assert served["params"]["task_options"] == options
+    ids = {
+        k: "00000000-0000-0000-0000-000000000001"
+        for k in ("golden_model_id", "compressed_model_id", "dataset_id")
+    }
+    assert FidelityJobParams.model_validate({**ids, "task": "ctc", "task_options": options}).task == "ctc"
+
+
 def test_a_block_of_an_unknown_task_is_refused_not_passed_through() -> None:
     summary = {"outputs": {"y": {"kind": "tensor", "task": {"name": "nonsense", "x": 1}}}}
     with pytest.raises(ValidationError):

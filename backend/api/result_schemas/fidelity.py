@@ -258,6 +258,63 @@ class SegmentationTaskOut(ResultModel):
     boundary_f1_drop: float | None = None
 
 
+class CtcScoresOut(ResultModel):
+    """One model's transcripts against one set of references (jiwer; rates are fractions, 0.01 = one point)."""
+
+    wer: float | None = Field(default=None, description="Corpus WER: (S + D + I) / reference words.")
+    cer: float | None = Field(default=None, description="Corpus CER over characters, spaces included.")
+    substitutions: int = 0
+    deletions: int = 0
+    insertions: int = 0
+    hits: int = 0
+    n_reference_words: int = 0
+    char_substitutions: int = 0
+    char_deletions: int = 0
+    char_insertions: int = 0
+    n_reference_chars: int = 0
+    exact_match: float | None = Field(
+        default=None, description="Share of utterances transcribed identically."
+    )
+    n_utterances: int = 0
+
+
+class CtcTranscriptsOut(ResultModel):
+    golden: CtcScoresOut
+    compressed: CtcScoresOut
+    wer_delta: float | None = Field(
+        default=None, description="Compressed minus golden WER, a fraction; lower is better."
+    )
+    cer_delta: float | None = None
+
+
+class CtcTaskOut(ResultModel):
+    """Task 'ctc' (worker/engine/tasks/ctc.py): greedy-decoded transcripts of the compressed model against the
+    golden model's (label-free), and both models against the dataset's 'transcripts' when it has them."""
+
+    name: Literal["ctc"] = "ctc"
+    output: str = Field(default="", description="The output read as frame logits (T, V).")
+    vocabulary_size: int = 0
+    blank: int = 0
+    word_delimiter: str = Field(default=" ", description="The token string decoded as a space between words.")
+    wer_vs_golden: float | None = Field(
+        default=None, description="Label-free WER of the compressed transcripts, golden as the references."
+    )
+    cer_vs_golden: float | None = None
+    exact_match_vs_golden: float | None = Field(
+        default=None, description="Share of utterances both models transcribe identically."
+    )
+    against_golden: CtcScoresOut = Field(default_factory=CtcScoresOut)
+    against_transcripts: CtcTranscriptsOut | None = Field(
+        default=None, description="Null without a 'transcripts' array."
+    )
+    wer_delta: float | None = Field(
+        default=None,
+        description="Compressed minus golden WER against the transcripts, a fraction; lower is better; null "
+        "without transcripts.",
+    )
+    cer_delta: float | None = None
+
+
 def _task_name(doc: Any) -> str:
     """The task of a stored task block (the image task's blocks always carry their name)."""
     if isinstance(doc, dict):
@@ -266,18 +323,21 @@ def _task_name(doc: Any) -> str:
 
 
 TensorTaskOut = Annotated[
-    Annotated[ImageTaskOut, Tag("image")] | Annotated[SegmentationTaskOut, Tag("segmentation")],
+    Annotated[ImageTaskOut, Tag("image")]
+    | Annotated[SegmentationTaskOut, Tag("segmentation")]
+    | Annotated[CtcTaskOut, Tag("ctc")],
     Discriminator(_task_name),
 ]
 
 
 class TensorMetricsOut(_OutputMetrics):
     """Any other output shape: the numerical metrics, and the task's scores when the job asked for a task that
-    reads such outputs (image, segmentation)."""
+    reads such outputs (image, segmentation, ctc)."""
 
     kind: Literal["tensor"] = "tensor"
     task: TensorTaskOut | None = Field(
-        default=None, description="With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1."
+        default=None,
+        description="With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER.",
     )
 
 

@@ -2359,6 +2359,152 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * CtcScoresOut
+         * @description One model's transcripts against one set of references (jiwer; rates are fractions, 0.01 = one point).
+         */
+        CtcScoresOut: {
+            /**
+             * Cer
+             * @description Corpus CER over characters, spaces included.
+             */
+            cer: number | null;
+            /**
+             * Char Deletions
+             * @default 0
+             */
+            char_deletions: number;
+            /**
+             * Char Insertions
+             * @default 0
+             */
+            char_insertions: number;
+            /**
+             * Char Substitutions
+             * @default 0
+             */
+            char_substitutions: number;
+            /**
+             * Deletions
+             * @default 0
+             */
+            deletions: number;
+            /**
+             * Exact Match
+             * @description Share of utterances transcribed identically.
+             */
+            exact_match: number | null;
+            /**
+             * Hits
+             * @default 0
+             */
+            hits: number;
+            /**
+             * Insertions
+             * @default 0
+             */
+            insertions: number;
+            /**
+             * N Reference Chars
+             * @default 0
+             */
+            n_reference_chars: number;
+            /**
+             * N Reference Words
+             * @default 0
+             */
+            n_reference_words: number;
+            /**
+             * N Utterances
+             * @default 0
+             */
+            n_utterances: number;
+            /**
+             * Substitutions
+             * @default 0
+             */
+            substitutions: number;
+            /**
+             * Wer
+             * @description Corpus WER: (S + D + I) / reference words.
+             */
+            wer: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * CtcTaskOut
+         * @description Task 'ctc' (worker/engine/tasks/ctc.py): greedy-decoded transcripts of the compressed model against the
+         *     golden model's (label-free), and both models against the dataset's 'transcripts' when it has them.
+         */
+        CtcTaskOut: {
+            against_golden: components["schemas"]["CtcScoresOut"];
+            /** @description Null without a 'transcripts' array. */
+            against_transcripts: components["schemas"]["CtcTranscriptsOut"] | null;
+            /**
+             * Blank
+             * @default 0
+             */
+            blank: number;
+            /** Cer Delta */
+            cer_delta: number | null;
+            /** Cer Vs Golden */
+            cer_vs_golden: number | null;
+            /**
+             * Exact Match Vs Golden
+             * @description Share of utterances both models transcribe identically.
+             */
+            exact_match_vs_golden: number | null;
+            /**
+             * Name
+             * @default ctc
+             * @constant
+             */
+            name: "ctc";
+            /**
+             * Output
+             * @description The output read as frame logits (T, V).
+             * @default
+             */
+            output: string;
+            /**
+             * Vocabulary Size
+             * @default 0
+             */
+            vocabulary_size: number;
+            /**
+             * Wer Delta
+             * @description Compressed minus golden WER against the transcripts, a fraction; lower is better; null without transcripts.
+             */
+            wer_delta: number | null;
+            /**
+             * Wer Vs Golden
+             * @description Label-free WER of the compressed transcripts, golden as the references.
+             */
+            wer_vs_golden: number | null;
+            /**
+             * Word Delimiter
+             * @description The token string decoded as a space between words.
+             * @default
+             */
+            word_delimiter: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** CtcTranscriptsOut */
+        CtcTranscriptsOut: {
+            /** Cer Delta */
+            cer_delta: number | null;
+            compressed: components["schemas"]["CtcScoresOut"];
+            golden: components["schemas"]["CtcScoresOut"];
+            /**
+             * Wer Delta
+             * @description Compressed minus golden WER, a fraction; lower is better.
+             */
+            wer_delta: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** DatasetOut */
         DatasetOut: {
             /** Arrays */
@@ -6486,7 +6632,7 @@ export interface components {
         /**
          * TensorMetricsOut
          * @description Any other output shape: the numerical metrics, and the task's scores when the job asked for a task that
-         *     reads such outputs (image, segmentation).
+         *     reads such outputs (image, segmentation, ctc).
          */
         TensorMetricsOut: {
             /**
@@ -6547,9 +6693,9 @@ export interface components {
             sqnr_db_infinite: boolean;
             /**
              * Task
-             * @description With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1.
+             * @description With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER.
              */
-            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["SegmentationTaskOut"]) | null;
+            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["SegmentationTaskOut"] | components["schemas"]["CtcTaskOut"]) | null;
         } & {
             [key: string]: unknown;
         };

@@ -16,6 +16,7 @@ const cls =
 type TensorTask = NonNullable<Extract<OutputMetrics, { kind: "tensor" }>["task"]>;
 type ImageTask = Extract<TensorTask, { name: "image" }>;
 type SegmentationTask = Extract<TensorTask, { name: "segmentation" }>;
+type CtcTask = Extract<TensorTask, { name: "ctc" }>;
 
 /** A score of the image task: none for other outputs. */
 const image =
@@ -28,6 +29,12 @@ const seg =
   (get: (t: SegmentationTask) => Value) =>
   (m: OutputMetrics): Value =>
     m.kind === "tensor" && m.task?.name === "segmentation" ? get(m.task) : null;
+
+/** A score of the speech (CTC) task: none for other outputs. */
+const ctc =
+  (get: (t: CtcTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task?.name === "ctc" ? get(m.task) : null;
 
 interface MetricDef {
   /** Dotted path in the output's metrics (the card's key, and its name in the API's documents). */
@@ -235,6 +242,51 @@ const METRICS: readonly MetricDef[] = [
     unit: "",
     direction: "lower",
     explanation: "Task 'segmentation': golden minus compressed boundary F1 against the dataset's masks.",
+  },
+  {
+    path: "task.wer_vs_golden",
+    value: ctc((t) => t.wer_vs_golden),
+    label: "WER vs golden",
+    unit: "fraction",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'ctc', label-free: word error rate of the compressed transcripts with the golden model's as the references.",
+  },
+  {
+    path: "task.cer_vs_golden",
+    value: ctc((t) => t.cer_vs_golden),
+    label: "CER vs golden",
+    unit: "fraction",
+    direction: "lower",
+    explanation:
+      "Task 'ctc', label-free: character error rate of the compressed transcripts against the golden model's.",
+  },
+  {
+    path: "task.exact_match_vs_golden",
+    value: ctc((t) => t.exact_match_vs_golden),
+    label: "Same transcript",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Task 'ctc': share of utterances both models transcribe identically.",
+  },
+  {
+    path: "task.wer_delta",
+    value: ctc((t) => t.wer_delta),
+    label: "WER increase",
+    unit: "",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'ctc': compressed minus golden word error rate against the dataset's transcripts, as a fraction (0.01 = one WER point).",
+  },
+  {
+    path: "task.cer_delta",
+    value: ctc((t) => t.cer_delta),
+    label: "CER increase",
+    unit: "",
+    direction: "lower",
+    explanation: "Task 'ctc': compressed minus golden character error rate against the dataset's transcripts.",
   },
   {
     path: "labels.golden_top1_accuracy",
