@@ -153,9 +153,9 @@ def test_wer_and_cer_match_jiwer_on_the_decoded_transcripts(
         )
     assert task["wer_delta"] == pytest.approx(jiwer.wer(texts, c) - jiwer.wer(texts, g), abs=1e-12)
     assert task["cer_delta"] == pytest.approx(jiwer.cer(texts, c) - jiwer.cer(texts, g), abs=1e-12)
-    # The trained model transcribes (mostly right), and 4-bit weights cost words.
+    # The trained model transcribes (mostly right). 4-bit weights changed 2 of 148 words here (+0.0135); the
+    # sign of so small a delta is not asserted, only that the copy transcribes differently (below).
     assert jiwer.wer(texts, g) < 0.2
-    assert task["wer_delta"] > 0
 
     # Label-free: the compressed transcripts against the golden ones.
     assert task["wer_vs_golden"] == pytest.approx(jiwer.wer(g, c), abs=1e-12)
