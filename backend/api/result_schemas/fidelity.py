@@ -196,11 +196,149 @@ class ImageTaskOut(ResultModel):
     ssim_drop: float | None = None
 
 
+class SegmentationScoresOut(ResultModel):
+    """One model's label maps against one truth; fractions in [0, 1], null when undefined."""
+
+    miou: float | None = Field(
+        default=None, description="Mean IoU over the classes in the truth or the prediction."
+    )
+    pixel_accuracy: float | None = None
+    per_class_iou: list[float | None] = Field(
+        default_factory=list,
+        description="IoU per class index; null for a class in neither the truth nor the prediction.",
+    )
+    boundary_f1: float | None = Field(
+        default=None, description="Mean over images of the boundary F1 at the job's pixel tolerance."
+    )
+
+
+class SegmentationMasksOut(ResultModel):
+    golden: SegmentationScoresOut
+    compressed: SegmentationScoresOut
+    miou_drop: float | None = Field(
+        default=None,
+        description="Golden minus compressed mIoU, a fraction (0.01 = one point); lower is better.",
+    )
+    pixel_accuracy_drop: float | None = None
+    boundary_f1_drop: float | None = None
+    n_ignored_pixels: int = Field(default=0, description="Mask pixels equal to ignore_index, left out.")
+
+
+class SegmentationTaskOut(ResultModel):
+    """Task 'segmentation' (worker/engine/tasks/segmentation.py): the compressed label maps against the golden
+    model's (label-free), and both models against the dataset's 'masks' when it has them."""
+
+    name: Literal["segmentation"] = "segmentation"
+    output: str = Field(default="", description="The output read as the segmentation.")
+    output_form: Literal["logits", "labels"] = Field(
+        default="logits",
+        description="logits (N, C, H, W), decoded by argmax over C, or label maps (N, H, W).",
+    )
+    num_classes: int = 0
+    ignore_index: int = 255
+    boundary_tolerance: int = Field(default=2, description="Pixels a boundary may be off and still match.")
+    miou_vs_golden: float | None = Field(
+        default=None,
+        description="Label-free mIoU of the compressed label maps, golden as truth; higher is better.",
+    )
+    pixel_agreement: float | None = Field(
+        default=None, description="Share of pixels where both models predict the same class."
+    )
+    boundary_f1_vs_golden: float | None = None
+    against_golden: SegmentationScoresOut = Field(default_factory=SegmentationScoresOut)
+    against_masks: SegmentationMasksOut | None = Field(
+        default=None, description="Null without a 'masks' array."
+    )
+    miou_drop: float | None = Field(
+        default=None,
+        description="Golden minus compressed mIoU against the masks, a fraction (0.01 = one point); lower is "
+        "better; null without masks.",
+    )
+    pixel_accuracy_drop: float | None = None
+    boundary_f1_drop: float | None = None
+
+
+class CtcScoresOut(ResultModel):
+    """One model's transcripts against one set of references (jiwer; rates are fractions, 0.01 = one point)."""
+
+    wer: float | None = Field(default=None, description="Corpus WER: (S + D + I) / reference words.")
+    cer: float | None = Field(default=None, description="Corpus CER over characters, spaces included.")
+    substitutions: int = 0
+    deletions: int = 0
+    insertions: int = 0
+    hits: int = 0
+    n_reference_words: int = 0
+    char_substitutions: int = 0
+    char_deletions: int = 0
+    char_insertions: int = 0
+    n_reference_chars: int = 0
+    exact_match: float | None = Field(
+        default=None, description="Share of utterances transcribed identically."
+    )
+    n_utterances: int = 0
+
+
+class CtcTranscriptsOut(ResultModel):
+    golden: CtcScoresOut
+    compressed: CtcScoresOut
+    wer_delta: float | None = Field(
+        default=None, description="Compressed minus golden WER, a fraction; lower is better."
+    )
+    cer_delta: float | None = None
+
+
+class CtcTaskOut(ResultModel):
+    """Task 'ctc' (worker/engine/tasks/ctc.py): greedy-decoded transcripts of the compressed model against the
+    golden model's (label-free), and both models against the dataset's 'transcripts' when it has them."""
+
+    name: Literal["ctc"] = "ctc"
+    output: str = Field(default="", description="The output read as frame logits (T, V).")
+    vocabulary_size: int = 0
+    blank: int = 0
+    word_delimiter: str = Field(default=" ", description="The token string decoded as a space between words.")
+    wer_vs_golden: float | None = Field(
+        default=None, description="Label-free WER of the compressed transcripts, golden as the references."
+    )
+    cer_vs_golden: float | None = None
+    exact_match_vs_golden: float | None = Field(
+        default=None, description="Share of utterances both models transcribe identically."
+    )
+    against_golden: CtcScoresOut = Field(default_factory=CtcScoresOut)
+    against_transcripts: CtcTranscriptsOut | None = Field(
+        default=None, description="Null without a 'transcripts' array."
+    )
+    wer_delta: float | None = Field(
+        default=None,
+        description="Compressed minus golden WER against the transcripts, a fraction; lower is better; null "
+        "without transcripts.",
+    )
+    cer_delta: float | None = None
+
+
+def _task_name(doc: Any) -> str:
+    """The task of a stored task block (the image task's blocks always carry their name)."""
+    if isinstance(doc, dict):
+        return str(doc.get("name", "image"))
+    return str(getattr(doc, "name", "image"))
+
+
+TensorTaskOut = Annotated[
+    Annotated[ImageTaskOut, Tag("image")]
+    | Annotated[SegmentationTaskOut, Tag("segmentation")]
+    | Annotated[CtcTaskOut, Tag("ctc")],
+    Discriminator(_task_name),
+]
+
+
 class TensorMetricsOut(_OutputMetrics):
-    """Any other output shape: the numerical metrics, and the image task's scores when the job asked for it."""
+    """Any other output shape: the numerical metrics, and the task's scores when the job asked for a task that
+    reads such outputs (image, segmentation, ctc)."""
 
     kind: Literal["tensor"] = "tensor"
-    task: ImageTaskOut | None = Field(default=None, description="With task 'image': PSNR and SSIM.")
+    task: TensorTaskOut | None = Field(
+        default=None,
+        description="With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER.",
+    )
 
 
 def _metric_family(doc: Any) -> str:

@@ -2359,6 +2359,152 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * CtcScoresOut
+         * @description One model's transcripts against one set of references (jiwer; rates are fractions, 0.01 = one point).
+         */
+        CtcScoresOut: {
+            /**
+             * Cer
+             * @description Corpus CER over characters, spaces included.
+             */
+            cer: number | null;
+            /**
+             * Char Deletions
+             * @default 0
+             */
+            char_deletions: number;
+            /**
+             * Char Insertions
+             * @default 0
+             */
+            char_insertions: number;
+            /**
+             * Char Substitutions
+             * @default 0
+             */
+            char_substitutions: number;
+            /**
+             * Deletions
+             * @default 0
+             */
+            deletions: number;
+            /**
+             * Exact Match
+             * @description Share of utterances transcribed identically.
+             */
+            exact_match: number | null;
+            /**
+             * Hits
+             * @default 0
+             */
+            hits: number;
+            /**
+             * Insertions
+             * @default 0
+             */
+            insertions: number;
+            /**
+             * N Reference Chars
+             * @default 0
+             */
+            n_reference_chars: number;
+            /**
+             * N Reference Words
+             * @default 0
+             */
+            n_reference_words: number;
+            /**
+             * N Utterances
+             * @default 0
+             */
+            n_utterances: number;
+            /**
+             * Substitutions
+             * @default 0
+             */
+            substitutions: number;
+            /**
+             * Wer
+             * @description Corpus WER: (S + D + I) / reference words.
+             */
+            wer: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * CtcTaskOut
+         * @description Task 'ctc' (worker/engine/tasks/ctc.py): greedy-decoded transcripts of the compressed model against the
+         *     golden model's (label-free), and both models against the dataset's 'transcripts' when it has them.
+         */
+        CtcTaskOut: {
+            against_golden: components["schemas"]["CtcScoresOut"];
+            /** @description Null without a 'transcripts' array. */
+            against_transcripts: components["schemas"]["CtcTranscriptsOut"] | null;
+            /**
+             * Blank
+             * @default 0
+             */
+            blank: number;
+            /** Cer Delta */
+            cer_delta: number | null;
+            /** Cer Vs Golden */
+            cer_vs_golden: number | null;
+            /**
+             * Exact Match Vs Golden
+             * @description Share of utterances both models transcribe identically.
+             */
+            exact_match_vs_golden: number | null;
+            /**
+             * Name
+             * @default ctc
+             * @constant
+             */
+            name: "ctc";
+            /**
+             * Output
+             * @description The output read as frame logits (T, V).
+             * @default
+             */
+            output: string;
+            /**
+             * Vocabulary Size
+             * @default 0
+             */
+            vocabulary_size: number;
+            /**
+             * Wer Delta
+             * @description Compressed minus golden WER against the transcripts, a fraction; lower is better; null without transcripts.
+             */
+            wer_delta: number | null;
+            /**
+             * Wer Vs Golden
+             * @description Label-free WER of the compressed transcripts, golden as the references.
+             */
+            wer_vs_golden: number | null;
+            /**
+             * Word Delimiter
+             * @description The token string decoded as a space between words.
+             * @default
+             */
+            word_delimiter: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** CtcTranscriptsOut */
+        CtcTranscriptsOut: {
+            /** Cer Delta */
+            cer_delta: number | null;
+            compressed: components["schemas"]["CtcScoresOut"];
+            golden: components["schemas"]["CtcScoresOut"];
+            /**
+             * Wer Delta
+             * @description Compressed minus golden WER, a fraction; lower is better.
+             */
+            wer_delta: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** DatasetOut */
         DatasetOut: {
             /** Arrays */
@@ -5787,6 +5933,121 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** SegmentationMasksOut */
+        SegmentationMasksOut: {
+            /** Boundary F1 Drop */
+            boundary_f1_drop: number | null;
+            compressed: components["schemas"]["SegmentationScoresOut"];
+            golden: components["schemas"]["SegmentationScoresOut"];
+            /**
+             * Miou Drop
+             * @description Golden minus compressed mIoU, a fraction (0.01 = one point); lower is better.
+             */
+            miou_drop: number | null;
+            /**
+             * N Ignored Pixels
+             * @description Mask pixels equal to ignore_index, left out.
+             * @default 0
+             */
+            n_ignored_pixels: number;
+            /** Pixel Accuracy Drop */
+            pixel_accuracy_drop: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SegmentationScoresOut
+         * @description One model's label maps against one truth; fractions in [0, 1], null when undefined.
+         */
+        SegmentationScoresOut: {
+            /**
+             * Boundary F1
+             * @description Mean over images of the boundary F1 at the job's pixel tolerance.
+             */
+            boundary_f1: number | null;
+            /**
+             * Miou
+             * @description Mean IoU over the classes in the truth or the prediction.
+             */
+            miou: number | null;
+            /**
+             * Per Class Iou
+             * @description IoU per class index; null for a class in neither the truth nor the prediction.
+             */
+            per_class_iou: (number | null)[];
+            /** Pixel Accuracy */
+            pixel_accuracy: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SegmentationTaskOut
+         * @description Task 'segmentation' (worker/engine/tasks/segmentation.py): the compressed label maps against the golden
+         *     model's (label-free), and both models against the dataset's 'masks' when it has them.
+         */
+        SegmentationTaskOut: {
+            against_golden: components["schemas"]["SegmentationScoresOut"];
+            /** @description Null without a 'masks' array. */
+            against_masks: components["schemas"]["SegmentationMasksOut"] | null;
+            /** Boundary F1 Drop */
+            boundary_f1_drop: number | null;
+            /** Boundary F1 Vs Golden */
+            boundary_f1_vs_golden: number | null;
+            /**
+             * Boundary Tolerance
+             * @description Pixels a boundary may be off and still match.
+             * @default 2
+             */
+            boundary_tolerance: number;
+            /**
+             * Ignore Index
+             * @default 255
+             */
+            ignore_index: number;
+            /**
+             * Miou Drop
+             * @description Golden minus compressed mIoU against the masks, a fraction (0.01 = one point); lower is better; null without masks.
+             */
+            miou_drop: number | null;
+            /**
+             * Miou Vs Golden
+             * @description Label-free mIoU of the compressed label maps, golden as truth; higher is better.
+             */
+            miou_vs_golden: number | null;
+            /**
+             * Name
+             * @default segmentation
+             * @constant
+             */
+            name: "segmentation";
+            /**
+             * Num Classes
+             * @default 0
+             */
+            num_classes: number;
+            /**
+             * Output
+             * @description The output read as the segmentation.
+             * @default
+             */
+            output: string;
+            /**
+             * Output Form
+             * @description logits (N, C, H, W), decoded by argmax over C, or label maps (N, H, W).
+             * @default logits
+             * @enum {string}
+             */
+            output_form: "logits" | "labels";
+            /** Pixel Accuracy Drop */
+            pixel_accuracy_drop: number | null;
+            /**
+             * Pixel Agreement
+             * @description Share of pixels where both models predict the same class.
+             */
+            pixel_agreement: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * SensitivityCellOut
          * @description One layer × configuration cell with all its numbers and what was compressed.
@@ -6370,7 +6631,8 @@ export interface components {
         };
         /**
          * TensorMetricsOut
-         * @description Any other output shape: the numerical metrics, and the image task's scores when the job asked for it.
+         * @description Any other output shape: the numerical metrics, and the task's scores when the job asked for a task that
+         *     reads such outputs (image, segmentation, ctc).
          */
         TensorMetricsOut: {
             /**
@@ -6429,8 +6691,11 @@ export interface components {
              * @default false
              */
             sqnr_db_infinite: boolean;
-            /** @description With task 'image': PSNR and SSIM. */
-            task: components["schemas"]["ImageTaskOut"] | null;
+            /**
+             * Task
+             * @description With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER.
+             */
+            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["SegmentationTaskOut"] | components["schemas"]["CtcTaskOut"]) | null;
         } & {
             [key: string]: unknown;
         };

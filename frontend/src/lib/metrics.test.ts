@@ -65,4 +65,66 @@ describe("metricCards", () => {
       ["task.ssim_vs_golden", "higher"],
     ]);
   });
+  it("shows the segmentation task's IoU, agreement and drops on a segmentation output, and no image card", () => {
+    const scores = { miou: 0.9, pixel_accuracy: 0.97, per_class_iou: [0.98, 0.82, null], boundary_f1: 0.95 };
+    const task = {
+      name: "segmentation" as const,
+      output: "logits",
+      output_form: "logits" as const,
+      num_classes: 3,
+      ignore_index: 255,
+      boundary_tolerance: 2,
+      miou_vs_golden: 0.93,
+      pixel_agreement: 0.99,
+      boundary_f1_vs_golden: null,
+      against_golden: scores,
+      against_masks: null,
+      miou_drop: 0.026,
+      pixel_accuracy_drop: 0.005,
+      boundary_f1_drop: null,
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [3, 24, 24], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.value, c.direction])).toEqual([
+      ["task.miou_vs_golden", "93.00 %", "higher"],
+      ["task.pixel_agreement", "99.00 %", "higher"],
+      ["task.miou_drop", "0.026", "lower"],
+    ]);
+  });
+  it("shows the CTC task's error rates on a speech output", () => {
+    const scores = {
+      wer: 0.06,
+      cer: 0.02,
+      substitutions: 8,
+      deletions: 1,
+      insertions: 0,
+      hits: 139,
+      n_reference_words: 148,
+      char_substitutions: 0,
+      char_deletions: 8,
+      char_insertions: 0,
+      n_reference_chars: 368,
+      exact_match: 0.87,
+      n_utterances: 60,
+    };
+    const task = {
+      name: "ctc" as const,
+      output: "logits",
+      vocabulary_size: 7,
+      blank: 0,
+      word_delimiter: "|",
+      wer_vs_golden: 0.027,
+      cer_vs_golden: null,
+      exact_match_vs_golden: 0.93,
+      against_golden: scores,
+      against_transcripts: null,
+      wer_delta: 0.0135,
+      cer_delta: null,
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [48, 7], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.value, c.direction])).toEqual([
+      ["task.wer_vs_golden", "2.70 %", "lower"],
+      ["task.exact_match_vs_golden", "93.00 %", "higher"],
+      ["task.wer_delta", "0.0135", "lower"],
+    ]);
+  });
 });

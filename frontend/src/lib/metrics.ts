@@ -13,13 +13,28 @@ const cls =
   (m: OutputMetrics): Value =>
     m.kind === "classification" ? get(m) : null;
 
-type ImageTask = NonNullable<Extract<OutputMetrics, { kind: "tensor" }>["task"]>;
+type TensorTask = NonNullable<Extract<OutputMetrics, { kind: "tensor" }>["task"]>;
+type ImageTask = Extract<TensorTask, { name: "image" }>;
+type SegmentationTask = Extract<TensorTask, { name: "segmentation" }>;
+type CtcTask = Extract<TensorTask, { name: "ctc" }>;
 
 /** A score of the image task: none for other outputs. */
 const image =
   (get: (t: ImageTask) => Value) =>
   (m: OutputMetrics): Value =>
-    m.kind === "tensor" && m.task ? get(m.task) : null;
+    m.kind === "tensor" && m.task?.name === "image" ? get(m.task) : null;
+
+/** A score of the segmentation task: none for other outputs. */
+const seg =
+  (get: (t: SegmentationTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task?.name === "segmentation" ? get(m.task) : null;
+
+/** A score of the speech (CTC) task: none for other outputs. */
+const ctc =
+  (get: (t: CtcTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task?.name === "ctc" ? get(m.task) : null;
 
 interface MetricDef {
   /** Dotted path in the output's metrics (the card's key, and its name in the API's documents). */
@@ -181,6 +196,97 @@ const METRICS: readonly MetricDef[] = [
     unit: "",
     direction: "lower",
     explanation: "Task 'image': golden minus compressed mean SSIM against the dataset's reference pictures.",
+  },
+  {
+    path: "task.miou_vs_golden",
+    value: seg((t) => t.miou_vs_golden),
+    label: "mIoU vs golden",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation:
+      "Task 'segmentation', label-free: mean IoU of the compressed label maps with the golden model's as the truth.",
+  },
+  {
+    path: "task.pixel_agreement",
+    value: seg((t) => t.pixel_agreement),
+    label: "Pixel agreement",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation: "Task 'segmentation': share of pixels where both models predict the same class.",
+  },
+  {
+    path: "task.boundary_f1_vs_golden",
+    value: seg((t) => t.boundary_f1_vs_golden),
+    label: "Boundary F1 vs golden",
+    unit: "fraction",
+    direction: "higher",
+    explanation:
+      "Task 'segmentation', label-free: F1 of the compressed model's class boundaries against the golden model's, within the job's pixel tolerance.",
+  },
+  {
+    path: "task.miou_drop",
+    value: seg((t) => t.miou_drop),
+    label: "mIoU drop",
+    unit: "",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'segmentation': golden minus compressed mean IoU against the dataset's masks, as a fraction (0.01 = one IoU point).",
+  },
+  {
+    path: "task.boundary_f1_drop",
+    value: seg((t) => t.boundary_f1_drop),
+    label: "Boundary F1 drop",
+    unit: "",
+    direction: "lower",
+    explanation: "Task 'segmentation': golden minus compressed boundary F1 against the dataset's masks.",
+  },
+  {
+    path: "task.wer_vs_golden",
+    value: ctc((t) => t.wer_vs_golden),
+    label: "WER vs golden",
+    unit: "fraction",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'ctc', label-free: word error rate of the compressed transcripts with the golden model's as the references.",
+  },
+  {
+    path: "task.cer_vs_golden",
+    value: ctc((t) => t.cer_vs_golden),
+    label: "CER vs golden",
+    unit: "fraction",
+    direction: "lower",
+    explanation:
+      "Task 'ctc', label-free: character error rate of the compressed transcripts against the golden model's.",
+  },
+  {
+    path: "task.exact_match_vs_golden",
+    value: ctc((t) => t.exact_match_vs_golden),
+    label: "Same transcript",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Task 'ctc': share of utterances both models transcribe identically.",
+  },
+  {
+    path: "task.wer_delta",
+    value: ctc((t) => t.wer_delta),
+    label: "WER increase",
+    unit: "",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'ctc': compressed minus golden word error rate against the dataset's transcripts, as a fraction (0.01 = one WER point).",
+  },
+  {
+    path: "task.cer_delta",
+    value: ctc((t) => t.cer_delta),
+    label: "CER increase",
+    unit: "",
+    direction: "lower",
+    explanation: "Task 'ctc': compressed minus golden character error rate against the dataset's transcripts.",
   },
   {
     path: "labels.golden_top1_accuracy",

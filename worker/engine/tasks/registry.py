@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from worker.engine.tasks.ctc import CtcTask
 from worker.engine.tasks.interface import register
+from worker.engine.tasks.segmentation import SegmentationTask
+
+register("segmentation", SegmentationTask)
+register("ctc", CtcTask)
 
 __all__ = ["register"]

@@ -1,0 +1,123 @@
+"""Fidelity jobs with task 'segmentation' and 'ctc' (issue 30), run in-process by the real handlers over the
+real app and Postgres: the models and the dataset (with its 'masks' or its '<U..' 'transcripts' array) are
+uploaded through the API, the job succeeds (layer profile included), and its task block is served whole and
+typed, equal to the block `compare_models` makes from the same files. The models are small untrained
+networks and their 3-bit copies: the numbers themselves are checked against the reference libraries in
+tests/engine/test_segmentation_task.py and tests/engine/test_ctc_task.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from backend.api.app import create_app
+from backend.api.result_schemas.fidelity import FidelitySummaryOut
+from backend.settings import Settings
+from tests.backend.test_typed_results import extras
+from tests.conftest import truncate_all
+from tests.support.fidelity_api import FidelityApi
+from tests.support.services import stack_settings
+from worker.engine.compression import compress_module
+from worker.engine.compression.configs import WeightQuant
+from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.formats.exporters import export_onnx
+from worker.engine.jsonable import json_safe
+from worker.engine.loaders.onnx_runner import load_onnx
+
+VOCAB = ["<blank>", "|", "a", "b", "c"]
+
+
+class _Seg(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.head = torch.nn.Conv2d(8, 3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.conv1(x)))
+
+
+class _Ctc(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv1d(4, 8, 3, padding=1)
+        self.head = torch.nn.Conv1d(8, len(VOCAB), 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (N, T, F) -> (N, T, V)
+        return self.head(torch.relu(self.conv1(x.transpose(1, 2)))).transpose(1, 2)
+
+
+def _pair(model: torch.nn.Module, sample: np.ndarray, folder: Path, input_name: str) -> tuple[Path, Path]:
+    torch.manual_seed(0)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    copy = compress_module(model.eval(), {n: WeightQuant(3) for n in ("conv1", "head")})[0].eval()
+    golden = export_onnx(model.eval(), sample[:2], folder / "golden.onnx", input_name, "logits")
+    compressed = export_onnx(copy, sample[:2], folder / "compressed.onnx", input_name, "logits")
+    return golden, compressed
+
+
+@pytest.fixture(scope="module")
+def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return stack_settings(pg_url, tmp_path_factory.mktemp("task_jobs"), "task-jobs")
+
+
+@pytest.fixture
+def http(settings: Settings, pg_url: str) -> Iterator[TestClient]:
+    truncate_all(pg_url)
+    with TestClient(create_app(settings, run_reaper=False)) as client:
+        yield client
+    truncate_all(pg_url)
+
+
+def _served_task(api: FidelityApi, job_id: str) -> dict[str, Any]:
+    answer = api.get(f"/jobs/{job_id}/fidelity")
+    assert answer.status_code == 200, answer.text
+    summary = answer.json()["summary"]
+    assert list(extras(FidelitySummaryOut.model_validate(summary))) == []
+    return summary["outputs"]["logits"]["task"]
+
+
+def _engine_task(golden: Path, compressed: Path, data: dict[str, np.ndarray], params: FidelityParams) -> Any:
+    report = compare_models(load_onnx(golden, 1), load_onnx(compressed, 1), data, None, params)
+    return json_safe(report.summary_dict())["outputs"]["logits"]["task"]
+
+
+def test_a_segmentation_job_serves_its_task_block(
+    http: TestClient, settings: Settings, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20, 1, 12, 12)).astype(np.float32)
+    masks = rng.integers(0, 3, (20, 12, 12))
+    golden, compressed = _pair(_Seg(), x, tmp_path, "input")
+    np.savez(tmp_path / "seg.npz", input=x, masks=masks)
+    api = FidelityApi(http, settings, "segmentation", golden, compressed, tmp_path / "seg.npz")
+    options = {"boundary_tolerance": 1}
+    job_id = api.fidelity(task="segmentation", task_options=options, batch_size=8)
+    served = _served_task(api, job_id)
+    params = FidelityParams(batch_size=8, task="segmentation", task_options=options)
+    assert served == _engine_task(golden, compressed, {"input": x, "masks": masks}, params)
+    assert served["against_masks"] is not None and served["boundary_tolerance"] == 1
+
+
+def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
+    http: TestClient, settings: Settings, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((20, 16, 4)).astype(np.float32)
+    texts = np.array([" ".join(rng.choice(["ab", "c", "ba", "cab"], size=2)) for _ in range(20)])
+    golden, compressed = _pair(_Ctc(), x, tmp_path, "features")
+    np.savez(tmp_path / "speech.npz", features=x, transcripts=texts)
+    api = FidelityApi(http, settings, "ctc", golden, compressed, tmp_path / "speech.npz")
+    options = {"vocabulary": VOCAB}
+    job_id = api.fidelity(task="ctc", task_options=options, batch_size=8)
+    served = _served_task(api, job_id)
+    params = FidelityParams(batch_size=8, task="ctc", task_options=options)
+    assert served == _engine_task(golden, compressed, {"features": x, "transcripts": texts}, params)
+    assert served["against_transcripts"]["golden"]["n_reference_words"] == 40
