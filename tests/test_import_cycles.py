@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.support.import_graph import find_cycle, import_graph, modules_under
 from tests.support.services import REPO_ROOT
 
-PACKAGES = ("backend", "worker", "dataset_readers", "kneeboard_client", "bench")
+PACKAGES = ("backend", "worker", "dataset_readers", "task_specs", "kneeboard_client", "bench")
 
 
 def test_no_module_imports_itself_through_others() -> None:

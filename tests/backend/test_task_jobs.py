@@ -121,3 +121,32 @@ def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
     params = FidelityParams(batch_size=8, task="ctc", task_options=options)
     assert served == _engine_task(golden, compressed, {"features": x, "transcripts": texts}, params)
     assert served["against_transcripts"]["golden"]["n_reference_words"] == 40
+
+
+def test_a_wrong_task_mapping_is_refused_at_launch_saying_what_was_expected(
+    http: TestClient, settings: Settings, tmp_path: Path
+) -> None:
+    """The model is inspected (its outputs are declared), so the API checks the mapping before queueing: a
+    vocabulary that does not fit the output, an output the model does not have and masks that do not fit are
+    422s naming what was expected, and no job row is left behind; the right mapping is accepted."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6, 16, 4)).astype(np.float32)
+    golden, compressed = _pair(_Ctc(), x, tmp_path, "features")
+    np.savez(tmp_path / "speech.npz", features=x, transcripts=np.array(["ab"] * 6))
+    api = FidelityApi(http, settings, "ctc-launch", golden, compressed, tmp_path / "speech.npz")
+    base = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
+
+    def launch(task: str, options: dict[str, Any]) -> Any:
+        params = base | {"task": task, "task_options": options}
+        body = {"project_id": api.project, "kind": "fidelity", "params": params}
+        return http.post("/api/v1/jobs", headers=api.headers, json=body)
+
+    short = launch("ctc", {"vocabulary": VOCAB[:4]})
+    assert short.status_code == 422, short.text
+    assert "scores 5 tokens but the vocabulary lists 4" in short.text
+    missing = launch("ctc", {"vocabulary": VOCAB, "output": "frames"})
+    assert missing.status_code == 422 and "no output 'frames'" in missing.text and "'logits'" in missing.text
+    wrong_task = launch("segmentation", {})
+    assert wrong_task.status_code == 422 and "needs an output shaped (N, C, H, W)" in wrong_task.text
+    assert api.get(f"/jobs?project_id={api.project}&kind=fidelity").json()["items"] == []
+    assert launch("ctc", {"vocabulary": VOCAB}).status_code == 201

@@ -39,6 +39,7 @@ from backend.errors import (
 )
 from backend.services.artifacts import job_artifacts, release
 from backend.services.jobs import dispatch, new_job
+from backend.task_launch import task_mapping_problems
 
 router = APIRouter(tags=["jobs"])
 
@@ -90,6 +91,12 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
             raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
     for dataset_id in dataset_ids:
         get_in_project_or_404(session, Dataset, dataset_id, project_id, caller)
+    if isinstance(params, FidelityJobParams):
+        golden = get_in_project_or_404(session, Model, params.golden_model_id, project_id, caller)
+        dataset = get_in_project_or_404(session, Dataset, params.dataset_id, project_id, caller)
+        problems = task_mapping_problems(params.task, dict(params.task_options), golden, dataset)
+        if problems:
+            raise InvalidRequest("params.task_options: " + "; ".join(problems))
     twin_id = (
         params.robustness.twin_model_id
         if isinstance(params, FidelityJobParams) and params.robustness

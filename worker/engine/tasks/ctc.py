@@ -31,13 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from task_specs import TASK_OPTIONS
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.tasks.interface import TaskContext
 
 TRANSCRIPTS_KEY = "transcripts"
 """Dataset array of reference transcripts (N,) for the CTC task."""
 
-OPTION_KEYS = ("output", "vocabulary", "blank", "word_delimiter")
+OPTION_KEYS = TASK_OPTIONS["ctc"]  # one list for the launch check (task_specs) and the adapter
 _COUNTS = ("substitutions", "deletions", "insertions", "hits")
 
 

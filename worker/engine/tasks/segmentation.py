@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from task_specs import TASK_OPTIONS
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.tasks.interface import TaskContext
 from worker.engine.tasks.segmentation_metrics import (
@@ -41,7 +42,7 @@ MASKS_KEY = "masks"
 
 DEFAULT_IGNORE_INDEX = 255
 DEFAULT_BOUNDARY_TOLERANCE = 2
-OPTION_KEYS = ("output", "ignore_index", "boundary_tolerance")
+OPTION_KEYS = TASK_OPTIONS["segmentation"]  # one list for the launch check (task_specs) and the adapter
 
 
 def _shape_problem(shape: tuple[int, ...]) -> str | None:
