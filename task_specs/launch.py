@@ -15,6 +15,7 @@ from typing import Any
 TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "segmentation": ("output", "ignore_index", "boundary_tolerance"),
     "ctc": ("output", "vocabulary", "blank", "word_delimiter"),
+    "language_model": ("output", "input_ids", "top_k"),
 }
 """Every task with options, and the option names it reads (a task not listed takes none)."""
 
@@ -166,9 +167,40 @@ def _ctc(
 
 
 Check = Callable[[Mapping[str, Any], Sequence[Declared] | None, Mapping[str, Declared]], list[str]]
+
+
+def _language_model(
+    options: Mapping[str, Any], outputs: Sequence[Declared] | None, arrays: Mapping[str, Declared]
+) -> list[str]:
+    problems = _int_option(options, "top_k", 1)
+    output, found = _output("language_model", options, outputs, _ctc_output, "(N, T, V) float logits")
+    problems += found
+    key = str(options.get("input_ids", "input_ids"))
+    ids = arrays.get(key)
+    if ids is None:
+        names = ", ".join(sorted(arrays)) or "none"
+        return [
+            *problems,
+            f"task 'language_model' reads token ids from a dataset array {key!r} (arrays: {names})",
+        ]
+    if len(ids.shape) != 2 or (ids.dtype and not _integer(ids.dtype)):
+        return [
+            *problems,
+            f"dataset array {key!r} is {_fmt(ids.shape)} {ids.dtype}; it needs integer ids (N, T)",
+        ]
+    if output is not None:
+        want, have = _fixed(output.shape[1]), _fixed(ids.shape[1])
+        if want is not None and have is not None and want != have:
+            problems.append(
+                f"dataset array {key!r} has {have} tokens a row; output '{output.name}' gives {want}"
+            )
+    return problems
+
+
 _CHECKS: dict[str, Check] = {
     "segmentation": _segmentation,
     "ctc": _ctc,
+    "language_model": _language_model,
 }
 
 

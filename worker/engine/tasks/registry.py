@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from worker.engine.tasks.ctc import CtcTask
 from worker.engine.tasks.interface import register
+from worker.engine.tasks.language_model import LanguageModelTask
 from worker.engine.tasks.segmentation import SegmentationTask
 
 register("segmentation", SegmentationTask)
 register("ctc", CtcTask)
+register("language_model", LanguageModelTask)
 
 __all__ = ["register"]
