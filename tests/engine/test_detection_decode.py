@@ -1,0 +1,123 @@
+"""Decoding detector outputs (worker/engine/tasks/detection_decode.py): the vectorised class-wise NMS keeps
+exactly the boxes a plain per-box greedy walk keeps, and both output layouts decode hand-built cases as
+written out here, with bad rows flagged instead of crashing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worker.engine.tasks.detection_decode import decode_post_nms, decode_yolo, nms_classwise
+
+
+def _iou(a: list[float], b: list[float]) -> float:
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = w * h
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def greedy_nms(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, thr: float) -> list[int]:
+    """The textbook walk: by decreasing score (ties in index order), keep a box unless a kept box of its class
+    overlaps it by IoU > thr."""
+    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
+    kept: list[int] = []
+    for i in order:
+        if all(labels[j] != labels[i] or _iou(boxes[j].tolist(), boxes[i].tolist()) <= thr for j in kept):
+            kept.append(i)
+    return kept
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_vectorised_nms_keeps_exactly_what_greedy_nms_keeps(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 400))
+    # Clustered boxes (a few centres, jittered) so boxes overlap in chains; few classes; rounded scores
+    # so that ties happen.
+    centres = rng.uniform(20, 80, size=(int(rng.integers(1, 12)), 2))
+    c = centres[rng.integers(0, len(centres), size=k)] + rng.normal(0, 6, size=(k, 2))
+    wh = rng.uniform(4, 30, size=(k, 2))
+    boxes = np.concatenate([c - wh / 2, c + wh / 2], axis=1)
+    scores = np.round(rng.random(k), 2)
+    labels = rng.integers(0, 3, size=k)
+    thr = float(rng.choice([0.3, 0.45, 0.6]))
+    got = nms_classwise(boxes, scores, labels, thr)
+    assert got.tolist() == greedy_nms(boxes, scores, labels, thr)
+    assert 0 < len(got) < k or k < 5  # some boxes were suppressed: the check can fail
+
+
+def test_a_suppressed_box_suppresses_nothing() -> None:
+    # A suppresses B; B would suppress C, but B is gone, so C stays (one-shot "fast NMS" would drop C).
+    boxes = np.array([[0, 0, 10, 10], [3, 0, 13, 10], [6, 0, 16, 10]], dtype=float)
+    scores = np.array([0.9, 0.8, 0.7])
+    labels = np.zeros(3, dtype=np.int64)
+    assert _iou(boxes[0].tolist(), boxes[1].tolist()) > 0.45 > _iou(boxes[0].tolist(), boxes[2].tolist())
+    assert _iou(boxes[1].tolist(), boxes[2].tolist()) > 0.45
+    assert nms_classwise(boxes, scores, labels, 0.45).tolist() == [0, 2]
+    # Another class is never suppressed.
+    assert nms_classwise(boxes, scores, np.array([0, 1, 0]), 0.45).tolist() == [0, 1, 2]
+    assert nms_classwise(np.zeros((0, 4)), np.zeros(0), np.zeros(0), 0.45).tolist() == []
+
+
+def test_post_nms_outputs_skip_padding_convert_xywh_and_flag_bad_rows() -> None:
+    boxes = np.array(
+        [
+            [[10, 10, 20, 20], [0, 0, 5, 5], [1, 1, 2, 2], [7, 7, 1, 1]],  # xywh
+            [[np.nan, 0, 4, 4], [60, 60, 10, 10], [-5, -5, 10, 10], [30, 30, 4, 4]],
+        ],
+        dtype=np.float32,
+    )
+    scores = np.array([[0.9, 0.3, 0.95, 0.8], [0.7, 0.6, 0.5, 0.05]], dtype=np.float32)
+    labels = np.array([[2, 0, 1, -1], [1, 1, 3, 0]], dtype=np.int64)
+    count = np.array([[3], [4]])
+    out = decode_post_nms(boxes, scores, labels, count, "xywh", 0.1, image_size=(64, 64))
+    a, b = out.images
+    # Image 0: row 3 is beyond the count; sorted by score: row 2, row 0, row 1.
+    assert a.boxes.tolist() == [[1, 1, 3, 3], [10, 10, 30, 30], [0, 0, 5, 5]]
+    assert np.allclose(a.scores, [0.95, 0.9, 0.3]) and a.labels.tolist() == [1, 2, 0]
+    # Image 1: NaN box flagged; (60,60)-(70,70) clipped to (60,60)-(64,64); (-5,-5)-(5,5) clipped to
+    # (0,0)-(5,5); row 3 is below the threshold.
+    assert b.boxes.tolist() == [[60, 60, 64, 64], [0, 0, 5, 5]] and b.labels.tolist() == [1, 3]
+    assert out.invalid.tolist() == [0, 1]
+
+    # A box entirely outside the image has no area left: flagged, not kept. A count of shape [N] works too.
+    outside = decode_post_nms(
+        np.array([[[70, 70, 90, 90], [1, 1, 9, 9]]]), np.array([[0.5, 0.4]]), np.array([[0, 0]]),
+        np.array([2]), "xyxy", 0.0, image_size=(64, 64),
+    )  # fmt: skip
+    assert outside.images[0].boxes.tolist() == [[1, 1, 9, 9]] and outside.invalid.tolist() == [1]
+    # Without an image size nothing is clipped; a box with negative width is flagged.
+    free = decode_post_nms(
+        np.array([[[70, 70, 90, 90], [9, 1, 1, 9]]]), np.array([[0.5, 0.4]]), np.array([[0, 0]]),
+        None, "xyxy", 0.0, image_size=None,
+    )  # fmt: skip
+    assert free.images[0].boxes.tolist() == [[70, 70, 90, 90]] and free.invalid.tolist() == [1]
+
+
+def test_an_image_with_nothing_decodes_to_no_detections() -> None:
+    out = decode_post_nms(
+        np.zeros((2, 3, 4)), np.zeros((2, 3)), -np.ones((2, 3)), None, "xyxy", 0.0, image_size=(8, 8)
+    )
+    assert [len(d) for d in out.images] == [0, 0] and out.invalid.tolist() == [0, 0]
+    head = np.zeros((1, 4 + 2, 5), dtype=np.float32)
+    yolo = decode_yolo(head, 0.25, 0.45, image_size=None)
+    assert len(yolo.images[0]) == 0 and yolo.images[0].boxes.shape == (0, 4)
+
+
+def test_yolo_heads_decode_centre_boxes_best_class_and_classwise_nms() -> None:
+    # Anchors (columns): cx, cy, w, h, score class 0, score class 1.
+    anchors = [
+        [20, 20, 10, 10, 0.9, 0.1],  # kept: class 0
+        [21, 20, 10, 10, 0.8, 0.2],  # same place, class 0: suppressed by anchor 0
+        [21, 21, 10, 10, 0.1, 0.7],  # same place, class 1: kept
+        [50, 50, 8, 8, 0.2, 0.1],  # below 0.25: not a candidate
+        [np.nan, 5, 4, 4, 0.9, 0.0],  # NaN: flagged
+        [62, 10, 10, 6, 0.0, 0.5],  # partly outside a 64-px image: clipped to x in [57, 64]
+    ]
+    head = np.array(anchors, dtype=np.float32).T[None]  # (1, 6, A)
+    out = decode_yolo(head, 0.25, 0.45, image_size=(64, 64))
+    (d,) = out.images
+    assert d.boxes.tolist() == [[15, 15, 25, 25], [16, 16, 26, 26], [57, 7, 64, 13]]
+    assert d.labels.tolist() == [0, 1, 1] and np.allclose(d.scores, [0.9, 0.7, 0.5])
+    assert out.invalid.tolist() == [1] and out.capped.tolist() == [False]
