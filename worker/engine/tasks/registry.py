@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from worker.engine.tasks.detection import DetectionTask
 from worker.engine.tasks.interface import register
+
+register("detection", DetectionTask)
 
 __all__ = ["register"]
