@@ -7,26 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.support.detection_reference import greedy_nms, iou
 from worker.engine.tasks.detection_decode import decode_post_nms, decode_yolo, nms_classwise
-
-
-def _iou(a: list[float], b: list[float]) -> float:
-    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
-def greedy_nms(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, thr: float) -> list[int]:
-    """The textbook walk: by decreasing score (ties in index order), keep a box unless a kept box of its class
-    overlaps it by IoU > thr."""
-    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
-    kept: list[int] = []
-    for i in order:
-        if all(labels[j] != labels[i] or _iou(boxes[j].tolist(), boxes[i].tolist()) <= thr for j in kept):
-            kept.append(i)
-    return kept
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -43,7 +25,7 @@ def test_vectorised_nms_keeps_exactly_what_greedy_nms_keeps(seed: int) -> None:
     labels = rng.integers(0, 3, size=k)
     thr = float(rng.choice([0.3, 0.45, 0.6]))
     got = nms_classwise(boxes, scores, labels, thr)
-    assert got.tolist() == greedy_nms(boxes, scores, labels, thr)
+    assert got.tolist() == greedy_nms(boxes.tolist(), scores.tolist(), labels.tolist(), thr)
     assert 0 < len(got) < k or k < 5  # some boxes were suppressed: the check can fail
 
 
@@ -52,8 +34,8 @@ def test_a_suppressed_box_suppresses_nothing() -> None:
     boxes = np.array([[0, 0, 10, 10], [3, 0, 13, 10], [6, 0, 16, 10]], dtype=float)
     scores = np.array([0.9, 0.8, 0.7])
     labels = np.zeros(3, dtype=np.int64)
-    assert _iou(boxes[0].tolist(), boxes[1].tolist()) > 0.45 > _iou(boxes[0].tolist(), boxes[2].tolist())
-    assert _iou(boxes[1].tolist(), boxes[2].tolist()) > 0.45
+    assert iou(boxes[0].tolist(), boxes[1].tolist()) > 0.45 > iou(boxes[0].tolist(), boxes[2].tolist())
+    assert iou(boxes[1].tolist(), boxes[2].tolist()) > 0.45
     assert nms_classwise(boxes, scores, labels, 0.45).tolist() == [0, 2]
     # Another class is never suppressed.
     assert nms_classwise(boxes, scores, np.array([0, 1, 0]), 0.45).tolist() == [0, 1, 2]

@@ -102,3 +102,34 @@ def plain_matching(truth: list[Box], preds: list[Box], thr: float = 0.5) -> dict
         "missed": float(fn),
         "added": float(fp),
     }
+
+
+def greedy_nms(boxes: list[list[float]], scores: list[float], labels: list[int], thr: float) -> list[int]:
+    """The textbook walk: by decreasing score (ties in index order), keep a box unless a kept box of its class
+    overlaps it by IoU > thr."""
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    kept: list[int] = []
+    for i in order:
+        if all(labels[j] != labels[i] or iou(boxes[j], boxes[i]) <= thr for j in kept):
+            kept.append(i)
+    return kept
+
+
+def plain_yolo_decode(head: np.ndarray, thr: float, iou_thr: float, size: float) -> list[Box]:
+    """One image's raw head (4 + C, A) read anchor by anchor: best class, score ≥ thr, centre box to corners,
+    greedy NMS, then clipped to the square picture, boxes left without area dropped."""
+    boxes, scores, labels = [], [], []
+    for a in range(head.shape[1]):
+        col = [float(v) for v in head[:, a]]
+        cls = max(range(len(col) - 4), key=lambda c: (col[4 + c], -c))
+        if col[4 + cls] >= thr:
+            cx, cy, w, h = col[:4]
+            boxes.append([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2])
+            scores.append(col[4 + cls])
+            labels.append(cls)
+    out: list[Box] = []
+    for i in greedy_nms(boxes, scores, labels, iou_thr):
+        b = [min(max(v, 0.0), size) for v in boxes[i]]
+        if b[2] > b[0] and b[3] > b[1]:
+            out.append((b, scores[i], labels[i]))
+    return out
