@@ -76,11 +76,13 @@ class FidelityJobParams(BaseModel):
     threshold_kl: float = Field(
         default=0.1, ge=0, description="A sample whose KL(P‖Q) in nats exceeds this is flagged as degraded."
     )
-    task: Literal["auto", "classification", "embedding", "regression", "image"] = Field(
+    task: Literal["auto", "classification", "embedding", "regression", "image", "detection"] = Field(
         default="auto",
         description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
         "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
-        "dataset's 'targets' array when it has one.",
+        "dataset's 'targets' array when it has one. 'detection': post-NMS boxes/scores/labels or a YOLO head "
+        "(task_options format, *_output, box_format, score_threshold, iou_threshold, image_size), scored by COCO "
+        "mAP against the dataset's gt_boxes / gt_labels and against the golden model's detections.",
     )
     image_data_range: float = Field(
         default=1.0,

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from backend.api.result_schemas.fidelity import DetectionTaskOut, FidelitySummaryOut
 from kneeboard_client.thresholds import Limit, check_limit, higher_is_better, output_metrics
 from tests.support.detection_reference import (
     Box,
@@ -20,6 +21,7 @@ from tests.support.detection_reference import (
     plain_matching,
     pycoco_eval,
 )
+from tests.backend.test_typed_results import extras
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.types import TensorSpec
@@ -164,6 +166,11 @@ def test_coco_numbers_equal_pycocotools_on_the_same_detections() -> None:
             )
     assert per["golden_detections"].tolist() == [len(r) for r in g_rows]
     assert 0 < np.nanmean(per["f1_50_vs_golden"]) < 1
+
+    # The API serves the block typed: every field declared (tests/backend/test_typed_results.py's rule).
+    served = FidelitySummaryOut.model_validate(report.summary_dict())
+    assert isinstance(served.outputs["boxes"].task, DetectionTaskOut)  # type: ignore[union-attr]
+    assert list(extras(served)) == []
 
 
 def test_the_golden_model_against_itself_scores_one_and_drops_gate_kneeboard_check() -> None:

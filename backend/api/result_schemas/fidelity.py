@@ -196,11 +196,102 @@ class ImageTaskOut(ResultModel):
     ssim_drop: float | None = None
 
 
+class DetectionClassOut(ResultModel):
+    class_index: int
+    n_truth: int = Field(default=0, description="Truth boxes of this class.")
+    ap: float | None = Field(default=None, description="AP@[.5:.95]; null when the class has no truth box.")
+    ap50: float | None = None
+
+
+class DetectionScoresOut(ResultModel):
+    """COCO box metrics (faster-coco-eval, equal to pycocotools) of one model's detections against a truth;
+    null where COCO leaves a metric undefined (no truth box of that size or at all)."""
+
+    map: float | None = Field(default=None, description="mAP@[.5:.95], 0 to 1.")
+    map50: float | None = None
+    map75: float | None = None
+    map_small: float | None = Field(default=None, description="Boxes under 32² pixels.")
+    map_medium: float | None = None
+    map_large: float | None = Field(default=None, description="Boxes of 96² pixels or more.")
+    ar100: float | None = Field(default=None, description="Recall@[.5:.95] with 100 detections per image.")
+    per_class: list[DetectionClassOut] = Field(default_factory=list)
+    n_truth: int = 0
+    n_detections: int = 0
+
+
+class DetectionLabelsOut(ResultModel):
+    golden: DetectionScoresOut
+    compressed: DetectionScoresOut
+
+
+class DetectionCountsOut(ResultModel):
+    golden: int = 0
+    compressed: int = 0
+
+
+class DetectionTaskOut(ResultModel):
+    """Task 'detection': both models' outputs decoded into boxes (post-NMS outputs, or a YOLO head through
+    class-wise NMS) and scored by COCO mAP against the dataset's gt_boxes / gt_labels and label-free against
+    the golden model's detections (worker/engine/tasks/detection.py)."""
+
+    name: Literal["detection"] = "detection"
+    format: Literal["post_nms", "yolo"] = "post_nms"
+    box_format: Literal["xyxy", "xywh"] = "xyxy"
+    score_threshold: float = 0.0
+    iou_threshold: float = 0.45
+    head_output: str | None = None
+    boxes_output: str | None = None
+    scores_output: str | None = None
+    labels_output: str | None = None
+    count_output: str | None = None
+    image_size: list[float] | None = Field(default=None, description="[height, width]; null: not clipped.")
+    n_images: int = 0
+    detections: DetectionCountsOut = Field(default_factory=DetectionCountsOut)
+    invalid_boxes: DetectionCountsOut = Field(
+        default_factory=DetectionCountsOut,
+        description="Rows dropped as NaN/Inf or without area inside the image.",
+    )
+    images_capped: DetectionCountsOut = Field(
+        default_factory=DetectionCountsOut, description="Images with more candidates than NMS takes."
+    )
+    map_vs_golden: float | None = Field(
+        default=None, description="mAP@[.5:.95] of the compressed detections, the golden ones as truth."
+    )
+    map50_vs_golden: float | None = None
+    golden_map: float | None = None
+    golden_map50: float | None = None
+    compressed_map: float | None = None
+    compressed_map50: float | None = None
+    map_drop: float | None = Field(
+        default=None, description="Golden minus compressed mAP@[.5:.95] in points (×100); lower is better."
+    )
+    map50_drop: float | None = Field(
+        default=None, description="Golden minus compressed mAP@.5 in points (×100); lower is better."
+    )
+    against_golden: DetectionScoresOut = Field(default_factory=DetectionScoresOut)
+    against_labels: DetectionLabelsOut | None = Field(
+        default=None, description="Null without gt_boxes / gt_labels."
+    )
+
+
+def _task_name(doc: Any) -> str:
+    name = doc.get("name") if isinstance(doc, dict) else getattr(doc, "name", "image")
+    return "detection" if name == "detection" else "image"
+
+
+TensorTaskOut = Annotated[
+    Annotated[ImageTaskOut, Tag("image")] | Annotated[DetectionTaskOut, Tag("detection")],
+    Discriminator(_task_name),
+]
+
+
 class TensorMetricsOut(_OutputMetrics):
-    """Any other output shape: the numerical metrics, and the image task's scores when the job asked for it."""
+    """Any other output shape: the numerical metrics, and the task's scores when the job asked for one."""
 
     kind: Literal["tensor"] = "tensor"
-    task: ImageTaskOut | None = Field(default=None, description="With task 'image': PSNR and SSIM.")
+    task: TensorTaskOut | None = Field(
+        default=None, description="With task 'image': PSNR and SSIM; with task 'detection': COCO mAP."
+    )
 
 
 def _metric_family(doc: Any) -> str:

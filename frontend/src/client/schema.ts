@@ -2474,6 +2474,186 @@ export interface components {
              */
             total: number;
         };
+        /** DetectionClassOut */
+        DetectionClassOut: {
+            /**
+             * Ap
+             * @description AP@[.5:.95]; null when the class has no truth box.
+             */
+            ap: number | null;
+            /** Ap50 */
+            ap50: number | null;
+            /** Class Index */
+            class_index: number;
+            /**
+             * N Truth
+             * @description Truth boxes of this class.
+             * @default 0
+             */
+            n_truth: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** DetectionCountsOut */
+        DetectionCountsOut: {
+            /**
+             * Compressed
+             * @default 0
+             */
+            compressed: number;
+            /**
+             * Golden
+             * @default 0
+             */
+            golden: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** DetectionLabelsOut */
+        DetectionLabelsOut: {
+            compressed: components["schemas"]["DetectionScoresOut"];
+            golden: components["schemas"]["DetectionScoresOut"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * DetectionScoresOut
+         * @description COCO box metrics (faster-coco-eval, equal to pycocotools) of one model's detections against a truth;
+         *     null where COCO leaves a metric undefined (no truth box of that size or at all).
+         */
+        DetectionScoresOut: {
+            /**
+             * Ar100
+             * @description Recall@[.5:.95] with 100 detections per image.
+             */
+            ar100: number | null;
+            /**
+             * Map
+             * @description mAP@[.5:.95], 0 to 1.
+             */
+            map: number | null;
+            /**
+             * Map Large
+             * @description Boxes of 96² pixels or more.
+             */
+            map_large: number | null;
+            /** Map Medium */
+            map_medium: number | null;
+            /**
+             * Map Small
+             * @description Boxes under 32² pixels.
+             */
+            map_small: number | null;
+            /** Map50 */
+            map50: number | null;
+            /** Map75 */
+            map75: number | null;
+            /**
+             * N Detections
+             * @default 0
+             */
+            n_detections: number;
+            /**
+             * N Truth
+             * @default 0
+             */
+            n_truth: number;
+            /** Per Class */
+            per_class: components["schemas"]["DetectionClassOut"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * DetectionTaskOut
+         * @description Task 'detection': both models' outputs decoded into boxes (post-NMS outputs, or a YOLO head through
+         *     class-wise NMS) and scored by COCO mAP against the dataset's gt_boxes / gt_labels and label-free against
+         *     the golden model's detections (worker/engine/tasks/detection.py).
+         */
+        DetectionTaskOut: {
+            against_golden: components["schemas"]["DetectionScoresOut"];
+            /** @description Null without gt_boxes / gt_labels. */
+            against_labels: components["schemas"]["DetectionLabelsOut"] | null;
+            /**
+             * Box Format
+             * @default xyxy
+             * @enum {string}
+             */
+            box_format: "xyxy" | "xywh";
+            /** Boxes Output */
+            boxes_output: string | null;
+            /** Compressed Map */
+            compressed_map: number | null;
+            /** Compressed Map50 */
+            compressed_map50: number | null;
+            /** Count Output */
+            count_output: string | null;
+            detections: components["schemas"]["DetectionCountsOut"];
+            /**
+             * Format
+             * @default post_nms
+             * @enum {string}
+             */
+            format: "post_nms" | "yolo";
+            /** Golden Map */
+            golden_map: number | null;
+            /** Golden Map50 */
+            golden_map50: number | null;
+            /** Head Output */
+            head_output: string | null;
+            /**
+             * Image Size
+             * @description [height, width]; null: not clipped.
+             */
+            image_size: number[] | null;
+            /** @description Images with more candidates than NMS takes. */
+            images_capped: components["schemas"]["DetectionCountsOut"];
+            /** @description Rows dropped as NaN/Inf or without area inside the image. */
+            invalid_boxes: components["schemas"]["DetectionCountsOut"];
+            /**
+             * Iou Threshold
+             * @default 0.45
+             */
+            iou_threshold: number;
+            /** Labels Output */
+            labels_output: string | null;
+            /**
+             * Map Drop
+             * @description Golden minus compressed mAP@[.5:.95] in points (×100); lower is better.
+             */
+            map_drop: number | null;
+            /**
+             * Map Vs Golden
+             * @description mAP@[.5:.95] of the compressed detections, the golden ones as truth.
+             */
+            map_vs_golden: number | null;
+            /**
+             * Map50 Drop
+             * @description Golden minus compressed mAP@.5 in points (×100); lower is better.
+             */
+            map50_drop: number | null;
+            /** Map50 Vs Golden */
+            map50_vs_golden: number | null;
+            /**
+             * N Images
+             * @default 0
+             */
+            n_images: number;
+            /**
+             * Name
+             * @default detection
+             * @constant
+             */
+            name: "detection";
+            /**
+             * Score Threshold
+             * @default 0
+             */
+            score_threshold: number;
+            /** Scores Output */
+            scores_output: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * DistillIn
          * @description Fine-tune the compressed model's float parameters against the golden teacher (KL at temperature T,
@@ -6370,7 +6550,7 @@ export interface components {
         };
         /**
          * TensorMetricsOut
-         * @description Any other output shape: the numerical metrics, and the image task's scores when the job asked for it.
+         * @description Any other output shape: the numerical metrics, and the task's scores when the job asked for one.
          */
         TensorMetricsOut: {
             /**
@@ -6429,8 +6609,11 @@ export interface components {
              * @default false
              */
             sqnr_db_infinite: boolean;
-            /** @description With task 'image': PSNR and SSIM. */
-            task: components["schemas"]["ImageTaskOut"] | null;
+            /**
+             * Task
+             * @description With task 'image': PSNR and SSIM; with task 'detection': COCO mAP.
+             */
+            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["DetectionTaskOut"]) | null;
         } & {
             [key: string]: unknown;
         };

@@ -112,7 +112,7 @@ class DetectionTask:
         self.capped = {"golden": 0, "compressed": 0}
 
     def start(self, context: TaskContext) -> None:
-        opts = dict(context.options)
+        opts = {k: v for k, v in context.options.items() if v is not None}  # null: the option's default
         unknown = sorted(set(opts) - set(OPTIONS))
         if unknown:
             raise OutputMismatchError(
