@@ -65,4 +65,56 @@ describe("metricCards", () => {
       ["task.ssim_vs_golden", "higher"],
     ]);
   });
+
+  it("shows the detection task's mAP drops and label-free mAP on a detector's output", () => {
+    const scores = {
+      map: 0.5,
+      map50: 0.8,
+      map75: 0.4,
+      map_small: 0.3,
+      map_medium: 0.6,
+      map_large: null,
+      ar100: 0.55,
+      per_class: [],
+      n_truth: 10,
+      n_detections: 12,
+    };
+    const task = {
+      name: "detection" as const,
+      format: "yolo" as const,
+      box_format: "xyxy" as const,
+      score_threshold: 0.25,
+      iou_threshold: 0.45,
+      head_output: "output0",
+      boxes_output: null,
+      scores_output: null,
+      labels_output: null,
+      count_output: null,
+      image_size: [64, 64],
+      n_images: 5,
+      detections: { golden: 12, compressed: 11 },
+      invalid_boxes: { golden: 0, compressed: 2 },
+      images_capped: { golden: 0, compressed: 0 },
+      map_vs_golden: 0.61,
+      map50_vs_golden: 0.9,
+      golden_map: 0.5,
+      golden_map50: 0.8,
+      compressed_map: 0.45,
+      compressed_map50: 0.7,
+      map_drop: 5,
+      map50_drop: 10,
+      against_golden: scores,
+      against_labels: { golden: scores, compressed: scores },
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [7, 64], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.value, c.direction])).toEqual([
+      ["task.map50_drop", "10 pp", "lower"],
+      ["task.map_drop", "5 pp", "lower"],
+      ["task.map50_vs_golden", "90.00 %", "higher"],
+      ["task.map_vs_golden", "61.00 %", "higher"],
+      ["task.golden_map50", "80.00 %", "higher"],
+      ["task.compressed_map50", "70.00 %", "higher"],
+      ["task.invalid_boxes.compressed", "2", "lower"],
+    ]);
+  });
 });

@@ -13,13 +13,21 @@ const cls =
   (m: OutputMetrics): Value =>
     m.kind === "classification" ? get(m) : null;
 
-type ImageTask = NonNullable<Extract<OutputMetrics, { kind: "tensor" }>["task"]>;
+type TensorTask = NonNullable<Extract<OutputMetrics, { kind: "tensor" }>["task"]>;
+type ImageTask = Extract<TensorTask, { name: "image" }>;
+type DetectionTask = Extract<TensorTask, { name: "detection" }>;
 
 /** A score of the image task: none for other outputs. */
 const image =
   (get: (t: ImageTask) => Value) =>
   (m: OutputMetrics): Value =>
-    m.kind === "tensor" && m.task ? get(m.task) : null;
+    m.kind === "tensor" && m.task?.name === "image" ? get(m.task) : null;
+
+/** A score of the detection task: none for other outputs. */
+const detection =
+  (get: (t: DetectionTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task?.name === "detection" ? get(m.task) : null;
 
 interface MetricDef {
   /** Dotted path in the output's metrics (the card's key, and its name in the API's documents). */
@@ -181,6 +189,68 @@ const METRICS: readonly MetricDef[] = [
     unit: "",
     direction: "lower",
     explanation: "Task 'image': golden minus compressed mean SSIM against the dataset's reference pictures.",
+  },
+  {
+    path: "task.map50_drop",
+    value: detection((t) => t.map50_drop),
+    label: "mAP@.5 drop",
+    unit: "pp",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'detection': golden minus compressed COCO mAP at IoU 0.5 against the dataset's boxes, in points.",
+  },
+  {
+    path: "task.map_drop",
+    value: detection((t) => t.map_drop),
+    label: "mAP drop",
+    unit: "pp",
+    direction: "lower",
+    headline: true,
+    explanation: "Task 'detection': golden minus compressed COCO mAP@[.5:.95] against the dataset's boxes, in points.",
+  },
+  {
+    path: "task.map50_vs_golden",
+    value: detection((t) => t.map50_vs_golden),
+    label: "mAP@.5 vs golden",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation:
+      "Task 'detection', label-free: COCO mAP at IoU 0.5 of the compressed detections, the golden model's as the truth.",
+  },
+  {
+    path: "task.map_vs_golden",
+    value: detection((t) => t.map_vs_golden),
+    label: "mAP vs golden",
+    unit: "fraction",
+    direction: "higher",
+    explanation:
+      "Task 'detection', label-free: COCO mAP@[.5:.95] of the compressed detections, the golden model's as the truth.",
+  },
+  {
+    path: "task.golden_map50",
+    value: detection((t) => t.golden_map50),
+    label: "Golden mAP@.5",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Task 'detection': the golden model's COCO mAP at IoU 0.5 against the dataset's boxes.",
+  },
+  {
+    path: "task.compressed_map50",
+    value: detection((t) => t.compressed_map50),
+    label: "Compressed mAP@.5",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Task 'detection': the compressed model's COCO mAP at IoU 0.5 against the dataset's boxes.",
+  },
+  {
+    path: "task.invalid_boxes.compressed",
+    value: detection((t) => t.invalid_boxes.compressed),
+    label: "Invalid boxes",
+    unit: "count",
+    direction: "lower",
+    explanation: "Task 'detection': the compressed model's boxes dropped as NaN/Inf or without area inside the image.",
   },
   {
     path: "labels.golden_top1_accuracy",
