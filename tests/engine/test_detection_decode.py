@@ -103,3 +103,49 @@ def test_yolo_heads_decode_centre_boxes_best_class_and_classwise_nms() -> None:
     assert d.boxes.tolist() == [[15, 15, 25, 25], [16, 16, 26, 26], [57, 7, 64, 13]]
     assert d.labels.tolist() == [0, 1, 1] and np.allclose(d.scores, [0.9, 0.7, 0.5])
     assert out.invalid.tolist() == [1] and out.capped.tolist() == [False]
+
+
+def test_an_image_with_too_many_candidates_keeps_the_best_scoring_ones_and_says_so() -> None:
+    from worker.engine.tasks.detection_decode import MAX_CANDIDATES
+
+    rng = np.random.default_rng(0)
+    a = MAX_CANDIDATES + 500
+    head = np.zeros((1, 6, a), dtype=np.float32)
+    head[0, :2] = rng.uniform(100, 900, size=(2, a))  # scattered: almost nothing overlaps
+    head[0, 2:4] = 4
+    head[0, 4] = rng.uniform(0.3, 1.0, size=a)
+    out = decode_yolo(head, 0.25, 0.45, image_size=None)
+    assert out.capped.tolist() == [True]
+    (d,) = out.images
+    best = np.sort(head[0, 4])[::-1]
+    assert d.scores.min() >= best[MAX_CANDIDATES - 1] and len(d) == 300  # MAX_DETECTIONS of the best
+
+
+def test_a_batch_decodes_as_its_images_do_one_by_one() -> None:
+    # NMS runs once over the batch grouped by (image, class): the same boxes in two images never suppress
+    # each other, and each image's detections equal its own decoding, which equals the greedy walk.
+    rng = np.random.default_rng(1)
+    one = np.concatenate(
+        [
+            rng.uniform(20, 60, size=(1, 2, 200)),
+            rng.uniform(5, 30, size=(1, 2, 200)),
+            rng.random((1, 3, 200)),
+        ],
+        axis=1,
+    ).astype(np.float32)
+    batch = np.concatenate([one, one, one[:, :, ::-1]])
+    together = decode_yolo(batch, 0.25, 0.45, image_size=(64, 64)).images
+    for i in range(3):
+        (alone,) = decode_yolo(batch[i : i + 1], 0.25, 0.45, image_size=(64, 64)).images
+        assert np.array_equal(together[i].boxes, alone.boxes) and np.array_equal(
+            together[i].labels, alone.labels
+        )
+    assert np.array_equal(together[0].boxes, together[1].boxes) and len(together[0]) > 3
+    col = batch[0].astype(np.float64)
+    lab, sc = col[4:].argmax(0), col[4:].max(0)
+    cand = np.flatnonzero(sc >= 0.25)
+    xyxy = np.concatenate(
+        [col[:2, cand].T - col[2:4, cand].T / 2, col[:2, cand].T + col[2:4, cand].T / 2], axis=1
+    )
+    expected = greedy_nms(xyxy.tolist(), sc[cand].tolist(), lab[cand].tolist(), 0.45)
+    assert np.allclose(together[0].scores, sc[cand][expected])  # all inside the picture: none clipped away

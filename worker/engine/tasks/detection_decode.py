@@ -92,34 +92,56 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
 
 
+def _pair_iou(b: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """IoU of the box pairs (src[e], dst[e]) of `b` (K, 4) xyxy float64, as `box_iou` computes it."""
+    p, q = b[src], b[dst]
+    w = np.minimum(p[:, 2], q[:, 2]) - np.maximum(p[:, 0], q[:, 0])
+    h = np.minimum(p[:, 3], q[:, 3]) - np.maximum(p[:, 1], q[:, 1])
+    inter = np.clip(w, 0, None) * np.clip(h, 0, None)
+    union = (p[:, 2] - p[:, 0]) * (p[:, 3] - p[:, 1]) + (q[:, 2] - q[:, 0]) * (q[:, 3] - q[:, 1]) - inter
+    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+
+
 def nms_classwise(
     boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, iou_threshold: float
 ) -> np.ndarray:
     """Greedy class-wise NMS: the indexes of the kept boxes, by decreasing score (stable on ties).
 
     Greedy NMS walks the boxes by decreasing score and keeps a box unless a kept box of its class overlaps it
-    with IoU > `iou_threshold`. Here it is a fixed point over the whole IoU matrix instead of a walk: with S[i,
-    j] = "i comes before j, same class, IoU > threshold", keep = f(keep) where f(k)[j] = no i with k[i] and S[i,
-    j]. f(k)[j] depends only on k[0..j-1], so greedy's answer is f's only fixed point, and iterating f from
+    with IoU > `iou_threshold`. Here it is a fixed point instead of a walk: with the edges i → j = "same
+    class, i before j in the walk, IoU > threshold", keep = f(keep) where f(k)[j] = no edge i → j with k[i].
+    f(k)[j] depends only on boxes before j, so greedy's answer is f's only fixed point, and iterating f from
     "keep all" makes one more leading position final per iteration: at most K + 1 iterations, in practice
     about the length of the longest chain of boxes each suppressing the next, plus one (1 or 2 iterations
-    measured on a trained detector's candidates, 6 to 8 on 2000 random boxes in 30 dense clusters). Each
-    iteration is one (K,) × (K, K) product, no loop per box.
+    measured on a trained detector's candidates, 5 to 8 on 1000-2000 random boxes in 30 dense clusters).
+
+    Only same-class pairs are scored (boxes sorted by class, then the pairs of each class's block built with
+    index arithmetic): a K × K IoU matrix took 53 ms at K = 1000 on this machine, 3 classes need a third of
+    its pairs. Each iteration is one scatter over the edges. No loop per box or per class.
     """
     k = int(scores.shape[0])
     if k == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
-    b, lab = np.asarray(boxes, dtype=np.float64)[order], np.asarray(labels)[order]
-    suppresses = (box_iou(b, b) > iou_threshold) & (lab[:, None] == lab[None, :])
-    suppresses = np.triu(suppresses, k=1).astype(np.float32)  # counts ≤ K < 2^24: exact in float32
-    keep = np.ones(k, dtype=np.float32)
+    sc = np.asarray(scores, dtype=np.float64)
+    lab = np.asarray(labels).astype(np.int64)
+    order = np.lexsort((np.arange(k), -sc, lab))  # by class, then the walk's order: score down, index up
+    b, lab = np.asarray(boxes, dtype=np.float64)[order], lab[order]
+    end = np.searchsorted(lab, lab, side="right")  # where each box's class block ends
+    later = end - np.arange(k) - 1  # boxes after this one in its block
+    src = np.repeat(np.arange(k), later)
+    offset = np.arange(src.size) - np.repeat(np.cumsum(later) - later, later)
+    dst = src + 1 + offset  # every later box of the same class
+    hit = _pair_iou(b, src, dst) > iou_threshold
+    src, dst = src[hit], dst[hit]
+    keep = np.ones(k, dtype=bool)
     for _ in range(k + 1):
-        new = ((keep @ suppresses) == 0).astype(np.float32)
-        if np.array_equal(new, keep):
+        suppressed = np.zeros(k, dtype=bool)
+        suppressed[dst[keep[src]]] = True
+        if np.array_equal(~suppressed, keep):
             break
-        keep = new
-    return order[keep.astype(bool)]
+        keep = ~suppressed
+    kept = order[keep]
+    return kept[np.lexsort((kept, -sc[kept]))]
 
 
 def _finite_nonempty(boxes: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -190,25 +212,49 @@ def decode_yolo(
     iou_threshold: float,
     image_size: tuple[float, float] | None,
 ) -> DecodedBatch:
-    """A raw YOLO-style head ``[N, 4 + C, A]`` of a batch → its detections after class-wise NMS."""
+    """A raw YOLO-style head ``[N, 4 + C, A]`` of a batch → its detections after class-wise NMS.
+
+    Best class, score and the candidate mask are computed for the whole batch at once, and boxes only for the
+    candidates: per image this took 0.2 ms at 1600 anchors, 40 % of the task's time in bench_detection."""
     h = np.asarray(head)
     n = h.shape[0]
-    images, invalid, capped = [], np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    cls = h[:, 4:, :]  # (N, C, A), in the model's dtype: argmax is the same in float64
+    finite = np.isfinite(h).all(axis=1)  # (N, A): the box and every class score
+    labels = np.argmax(np.where(np.isnan(cls), -np.inf, cls), axis=1)  # (N, A)
+    scores = np.take_along_axis(cls, labels[:, None, :], axis=1)[:, 0, :].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        candidate = finite & (scores >= score_threshold)
+    invalid = (~finite).sum(axis=1).astype(np.int64)
+    capped = np.zeros(n, dtype=bool)
+    picked = []
     for i in range(n):
-        cls_scores = h[i, 4:, :].astype(np.float64)  # (C, A)
-        labels = np.argmax(np.nan_to_num(cls_scores, nan=-np.inf), axis=0)
-        scores = np.take_along_axis(cls_scores, labels[None, :], axis=0)[0]
-        boxes = cxcywh_to_xyxy(h[i, :4, :].T)
-        finite = np.isfinite(boxes).all(axis=1) & np.isfinite(cls_scores).all(axis=0)
-        with np.errstate(invalid="ignore"):
-            candidate = finite & (scores >= score_threshold)
-        invalid[i] = int((~finite).sum())
-        idx = np.flatnonzero(candidate)
+        idx = np.flatnonzero(candidate[i])
         if idx.size > MAX_CANDIDATES:
             capped[i] = True
-            idx = idx[np.argsort(-scores[idx], kind="stable")[:MAX_CANDIDATES]]
-        keep = idx[nms_classwise(boxes[idx], scores[idx], labels[idx], iou_threshold)][:MAX_DETECTIONS]
-        dets, dropped = _finish(boxes[keep], scores[keep], labels[keep], image_size)
+            idx = np.sort(idx[np.argsort(-scores[i, idx], kind="stable")[:MAX_CANDIDATES]])
+        picked.append(idx)
+    image = np.repeat(np.arange(n), [len(idx) for idx in picked])
+    anchor = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
+    boxes = cxcywh_to_xyxy(h[image, :4, anchor])  # (K, 4): the candidates of every image
+    s, lab = scores[image, anchor], labels[image, anchor]
+    # One NMS for as many images as fit in MAX_CANDIDATES, grouped by (image, class): ~0.1 ms of numpy
+    # overhead per call measured, which per image was a third of the task's decoding time at 320 px.
+    group = image * (cls.shape[1] + 1) + lab
+    kept = np.zeros(len(s), dtype=bool)
+    starts = np.searchsorted(image, np.arange(n + 1))
+    first = 0
+    while first < n:
+        last = first + 1
+        while last < n and starts[last + 1] - starts[first] <= MAX_CANDIDATES:
+            last += 1
+        lo, hi = starts[first], starts[last]
+        kept[lo + nms_classwise(boxes[lo:hi], s[lo:hi], group[lo:hi], iou_threshold)] = True
+        first = last
+    images = []
+    for i in range(n):
+        rows = np.flatnonzero(kept[starts[i] : starts[i + 1]]) + starts[i]
+        rows = rows[np.argsort(-s[rows], kind="stable")][:MAX_DETECTIONS]
+        dets, dropped = _finish(boxes[rows], s[rows], lab[rows], image_size)
         images.append(dets)
         invalid[i] += dropped
     return DecodedBatch(images, invalid, capped)
