@@ -149,3 +149,18 @@ def test_a_batch_decodes_as_its_images_do_one_by_one() -> None:
     )
     expected = greedy_nms(xyxy.tolist(), sc[cand].tolist(), lab[cand].tolist(), 0.45)
     assert np.allclose(together[0].scores, sc[cand][expected])  # all inside the picture: none clipped away
+
+
+def test_nms_scores_its_pairs_in_chunks_without_changing_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.engine.tasks import detection_decode
+
+    rng = np.random.default_rng(5)
+    k = 300
+    c = rng.uniform(20, 80, size=(k, 2))
+    wh = rng.uniform(4, 30, size=(k, 2))
+    boxes = np.concatenate([c - wh / 2, c + wh / 2], axis=1)
+    scores, labels = rng.random(k), rng.integers(0, 2, size=k)
+    whole = nms_classwise(boxes, scores, labels, 0.45)
+    monkeypatch.setattr(detection_decode, "PAIR_CHUNK", 97)  # ~22 000 pairs: 230 chunks, one cut mid-class
+    assert nms_classwise(boxes, scores, labels, 0.45).tolist() == whole.tolist()
+    assert whole.tolist() == greedy_nms(boxes.tolist(), scores.tolist(), labels.tolist(), 0.45)

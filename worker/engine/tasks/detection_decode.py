@@ -28,9 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_CANDIDATES = 3000
-"""At most this many candidates per image enter NMS (the best-scoring ones): NMS holds a K × K float64 IoU
-matrix, 72 MB at 3000. A trained detector at the default 0.25 threshold has far fewer (tens); an image that
-had more is counted in `DecodedBatch.capped`."""
+"""At most this many candidates per image enter NMS (the best-scoring ones): NMS scores every same-class
+pair, up to K(K − 1)/2 = 4.5 M pairs at 3000 (their indexes: 72 MB), in chunks of PAIR_CHUNK. A trained
+detector at the default 0.25 threshold has far fewer (tens); an image that had more is counted in
+`DecodedBatch.capped`."""
+
+PAIR_CHUNK = 1 << 20
+"""Box pairs whose IoU is computed at once (about 100 MB of float64 temporaries)."""
 
 MAX_DETECTIONS = 300
 """At most this many detections per image are kept after NMS (Ultralytics' default max_det); COCO scores
@@ -131,7 +135,12 @@ def nms_classwise(
     src = np.repeat(np.arange(k), later)
     offset = np.arange(src.size) - np.repeat(np.cumsum(later) - later, later)
     dst = src + 1 + offset  # every later box of the same class
-    hit = _pair_iou(b, src, dst) > iou_threshold
+    hit = np.concatenate(
+        [
+            _pair_iou(b, src[lo : lo + PAIR_CHUNK], dst[lo : lo + PAIR_CHUNK]) > iou_threshold
+            for lo in range(0, max(src.size, 1), PAIR_CHUNK)
+        ]
+    )
     src, dst = src[hit], dst[hit]
     keep = np.ones(k, dtype=bool)
     for _ in range(k + 1):
