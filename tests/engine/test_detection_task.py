@@ -14,6 +14,7 @@ import pytest
 
 from backend.api.result_schemas.fidelity import DetectionTaskOut, FidelitySummaryOut
 from kneeboard_client.thresholds import Limit, check_limit, higher_is_better, output_metrics
+from tests.backend.test_typed_results import extras
 from tests.support.detection_reference import (
     Box,
     coco_stats,
@@ -21,7 +22,6 @@ from tests.support.detection_reference import (
     plain_matching,
     pycoco_eval,
 )
-from tests.backend.test_typed_results import extras
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.types import TensorSpec
@@ -230,6 +230,17 @@ def test_padding_empty_predictions_and_nan_boxes_are_scored_not_crashed() -> Non
     assert flagged.tolist() == expected and task["invalid_boxes"]["compressed"] == sum(expected) > 0
     assert task["against_labels"] is None and task["map_drop"] is None  # no truth: label-free only
     assert 0 < task["map_vs_golden"] < 1
+
+
+def test_the_truth_arrays_are_never_taken_for_the_model_input() -> None:
+    # A single-input model takes the dataset's one array of another name; gt_boxes / gt_labels are
+    # annotations, not candidates for it (as "labels" and "targets" are not).
+    gt_boxes, gt_labels = _scene(10)
+    golden = _detector(gt_boxes, gt_labels, 2.0, 11)
+    params = FidelityParams(batch_size=7, task="detection", task_options=OPTIONS)
+    data = {"frames": np.arange(N, dtype=np.float32)[:, None], "gt_boxes": gt_boxes, "gt_labels": gt_labels}
+    report = compare_models(TableRunner(golden), TableRunner(golden), data, None, params)
+    assert report.outputs["boxes"]["task"]["map_drop"] == 0.0
 
 
 def test_wrong_options_and_bad_truth_stop_the_job_at_the_first_batch_saying_why() -> None:
