@@ -254,6 +254,10 @@ def test_wrong_options_and_bad_truth_stop_the_job_at_the_first_batch_saying_why(
         OutputMismatchError, match=r"does not know task_options \['nms'\]; it reads \['format'"
     ):
         _compare(golden, golden, {}, nms=0.5)
+    with pytest.raises(OutputMismatchError, match="iou_threshold is a number from 0 to 1, not 'high'"):
+        _compare(golden, golden, {}, iou_threshold="high")
+    with pytest.raises(OutputMismatchError, match="format is 'post_nms' or 'yolo', not 'ssd'"):
+        _compare(golden, golden, {}, format="ssd")
     with pytest.raises(OutputMismatchError, match="YOLO head 'scores' has per-sample shape"):
         _compare(golden, golden, {}, format="yolo", head_output="scores", count_output=None)
     bad = gt_boxes.copy()

@@ -56,6 +56,13 @@ def _points(golden: float | None, compressed: float | None) -> float | None:
     return None if golden is None or compressed is None else 100.0 * (golden - compressed)
 
 
+def _fraction(options: Mapping[str, Any], key: str, default: float) -> float:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise OutputMismatchError(f"task 'detection': {key} is a number from 0 to 1, not {value!r}")
+    return float(value)
+
+
 def _image_size(options: Mapping[str, Any], dataset: Mapping[str, Any]) -> tuple[float, float] | None:
     if "image_size" in options:
         size = [float(v) for v in options["image_size"]]
@@ -128,8 +135,8 @@ class DetectionTask:
         self.options = {
             "format": fmt,
             "box_format": box_format,
-            "score_threshold": float(opts.get("score_threshold", 0.25 if fmt == "yolo" else 0.0)),
-            "iou_threshold": float(opts.get("iou_threshold", 0.45)),
+            "score_threshold": _fraction(opts, "score_threshold", 0.25 if fmt == "yolo" else 0.0),
+            "iou_threshold": _fraction(opts, "iou_threshold", 0.45),
         }
         if fmt == "yolo":
             default = next(iter(shapes)) if len(shapes) == 1 else "output0"
