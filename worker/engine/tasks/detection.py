@@ -21,6 +21,15 @@ Ground truth: dataset arrays `gt_boxes` ``[N, M, 4]`` xyxy and `gt_labels` ``[N,
 −1 are padding). Without them the task scores label-free only. The decoding lives in `detection_decode`,
 the scores in `detection_scores`. Detections of every image are kept (O(detections)) so COCO scores them
 in one pass at the end; the per-image values are returned batch by batch.
+
+The block: COCO scores of each model against the truth (`against_labels`) and of the compressed model
+against the golden one (`against_golden`), with flat keys for `kneeboard check`: `map_drop`, `map50_drop`
+(golden minus compressed, in points, lower is better), `map_vs_golden`, `map50_vs_golden`, `golden_map`...
+COCO scores the best 100 detections per image and class, so the golden model against itself scores 1 unless
+an image has more than 100 of one class. mAP is usually measured with a low score threshold (0.001); the
+yolo default here (0.25) is the one a deployed detector predicts with, which counts low-confidence boxes
+neither for nor against. The per-image values (per sample) are `ap50_vs_golden`, `f1_50_vs_golden`,
+`mean_iou_vs_golden`, `missed_vs_golden`, `added_vs_golden`, each model's detection and invalid-box counts.
 """
 
 from __future__ import annotations
