@@ -76,18 +76,30 @@ class FidelityJobParams(BaseModel):
     threshold_kl: float = Field(
         default=0.1, ge=0, description="A sample whose KL(P‖Q) in nats exceeds this is flagged as degraded."
     )
-    task: Literal["auto", "classification", "embedding", "regression", "image", "segmentation", "ctc"] = (
-        Field(
-            default="auto",
-            description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
-            "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
-            "dataset's 'targets' array when it has one. 'segmentation': logits (N, C, H, W) or label maps (N, H, W), "
-            "scored by mIoU, pixel accuracy and boundary F1 against the golden model's and against the dataset's "
-            "'masks' array (N, H, W) when it has one (task_options: output, ignore_index, boundary_tolerance). 'ctc': "
-            "frame logits (N, T, V) decoded greedily with task_options 'vocabulary' (V token strings; also output, "
-            "blank, word_delimiter), scored by WER and CER against the golden model's transcripts and against the "
-            "dataset's 'transcripts' array (N,) of strings (dtype '<U..') when it has one.",
-        )
+    task: Literal[
+        "auto",
+        "classification",
+        "embedding",
+        "regression",
+        "image",
+        "segmentation",
+        "ctc",
+        "detection",
+        "language_model",
+    ] = Field(
+        default="auto",
+        description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
+        "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
+        "dataset's 'targets' array when it has one. 'segmentation': logits (N, C, H, W) or label maps (N, H, W), "
+        "scored by mIoU, pixel accuracy and boundary F1 against the golden model's and against the dataset's "
+        "'masks' array (N, H, W) when it has one (task_options: output, ignore_index, boundary_tolerance). 'ctc': "
+        "frame logits (N, T, V) decoded greedily with task_options 'vocabulary' (V token strings; also output, "
+        "blank, word_delimiter), scored by WER and CER against the golden model's transcripts and against the "
+        "dataset's 'transcripts' array (N,) of strings (dtype '<U..') when it has one. 'detection': post-NMS "
+        "boxes/scores/labels or a YOLO head (task_options format, *_output, box_format, score_threshold, "
+        "iou_threshold, image_size), scored by COCO mAP against the dataset's gt_boxes / gt_labels and against the "
+        "golden model's detections. 'language_model': a causal LM's logits (N, T, V), teacher-forced on the "
+        "dataset's token ids (task_options output, input_ids, top_k): next-token KL, agreement and perplexity.",
     )
     image_data_range: float = Field(
         default=1.0,

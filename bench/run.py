@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bench import (
     bench_auth,
+    bench_detection,
     bench_fidelity,
     bench_frontier,
     bench_job_memory,
@@ -30,6 +31,8 @@ def main() -> None:
     bench_frontier.main()
     print()
     bench_sensitivity.main()
+    print()
+    bench_detection.main()
     print()
     bench_profile.main()
     print()

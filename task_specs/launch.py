@@ -16,6 +16,18 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "segmentation": ("output", "ignore_index", "boundary_tolerance"),
     "ctc": ("output", "vocabulary", "blank", "word_delimiter"),
     "language_model": ("output", "input_ids", "top_k"),
+    "detection": (
+        "format",
+        "boxes_output",
+        "scores_output",
+        "labels_output",
+        "count_output",
+        "head_output",
+        "box_format",
+        "score_threshold",
+        "iou_threshold",
+        "image_size",
+    ),
 }
 """Every task with options, and the option names it reads (a task not listed takes none)."""
 
@@ -197,10 +209,48 @@ def _language_model(
     return problems
 
 
+_DETECTION_OUTPUTS = ("boxes_output", "scores_output", "labels_output", "count_output", "head_output")
+
+
+def _detection(
+    options: Mapping[str, Any], outputs: Sequence[Declared] | None, arrays: Mapping[str, Declared]
+) -> list[str]:
+    problems = []
+    if options.get("format") not in (None, "post_nms", "yolo"):
+        problems.append(f"task 'detection': format must be 'post_nms' or 'yolo', got {options['format']!r}")
+    if options.get("box_format") not in (None, "xyxy", "xywh"):
+        problems.append(
+            f"task 'detection': box_format must be 'xyxy' or 'xywh', got {options['box_format']!r}"
+        )
+    if outputs is not None:
+        names = {o.name for o in outputs}
+        listed = ", ".join(f"'{o.name}' {_fmt(o.shape)}" for o in outputs)
+        for key in _DETECTION_OUTPUTS:
+            wanted = options.get(key)
+            if wanted is not None and wanted not in names:
+                problems.append(
+                    f"task 'detection': {key} {wanted!r} is not an output of the golden model ({listed})"
+                )
+    boxes, labels = arrays.get("gt_boxes"), arrays.get("gt_labels")
+    if (boxes is None) != (labels is None):
+        problems.append(
+            "task 'detection': the dataset needs both gt_boxes (N, M, 4) and gt_labels (N, M), or neither"
+        )
+    elif boxes is not None and labels is not None:
+        if len(boxes.shape) != 3 or _fixed(boxes.shape[2]) != 4:
+            problems.append(f"dataset array 'gt_boxes' is {_fmt(boxes.shape)}; it needs (N, M, 4) boxes")
+        elif tuple(labels.shape) != tuple(boxes.shape[:2]):
+            problems.append(
+                f"dataset array 'gt_labels' is {_fmt(labels.shape)}; it needs {_fmt(boxes.shape[:2])}, one per box"
+            )
+    return problems
+
+
 _CHECKS: dict[str, Check] = {
     "segmentation": _segmentation,
     "ctc": _ctc,
     "language_model": _language_model,
+    "detection": _detection,
 }
 
 

@@ -1,4 +1,5 @@
-"""Check an uploaded zip of images (and its optional labels CSV) without decoding the images.
+"""Check an uploaded zip of images (and its optional labels CSV and COCO annotations.json) without decoding
+the images.
 
 The upload check, in the API: reads the zip directory, the CSV and each image's header (Pillow opens
 lazily), so a corrupt image, a label for a missing file or a path outside the archive is refused at upload,
@@ -22,6 +23,7 @@ from dataset_readers.archives import (
     unreadable_zip,
 )
 from dataset_readers.errors import DatasetFormatError
+from dataset_readers.image_zip.coco import COCO_JSON, CocoBoxes, read_coco
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 LABELS_CSV = "labels.csv"
@@ -33,6 +35,7 @@ LABEL_MIN, LABEL_MAX = -(2**31), 2**31 - 1
 class ImageZipDescription:
     images: list[str]  # member names, sorted: the sample order
     labels: list[int] | None
+    coco: CocoBoxes | None = None  # detection boxes from an annotations.json (image_zip/coco.py)
 
 
 def _read_labels(zf: zipfile.ZipFile, member: str, images: list[str]) -> list[int]:
@@ -134,6 +137,8 @@ def describe_image_zip(
             raise DatasetFormatError(f"the zip holds no images ({', '.join(IMAGE_SUFFIXES)})")
         csvs = [f for f in files if PurePosixPath(f).name == LABELS_CSV]
         labels = _read_labels(zf, csvs[0], images) if csvs else None
+        jsons = [f for f in files if PurePosixPath(f).name == COCO_JSON]
+        coco = read_coco(zf, jsons[0], images) if jsons else None
         if verify_images:
             _check_image_headers(zf, images, max_pixels or _pillow_limit())
-    return ImageZipDescription(images=images, labels=labels)
+    return ImageZipDescription(images=images, labels=labels, coco=coco)

@@ -1,5 +1,5 @@
 """The image-zip reader behind the DatasetReader interface: the upload check (``describe``) and the
-decoded input array for the jobs (``arrays``). It has no ``rows``: a preview shows the images themselves,
+decoded input array for the jobs (``arrays``), with the detection boxes of a COCO annotations.json. It has no ``rows``: a preview shows the images themselves,
 not the model's input, and reads them by name (backend/dataset_preview.py)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 
 from dataset_readers.archives import ArchiveLimits
 from dataset_readers.image_zip import decode
+from dataset_readers.image_zip.coco import GT_BOXES, GT_LABELS, coco_arrays
 from dataset_readers.image_zip.describe import describe_image_zip
 from dataset_readers.interface import LABELS, ArrayInfo, DatasetDescription, ImageRecipe, ReadOptions
 
@@ -34,6 +35,10 @@ class ImageZipReader:
         arrays = {recipe.input_name: ArrayInfo(tuple(recipe.array_shape(n)), "float32")}
         if listing.labels is not None:
             arrays[LABELS] = ArrayInfo((n,), "int64")
+        if listing.coco is not None:
+            m = listing.coco.max_boxes
+            arrays[GT_BOXES] = ArrayInfo((n, m, 4), "float32")
+            arrays[GT_LABELS] = ArrayInfo((n, m), "int64")
         return DatasetDescription(n_samples=n, arrays=arrays)
 
     def arrays(
@@ -57,4 +62,6 @@ class ImageZipReader:
         }
         if listing.labels is not None:
             arrays[LABELS] = np.asarray(listing.labels[:limit], dtype=np.int64)
+        if listing.coco is not None:
+            arrays.update(coco_arrays(listing.coco, recipe.size, limit))
         return arrays

@@ -69,3 +69,22 @@ def test_a_vocabulary_that_does_not_fit_the_output_is_named() -> None:
 def test_outputs_not_known_yet_leave_only_the_option_checks() -> None:
     assert launch_problems("segmentation", {"output": "anything"}, None, {}) == []
     assert "must be an integer" in launch_problems("segmentation", {"ignore_index": -1}, None, {})[0]
+
+
+def test_detection_output_names_and_truth_arrays_are_checked() -> None:
+    outputs = [Declared("boxes", ("batch", 100, 4), "float32"), Declared("scores", ("batch", 100), "float32")]
+    truth = {
+        "gt_boxes": Declared("gt_boxes", (8, 5, 4), "<f4"),
+        "gt_labels": Declared("gt_labels", (8, 5), "<i8"),
+    }
+    assert (
+        launch_problems("detection", {"boxes_output": "boxes", "scores_output": "scores"}, outputs, truth)
+        == []
+    )
+    (problem,) = launch_problems("detection", {"boxes_output": "dets"}, outputs, truth)
+    assert "boxes_output 'dets' is not an output" in problem and "'boxes' (batch, 100, 4)" in problem
+    (problem,) = launch_problems("detection", {}, outputs, {"gt_boxes": truth["gt_boxes"]})
+    assert "both gt_boxes (N, M, 4) and gt_labels" in problem
+    bad = truth | {"gt_labels": Declared("gt_labels", (8, 6), "<i8")}
+    assert "it needs (8, 5), one per box" in launch_problems("detection", {}, outputs, bad)[0]
+    assert "format must be" in launch_problems("detection", {"format": "ssd"}, outputs, truth)[0]

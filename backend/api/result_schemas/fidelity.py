@@ -315,8 +315,114 @@ class CtcTaskOut(ResultModel):
     cer_delta: float | None = None
 
 
+class DetectionClassOut(ResultModel):
+    class_index: int
+    n_truth: int = Field(default=0, description="Truth boxes of this class.")
+    ap: float | None = Field(default=None, description="AP@[.5:.95]; null when the class has no truth box.")
+    ap50: float | None = None
+
+
+class DetectionScoresOut(ResultModel):
+    """COCO box metrics (faster-coco-eval, equal to pycocotools) of one model's detections against a truth;
+    null where COCO leaves a metric undefined (no truth box of that size or at all)."""
+
+    map: float | None = Field(default=None, description="mAP@[.5:.95], 0 to 1.")
+    map50: float | None = None
+    map75: float | None = None
+    map_small: float | None = Field(default=None, description="Boxes under 32² pixels.")
+    map_medium: float | None = None
+    map_large: float | None = Field(default=None, description="Boxes of 96² pixels or more.")
+    ar100: float | None = Field(default=None, description="Recall@[.5:.95] with 100 detections per image.")
+    per_class: list[DetectionClassOut] = Field(default_factory=list)
+    n_truth: int = 0
+    n_detections: int = 0
+
+
+class DetectionLabelsOut(ResultModel):
+    golden: DetectionScoresOut
+    compressed: DetectionScoresOut
+
+
+class DetectionCountsOut(ResultModel):
+    golden: int = 0
+    compressed: int = 0
+
+
+class DetectionTaskOut(ResultModel):
+    """Task 'detection': both models' outputs decoded into boxes (post-NMS outputs, or a YOLO head through
+    class-wise NMS) and scored by COCO mAP against the dataset's gt_boxes / gt_labels and label-free against
+    the golden model's detections (worker/engine/tasks/detection.py)."""
+
+    name: Literal["detection"] = "detection"
+    format: Literal["post_nms", "yolo"] = "post_nms"
+    box_format: Literal["xyxy", "xywh"] = "xyxy"
+    score_threshold: float = 0.0
+    iou_threshold: float = 0.45
+    head_output: str | None = None
+    boxes_output: str | None = None
+    scores_output: str | None = None
+    labels_output: str | None = None
+    count_output: str | None = None
+    image_size: list[float] | None = Field(default=None, description="[height, width]; null: not clipped.")
+    n_images: int = 0
+    detections: DetectionCountsOut = Field(default_factory=DetectionCountsOut)
+    invalid_boxes: DetectionCountsOut = Field(
+        default_factory=DetectionCountsOut,
+        description="Rows dropped as NaN/Inf or without area inside the image.",
+    )
+    images_capped: DetectionCountsOut = Field(
+        default_factory=DetectionCountsOut, description="Images with more candidates than NMS takes."
+    )
+    map_vs_golden: float | None = Field(
+        default=None, description="mAP@[.5:.95] of the compressed detections, the golden ones as truth."
+    )
+    map50_vs_golden: float | None = None
+    golden_map: float | None = None
+    golden_map50: float | None = None
+    compressed_map: float | None = None
+    compressed_map50: float | None = None
+    map_drop: float | None = Field(
+        default=None, description="Golden minus compressed mAP@[.5:.95] in points (×100); lower is better."
+    )
+    map50_drop: float | None = Field(
+        default=None, description="Golden minus compressed mAP@.5 in points (×100); lower is better."
+    )
+    against_golden: DetectionScoresOut = Field(default_factory=DetectionScoresOut)
+    against_labels: DetectionLabelsOut | None = Field(
+        default=None, description="Null without gt_boxes / gt_labels."
+    )
+
+
+class LanguageModelTaskOut(ResultModel):
+    """Task 'language_model' (worker/engine/tasks/language_model.py): a causal LM's next-token distributions,
+    teacher-forced on the dataset's token ids, compared over the whole vocabulary at every kept position."""
+
+    name: Literal["language_model"] = "language_model"
+    n_tokens: int = Field(default=0, description="Positions compared (kept by the attention mask).")
+    n_next_tokens: int = Field(default=0, description="Positions whose next token is kept: the NLL's count.")
+    top_k: int = 5
+    kl_mean: float | None = Field(default=None, description="Mean KL(golden ‖ compressed) per token, nats.")
+    kl_reverse_mean: float | None = None
+    js_mean: float | None = None
+    top1_agreement: float | None = Field(
+        default=None, description="Share of positions where both models' most likely next token is the same."
+    )
+    topk_overlap: float | None = Field(default=None, description="Mean overlap of the two top-k sets.")
+    nll_golden: float | None = Field(default=None, description="Mean NLL of the text's next tokens, nats.")
+    nll_compressed: float | None = None
+    nll_delta: float | None = Field(default=None, description="Compressed minus golden NLL; lower is better.")
+    ppl_golden: float | None = Field(default=None, description="exp(mean NLL) of the golden model.")
+    ppl_compressed: float | None = None
+    ppl_delta: float | None = Field(
+        default=None, description="Compressed minus golden perplexity; lower is better."
+    )
+    kl_by_position: list[float | None] = Field(
+        default_factory=list, description="Mean KL at each position index; null where no token was kept."
+    )
+
+
 def _task_name(doc: Any) -> str:
-    """The task of a stored task block (the image task's blocks always carry their name)."""
+    """The task of a stored task block (the image task's first blocks carried no name)."""
     if isinstance(doc, dict):
         return str(doc.get("name", "image"))
     return str(getattr(doc, "name", "image"))
@@ -325,19 +431,22 @@ def _task_name(doc: Any) -> str:
 TensorTaskOut = Annotated[
     Annotated[ImageTaskOut, Tag("image")]
     | Annotated[SegmentationTaskOut, Tag("segmentation")]
-    | Annotated[CtcTaskOut, Tag("ctc")],
+    | Annotated[CtcTaskOut, Tag("ctc")]
+    | Annotated[DetectionTaskOut, Tag("detection")]
+    | Annotated[LanguageModelTaskOut, Tag("language_model")],
     Discriminator(_task_name),
 ]
 
 
 class TensorMetricsOut(_OutputMetrics):
     """Any other output shape: the numerical metrics, and the task's scores when the job asked for a task that
-    reads such outputs (image, segmentation, ctc)."""
+    reads such outputs (image, segmentation, ctc, detection, language_model)."""
 
     kind: Literal["tensor"] = "tensor"
     task: TensorTaskOut | None = Field(
         default=None,
-        description="With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER.",
+        description="With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER; "
+        "'detection': COCO mAP; 'language_model': next-token KL, agreement and perplexity.",
     )
 
 

@@ -2620,6 +2620,186 @@ export interface components {
              */
             total: number;
         };
+        /** DetectionClassOut */
+        DetectionClassOut: {
+            /**
+             * Ap
+             * @description AP@[.5:.95]; null when the class has no truth box.
+             */
+            ap: number | null;
+            /** Ap50 */
+            ap50: number | null;
+            /** Class Index */
+            class_index: number;
+            /**
+             * N Truth
+             * @description Truth boxes of this class.
+             * @default 0
+             */
+            n_truth: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** DetectionCountsOut */
+        DetectionCountsOut: {
+            /**
+             * Compressed
+             * @default 0
+             */
+            compressed: number;
+            /**
+             * Golden
+             * @default 0
+             */
+            golden: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** DetectionLabelsOut */
+        DetectionLabelsOut: {
+            compressed: components["schemas"]["DetectionScoresOut"];
+            golden: components["schemas"]["DetectionScoresOut"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * DetectionScoresOut
+         * @description COCO box metrics (faster-coco-eval, equal to pycocotools) of one model's detections against a truth;
+         *     null where COCO leaves a metric undefined (no truth box of that size or at all).
+         */
+        DetectionScoresOut: {
+            /**
+             * Ar100
+             * @description Recall@[.5:.95] with 100 detections per image.
+             */
+            ar100: number | null;
+            /**
+             * Map
+             * @description mAP@[.5:.95], 0 to 1.
+             */
+            map: number | null;
+            /**
+             * Map Large
+             * @description Boxes of 96² pixels or more.
+             */
+            map_large: number | null;
+            /** Map Medium */
+            map_medium: number | null;
+            /**
+             * Map Small
+             * @description Boxes under 32² pixels.
+             */
+            map_small: number | null;
+            /** Map50 */
+            map50: number | null;
+            /** Map75 */
+            map75: number | null;
+            /**
+             * N Detections
+             * @default 0
+             */
+            n_detections: number;
+            /**
+             * N Truth
+             * @default 0
+             */
+            n_truth: number;
+            /** Per Class */
+            per_class: components["schemas"]["DetectionClassOut"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * DetectionTaskOut
+         * @description Task 'detection': both models' outputs decoded into boxes (post-NMS outputs, or a YOLO head through
+         *     class-wise NMS) and scored by COCO mAP against the dataset's gt_boxes / gt_labels and label-free against
+         *     the golden model's detections (worker/engine/tasks/detection.py).
+         */
+        DetectionTaskOut: {
+            against_golden: components["schemas"]["DetectionScoresOut"];
+            /** @description Null without gt_boxes / gt_labels. */
+            against_labels: components["schemas"]["DetectionLabelsOut"] | null;
+            /**
+             * Box Format
+             * @default xyxy
+             * @enum {string}
+             */
+            box_format: "xyxy" | "xywh";
+            /** Boxes Output */
+            boxes_output: string | null;
+            /** Compressed Map */
+            compressed_map: number | null;
+            /** Compressed Map50 */
+            compressed_map50: number | null;
+            /** Count Output */
+            count_output: string | null;
+            detections: components["schemas"]["DetectionCountsOut"];
+            /**
+             * Format
+             * @default post_nms
+             * @enum {string}
+             */
+            format: "post_nms" | "yolo";
+            /** Golden Map */
+            golden_map: number | null;
+            /** Golden Map50 */
+            golden_map50: number | null;
+            /** Head Output */
+            head_output: string | null;
+            /**
+             * Image Size
+             * @description [height, width]; null: not clipped.
+             */
+            image_size: number[] | null;
+            /** @description Images with more candidates than NMS takes. */
+            images_capped: components["schemas"]["DetectionCountsOut"];
+            /** @description Rows dropped as NaN/Inf or without area inside the image. */
+            invalid_boxes: components["schemas"]["DetectionCountsOut"];
+            /**
+             * Iou Threshold
+             * @default 0.45
+             */
+            iou_threshold: number;
+            /** Labels Output */
+            labels_output: string | null;
+            /**
+             * Map Drop
+             * @description Golden minus compressed mAP@[.5:.95] in points (×100); lower is better.
+             */
+            map_drop: number | null;
+            /**
+             * Map Vs Golden
+             * @description mAP@[.5:.95] of the compressed detections, the golden ones as truth.
+             */
+            map_vs_golden: number | null;
+            /**
+             * Map50 Drop
+             * @description Golden minus compressed mAP@.5 in points (×100); lower is better.
+             */
+            map50_drop: number | null;
+            /** Map50 Vs Golden */
+            map50_vs_golden: number | null;
+            /**
+             * N Images
+             * @default 0
+             */
+            n_images: number;
+            /**
+             * Name
+             * @default detection
+             * @constant
+             */
+            name: "detection";
+            /**
+             * Score Threshold
+             * @default 0
+             */
+            score_threshold: number;
+            /** Scores Output */
+            scores_output: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * DistillIn
          * @description Fine-tune the compressed model's float parameters against the golden teacher (KL at temperature T,
@@ -3784,6 +3964,86 @@ export interface components {
             top1_accuracy_drop_pp: number | null;
             /** Topk Accuracy Drop Pp */
             topk_accuracy_drop_pp: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * LanguageModelTaskOut
+         * @description Task 'language_model' (worker/engine/tasks/language_model.py): a causal LM's next-token distributions,
+         *     teacher-forced on the dataset's token ids, compared over the whole vocabulary at every kept position.
+         */
+        LanguageModelTaskOut: {
+            /** Js Mean */
+            js_mean: number | null;
+            /**
+             * Kl By Position
+             * @description Mean KL at each position index; null where no token was kept.
+             */
+            kl_by_position: (number | null)[];
+            /**
+             * Kl Mean
+             * @description Mean KL(golden ‖ compressed) per token, nats.
+             */
+            kl_mean: number | null;
+            /** Kl Reverse Mean */
+            kl_reverse_mean: number | null;
+            /**
+             * N Next Tokens
+             * @description Positions whose next token is kept: the NLL's count.
+             * @default 0
+             */
+            n_next_tokens: number;
+            /**
+             * N Tokens
+             * @description Positions compared (kept by the attention mask).
+             * @default 0
+             */
+            n_tokens: number;
+            /**
+             * Name
+             * @default language_model
+             * @constant
+             */
+            name: "language_model";
+            /** Nll Compressed */
+            nll_compressed: number | null;
+            /**
+             * Nll Delta
+             * @description Compressed minus golden NLL; lower is better.
+             */
+            nll_delta: number | null;
+            /**
+             * Nll Golden
+             * @description Mean NLL of the text's next tokens, nats.
+             */
+            nll_golden: number | null;
+            /** Ppl Compressed */
+            ppl_compressed: number | null;
+            /**
+             * Ppl Delta
+             * @description Compressed minus golden perplexity; lower is better.
+             */
+            ppl_delta: number | null;
+            /**
+             * Ppl Golden
+             * @description exp(mean NLL) of the golden model.
+             */
+            ppl_golden: number | null;
+            /**
+             * Top K
+             * @default 5
+             */
+            top_k: number;
+            /**
+             * Top1 Agreement
+             * @description Share of positions where both models' most likely next token is the same.
+             */
+            top1_agreement: number | null;
+            /**
+             * Topk Overlap
+             * @description Mean overlap of the two top-k sets.
+             */
+            topk_overlap: number | null;
         } & {
             [key: string]: unknown;
         };
@@ -6632,7 +6892,7 @@ export interface components {
         /**
          * TensorMetricsOut
          * @description Any other output shape: the numerical metrics, and the task's scores when the job asked for a task that
-         *     reads such outputs (image, segmentation, ctc).
+         *     reads such outputs (image, segmentation, ctc, detection, language_model).
          */
         TensorMetricsOut: {
             /**
@@ -6693,9 +6953,9 @@ export interface components {
             sqnr_db_infinite: boolean;
             /**
              * Task
-             * @description With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER.
+             * @description With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER; 'detection': COCO mAP; 'language_model': next-token KL, agreement and perplexity.
              */
-            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["SegmentationTaskOut"] | components["schemas"]["CtcTaskOut"]) | null;
+            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["SegmentationTaskOut"] | components["schemas"]["CtcTaskOut"] | components["schemas"]["DetectionTaskOut"] | components["schemas"]["LanguageModelTaskOut"]) | null;
         } & {
             [key: string]: unknown;
         };

@@ -90,6 +90,83 @@ describe("metricCards", () => {
       ["task.miou_drop", "0.026", "lower"],
     ]);
   });
+  it("shows the detection task's mAP drops and label-free mAP on a detector's output", () => {
+    const scores = {
+      map: 0.5,
+      map50: 0.8,
+      map75: 0.4,
+      map_small: 0.3,
+      map_medium: 0.6,
+      map_large: null,
+      ar100: 0.55,
+      per_class: [],
+      n_truth: 10,
+      n_detections: 12,
+    };
+    const task = {
+      name: "detection" as const,
+      format: "yolo" as const,
+      box_format: "xyxy" as const,
+      score_threshold: 0.25,
+      iou_threshold: 0.45,
+      head_output: "output0",
+      boxes_output: null,
+      scores_output: null,
+      labels_output: null,
+      count_output: null,
+      image_size: [64, 64],
+      n_images: 5,
+      detections: { golden: 12, compressed: 11 },
+      invalid_boxes: { golden: 0, compressed: 2 },
+      images_capped: { golden: 0, compressed: 0 },
+      map_vs_golden: 0.61,
+      map50_vs_golden: 0.9,
+      golden_map: 0.5,
+      golden_map50: 0.8,
+      compressed_map: 0.45,
+      compressed_map50: 0.7,
+      map_drop: 5,
+      map50_drop: 10,
+      against_golden: scores,
+      against_labels: { golden: scores, compressed: scores },
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [7, 64], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.value, c.direction])).toEqual([
+      ["task.map50_drop", "10 pp", "lower"],
+      ["task.map_drop", "5 pp", "lower"],
+      ["task.map50_vs_golden", "90.00 %", "higher"],
+      ["task.map_vs_golden", "61.00 %", "higher"],
+      ["task.golden_map50", "80.00 %", "higher"],
+      ["task.compressed_map50", "70.00 %", "higher"],
+      ["task.invalid_boxes.compressed", "2", "lower"],
+    ]);
+  });
+  it("shows the language-model task's perplexity change, next-token KL and agreement on an LM's logits", () => {
+    const task = {
+      name: "language_model" as const,
+      n_tokens: 700,
+      n_next_tokens: 668,
+      top_k: 5,
+      kl_mean: 0.0123,
+      kl_reverse_mean: 0.012,
+      js_mean: 0.003,
+      top1_agreement: 0.95,
+      topk_overlap: 0.9,
+      nll_golden: 1.2,
+      nll_compressed: 1.25,
+      nll_delta: 0.05,
+      ppl_golden: 3.32,
+      ppl_compressed: 3.49,
+      ppl_delta: 0.17,
+      kl_by_position: [0.01, null],
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [32, 60], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.direction])).toEqual([
+      ["task.ppl_delta", "lower"],
+      ["task.kl_mean", "lower"],
+      ["task.top1_agreement", "higher"],
+    ]);
+  });
   it("shows the CTC task's error rates on a speech output", () => {
     const scores = {
       wer: 0.06,

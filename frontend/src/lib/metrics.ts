@@ -17,6 +17,8 @@ type TensorTask = NonNullable<Extract<OutputMetrics, { kind: "tensor" }>["task"]
 type ImageTask = Extract<TensorTask, { name: "image" }>;
 type SegmentationTask = Extract<TensorTask, { name: "segmentation" }>;
 type CtcTask = Extract<TensorTask, { name: "ctc" }>;
+type DetectionTask = Extract<TensorTask, { name: "detection" }>;
+type LanguageModelTask = Extract<TensorTask, { name: "language_model" }>;
 
 /** A score of the image task: none for other outputs. */
 const image =
@@ -35,6 +37,18 @@ const ctc =
   (get: (t: CtcTask) => Value) =>
   (m: OutputMetrics): Value =>
     m.kind === "tensor" && m.task?.name === "ctc" ? get(m.task) : null;
+
+/** A score of the language-model task: none for other outputs. */
+const lm =
+  (get: (t: LanguageModelTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task?.name === "language_model" ? get(m.task) : null;
+
+/** A score of the detection task: none for other outputs. */
+const detection =
+  (get: (t: DetectionTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task?.name === "detection" ? get(m.task) : null;
 
 interface MetricDef {
   /** Dotted path in the output's metrics (the card's key, and its name in the API's documents). */
@@ -287,6 +301,97 @@ const METRICS: readonly MetricDef[] = [
     unit: "",
     direction: "lower",
     explanation: "Task 'ctc': compressed minus golden character error rate against the dataset's transcripts.",
+  },
+  {
+    path: "task.map50_drop",
+    value: detection((t) => t.map50_drop),
+    label: "mAP@.5 drop",
+    unit: "pp",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'detection': golden minus compressed COCO mAP at IoU 0.5 against the dataset's boxes, in points.",
+  },
+  {
+    path: "task.map_drop",
+    value: detection((t) => t.map_drop),
+    label: "mAP drop",
+    unit: "pp",
+    direction: "lower",
+    headline: true,
+    explanation: "Task 'detection': golden minus compressed COCO mAP@[.5:.95] against the dataset's boxes, in points.",
+  },
+  {
+    path: "task.map50_vs_golden",
+    value: detection((t) => t.map50_vs_golden),
+    label: "mAP@.5 vs golden",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation:
+      "Task 'detection', label-free: COCO mAP at IoU 0.5 of the compressed detections, the golden model's as the truth.",
+  },
+  {
+    path: "task.map_vs_golden",
+    value: detection((t) => t.map_vs_golden),
+    label: "mAP vs golden",
+    unit: "fraction",
+    direction: "higher",
+    explanation:
+      "Task 'detection', label-free: COCO mAP@[.5:.95] of the compressed detections, the golden model's as the truth.",
+  },
+  {
+    path: "task.golden_map50",
+    value: detection((t) => t.golden_map50),
+    label: "Golden mAP@.5",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Task 'detection': the golden model's COCO mAP at IoU 0.5 against the dataset's boxes.",
+  },
+  {
+    path: "task.compressed_map50",
+    value: detection((t) => t.compressed_map50),
+    label: "Compressed mAP@.5",
+    unit: "fraction",
+    direction: "higher",
+    explanation: "Task 'detection': the compressed model's COCO mAP at IoU 0.5 against the dataset's boxes.",
+  },
+  {
+    path: "task.invalid_boxes.compressed",
+    value: detection((t) => t.invalid_boxes.compressed),
+    label: "Invalid boxes",
+    unit: "count",
+    direction: "lower",
+    explanation: "Task 'detection': the compressed model's boxes dropped as NaN/Inf or without area inside the image.",
+  },
+  {
+    path: "task.ppl_delta",
+    value: lm((t) => t.ppl_delta),
+    label: "Perplexity increase",
+    unit: "",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'language_model': compressed minus golden perplexity of the dataset's text (teacher-forced next tokens).",
+  },
+  {
+    path: "task.kl_mean",
+    value: lm((t) => t.kl_mean),
+    label: "Next-token KL",
+    unit: "nats",
+    direction: "lower",
+    headline: true,
+    explanation:
+      "Task 'language_model': mean KL(golden ‖ compressed) of the next-token distributions over the whole vocabulary, per token.",
+  },
+  {
+    path: "task.top1_agreement",
+    value: lm((t) => t.top1_agreement),
+    label: "Next-token agreement",
+    unit: "fraction",
+    direction: "higher",
+    headline: true,
+    explanation: "Task 'language_model': share of positions where both models' most likely next token is the same.",
   },
   {
     path: "labels.golden_top1_accuracy",

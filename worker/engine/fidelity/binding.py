@@ -12,6 +12,7 @@ import numpy as np
 
 from worker.engine.errors import DatasetMismatchError, EngineError, OutputMismatchError
 from worker.engine.fidelity.params import LABELS_KEY
+from worker.engine.tasks.detection import GT_BOXES_KEY, GT_LABELS_KEY
 from worker.engine.tasks.image_output import TARGETS_KEY
 from worker.engine.types import Dim, Runner, TensorSpec
 
@@ -26,13 +27,14 @@ def bind_inputs(arrays: Mapping[str, np.ndarray], specs: list[TensorSpec]) -> di
     """Match dataset arrays to a model's inputs; returns ``{input name: array}``.
 
     Arrays are taken by input name; a single-input model also accepts a single array of any name. The
-    "labels" array is ignored. Every array must have the same length (the batch dimension, first), the
+    annotation arrays ("labels", "targets", "gt_boxes", "gt_labels") are ignored. Every array must have the same length (the batch dimension, first), the
     same rank as its spec, and the spec's fixed sizes in every other dimension; a fixed batch size in the
     spec is not checked here (the runner is then called in chunks of that size). An array is cast to the
     spec's dtype when that is a same-kind cast (e.g. float64 → float32, uint8 → float32, int64 → int32
     when the values fit). Anything else raises DatasetMismatchError.
     """
-    candidates = {k: np.asarray(v) for k, v in arrays.items() if k not in (LABELS_KEY, TARGETS_KEY)}
+    annotations = (LABELS_KEY, TARGETS_KEY, GT_BOXES_KEY, GT_LABELS_KEY)
+    candidates = {k: np.asarray(v) for k, v in arrays.items() if k not in annotations}
     names = [s.name for s in specs]
     if all(n in candidates for n in names):
         chosen = {s.name: candidates[s.name] for s in specs}

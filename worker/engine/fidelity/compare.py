@@ -13,8 +13,10 @@ Output kinds, per output, from the per-sample shape of its first batch:
 - anything else → "tensor" (numerical metrics only).
 Every kind also gets MSE, MAE, max |a − b|, SQNR and cosine mean/min on the raw outputs.
 
-The primary output is the first classification output (golden order), else the first output. Labels,
-the per-sample table, flagging and the concentration summary refer to it.
+The primary output is the task adapter's output when the job's task has one (so that `kneeboard check`
+and sweeps find its task block by default: a detector's post-NMS scores [N, K] would otherwise pass for a
+classifier), else the first classification output (golden order), else the first output. Labels, the
+per-sample table, flagging and the concentration summary refer to it.
 
 Samples holding NaN/Inf in either model's output are counted per output, left out of that output's
 metrics, flagged in the per-sample table, and reported in `FidelityReport.warnings`.
@@ -205,14 +207,15 @@ def compare_models(
         )
         if primary is None:
             primary = _start(accs, g_out, c_out)
+            if task is not None:
+                _start_task(task, accs, g_out, arrays, n, params)
+                primary = next(acc for acc in accs if acc.golden_name == task.primary_output)
             lab = _labels_for(primary, lab, warnings)
             table = _empty_table(n)
             if lab is not None:
                 table["label"][:] = lab
             masks = _sequence_masks(accs, arrays.get(ATTENTION_MASK_KEY), n, warnings)
             targets = _image_targets(accs, arrays.get(TARGETS_KEY), n, params)
-            if task is not None:
-                _start_task(task, accs, g_out, arrays, n, params)
         all_finite = np.ones(stop - start, dtype=np.bool_)
         for acc in accs:
             batch_labels = lab[start:stop] if (acc is primary and lab is not None) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from worker.engine.tasks.ctc import CtcTask
+from worker.engine.tasks.detection import DetectionTask
 from worker.engine.tasks.interface import register
 from worker.engine.tasks.language_model import LanguageModelTask
 from worker.engine.tasks.segmentation import SegmentationTask
@@ -10,5 +11,6 @@ from worker.engine.tasks.segmentation import SegmentationTask
 register("segmentation", SegmentationTask)
 register("ctc", CtcTask)
 register("language_model", LanguageModelTask)
+register("detection", DetectionTask)
 
 __all__ = ["register"]

@@ -1,0 +1,176 @@
+"""Scores of detections against a truth (the dataset's boxes, or the golden model's detections): COCO's
+box metrics over the dataset, and per-image matching scores.
+
+COCO metrics come from faster-coco-eval (the maintained C++ port of pycocotools' COCOeval; its numbers equal
+pycocotools' exactly, which the tests check), called in-process on the accumulated detections: mAP@[.5:.95],
+mAP@.5, mAP@.75, AR@100, mAP of small / medium / large boxes (areas < 32², < 96², ≥ 96² pixels), and per
+class AP and AP@.5. Truth boxes are COCO annotations with area = width × height and no crowd; image ids
+are dataset index + 1, category ids label + 1. COCO leaves a metric undefined (−1) when no truth box falls in
+it (a class or size absent from the truth); it is None here.
+
+Per image (compressed detections against the golden model's, taken as ground truth), with COCO's matching
+at IoU ≥ 0.5: each detection, by decreasing score, takes the unmatched truth box of its class with the
+highest IoU (the last one on ties, as pycocotools does). From it: AP@.5 (COCO's 101-point interpolated
+precision, averaged over the classes the truth has in that image, each class's best 100 detections; None
+without truth boxes, as COCO leaves it), F1 = 2·TP / (2·TP + FP + FN) (1 when neither has a box), mean IoU
+of the matched pairs, truth boxes missed (FN) and detections added (FP).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from worker.engine.tasks.detection_decode import Detections, box_iou
+
+MATCH_IOU = 0.5
+MAX_DETS = 100
+"""COCO's maxDets: the best 100 detections per image and class are scored."""
+RECALL_THRESHOLDS = np.linspace(0.0, 1.0, 101)
+
+STAT_NAMES = ("map", "map50", "map75", "map_small", "map_medium", "map_large")
+"""COCO's first six summary stats, in its order; the ninth (index 8) is AR@100."""
+
+
+@dataclass(frozen=True)
+class Truth:
+    """One image's truth boxes (M, 4) xyxy and labels (M,)."""
+
+    boxes: np.ndarray
+    labels: np.ndarray
+
+
+def as_truth(d: Detections) -> Truth:
+    return Truth(d.boxes, d.labels)
+
+
+def _defined(x: float) -> float | None:
+    return float(x) if x > -1 and math.isfinite(x) else None
+
+
+def _xywh(boxes: np.ndarray) -> list[list[float]]:
+    b = np.asarray(boxes, dtype=np.float64)
+    return np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], axis=1).tolist()
+
+
+def coco_inputs(truth: list[Truth], preds: list[Detections]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The COCO ground-truth dataset and detection results for these images (also what the tests hand to
+    pycocotools)."""
+    images = [{"id": i + 1} for i in range(len(truth))]
+    annotations: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    labels: set[int] = set()
+    for i, t in enumerate(truth):
+        for box, label in zip(_xywh(t.boxes), t.labels.tolist(), strict=True):
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": i + 1,
+                    "category_id": int(label) + 1,
+                    "bbox": box,
+                    "area": box[2] * box[3],
+                    "iscrowd": 0,
+                }
+            )
+            labels.add(int(label))
+    for i, d in enumerate(preds):
+        for box, score, label in zip(_xywh(d.boxes), d.scores.tolist(), d.labels.tolist(), strict=True):
+            results.append(
+                {"image_id": i + 1, "category_id": int(label) + 1, "bbox": box, "score": float(score)}
+            )
+            labels.add(int(label))
+    categories = [{"id": c + 1, "name": str(c)} for c in sorted(labels)]
+    return {"images": images, "annotations": annotations, "categories": categories}, results
+
+
+def coco_scores(truth: list[Truth], preds: list[Detections]) -> dict[str, Any]:
+    """COCO box metrics of `preds` against `truth` (one entry per image, the same images)."""
+    empty: dict[str, Any] = dict.fromkeys((*STAT_NAMES, "ar100"))
+    if not any(len(t.labels) for t in truth):
+        return {**empty, "per_class": [], "n_truth": 0, "n_detections": sum(len(d) for d in preds)}
+    from faster_coco_eval import COCO, COCOeval_faster
+
+    dataset, results = coco_inputs(truth, preds)
+    quiet = {"print_function": lambda *_: None}
+    gt = COCO(dataset, **quiet)
+    dt = gt.loadRes(results)
+    ev = COCOeval_faster(gt, dt, "bbox", **quiet)
+    ev.run()
+    stats = [float(x) for x in ev.stats]
+    out: dict[str, Any] = {name: _defined(stats[i]) for i, name in enumerate(STAT_NAMES)}
+    out["ar100"] = _defined(stats[8])
+    precision = np.asarray(
+        ev.eval["precision"]
+    )  # (IoU thresholds, recall thresholds, classes, areas, maxDets)
+    counts = np.bincount(np.concatenate([t.labels for t in truth]).astype(np.int64))
+    per_class = []
+    for k, cat in enumerate(ev.params.catIds):
+        p = precision[:, :, k, 0, -1]  # area "all", maxDets 100
+        label = int(cat) - 1
+        per_class.append(
+            {
+                "class_index": label,
+                "n_truth": int(counts[label]) if label < len(counts) else 0,
+                "ap": _defined(float(p[p > -1].mean())) if (p > -1).any() else None,
+                "ap50": _defined(float(p[0][p[0] > -1].mean())) if (p[0] > -1).any() else None,
+            }
+        )
+    out["per_class"] = per_class
+    out["n_truth"] = int(counts.sum())
+    out["n_detections"] = len(results)
+    return out
+
+
+def match(truth: Truth, pred: Detections, iou_threshold: float = MATCH_IOU) -> tuple[np.ndarray, np.ndarray]:
+    """COCO's greedy matching (module docstring): for each detection (in `pred`'s order, by decreasing
+    score), the index of its truth box or −1, and the pair's IoU (NaN when unmatched)."""
+    k = len(pred)
+    matched = np.full(k, -1, dtype=np.int64)
+    ious = np.full(k, np.nan)
+    if k == 0 or len(truth.labels) == 0:
+        return matched, ious
+    iou = box_iou(pred.boxes, truth.boxes)
+    iou[pred.labels[:, None] != truth.labels[None, :]] = -1.0
+    taken = np.zeros(len(truth.labels), dtype=bool)
+    for j in range(k):  # one pass per detection: each match depends on the earlier ones
+        row = np.where(taken, -1.0, iou[j])
+        best = len(row) - 1 - int(np.argmax(row[::-1]))  # the last of equal maxima, as pycocotools
+        if row[best] >= iou_threshold:
+            matched[j], ious[j], taken[best] = best, row[best], True
+    return matched, ious
+
+
+def _ap_101(tp: np.ndarray, n_truth: int) -> float:
+    """COCO's 101-point interpolated AP of one class in one image (`tp` in decreasing-score order)."""
+    if tp.size == 0:
+        return 0.0
+    tps = np.cumsum(tp).astype(np.float64)
+    fps = np.cumsum(~tp).astype(np.float64)
+    recall = tps / n_truth
+    precision = tps / (tps + fps + np.spacing(1))  # pycocotools' own epsilon
+    precision = np.maximum.accumulate(precision[::-1])[::-1]
+    at = np.searchsorted(recall, RECALL_THRESHOLDS, side="left")
+    q = np.where(at < len(precision), precision[np.minimum(at, len(precision) - 1)], 0.0)
+    return float(q.mean())
+
+
+def image_scores(truth: Truth, pred: Detections) -> dict[str, float]:
+    """Per-image scores of `pred` against `truth` (module docstring); NaN where undefined."""
+    matched, ious = match(truth, pred)
+    tp = matched >= 0
+    n_tp = int(tp.sum())
+    fn, fp = len(truth.labels) - n_tp, len(pred) - n_tp
+    aps = []
+    for c in np.unique(truth.labels):
+        mine = pred.labels == c
+        aps.append(_ap_101(tp[mine][:MAX_DETS], int((truth.labels == c).sum())))
+    return {
+        "ap50": float(np.mean(aps)) if aps else math.nan,
+        "f1_50": 1.0 if n_tp + fn + fp == 0 else 2 * n_tp / (2 * n_tp + fp + fn),
+        "mean_iou": float(np.mean(ious[tp])) if n_tp else math.nan,
+        "missed": float(fn),
+        "added": float(fp),
+    }
