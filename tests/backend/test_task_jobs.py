@@ -150,3 +150,34 @@ def test_a_wrong_task_mapping_is_refused_at_launch_saying_what_was_expected(
     assert wrong_task.status_code == 422 and "needs an output shaped (N, C, H, W)" in wrong_task.text
     assert api.get(f"/jobs?project_id={api.project}&kind=fidelity").json()["items"] == []
     assert launch("ctc", {"vocabulary": VOCAB}).status_code == 201
+
+
+class _Lm(torch.nn.Module):
+    """A causal language model's shape: token ids (N, T) in, next-token logits (N, T, V) out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(len(VOCAB), 8)
+        self.conv1 = torch.nn.Conv1d(8, 8, 3)
+        self.head = torch.nn.Conv1d(8, len(VOCAB), 1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.pad(self.embed(ids).transpose(1, 2), (2, 0))  # position t sees tokens <= t
+        return self.head(torch.relu(self.conv1(x))).transpose(1, 2)
+
+
+def test_a_language_model_job_reads_token_ids_and_the_attention_mask(
+    http: TestClient, settings: Settings, tmp_path: Path
+) -> None:
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, len(VOCAB), (20, 12))
+    mask = np.ones_like(ids)
+    mask[::2, -4:] = 0
+    golden, compressed = _pair(_Lm(), ids, tmp_path, "input_ids")
+    np.savez(tmp_path / "text.npz", input_ids=ids, attention_mask=mask)
+    api = FidelityApi(http, settings, "lm", golden, compressed, tmp_path / "text.npz")
+    job_id = api.fidelity(task="language_model", task_options={"top_k": 2}, batch_size=8)
+    served = _served_task(api, job_id)
+    params = FidelityParams(batch_size=8, task="language_model", task_options={"top_k": 2})
+    assert served == _engine_task(golden, compressed, {"input_ids": ids, "attention_mask": mask}, params)
+    assert served["n_tokens"] == int(mask.sum()) and served["ppl_delta"] is not None
