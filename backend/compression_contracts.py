@@ -24,6 +24,13 @@ class WeightQuantIn(_Config):
     bits: int = Field(default=8, ge=2, le=16)
     symmetric: bool = Field(default=True, description="Symmetric (zero point 0, narrow range) or asymmetric.")
     per_channel: bool = Field(default=False, description="One scale per output channel, else per tensor.")
+    group_size: int | None = Field(
+        default=None,
+        ge=2,
+        le=65536,
+        description="Groups of this many consecutive weights of each output channel, each with its own scale "
+        "(LLM-style 4-bit weights: 32, 64, 128); null: per channel or per tensor.",
+    )
 
 
 class ActivationQuantIn(_Config):

@@ -7263,6 +7263,11 @@ export interface components {
              */
             bits: number;
             /**
+             * Group Size
+             * @description Groups of this many consecutive weights of each output channel, each with its own scale (LLM-style 4-bit weights: 32, 64, 128); null: per channel or per tensor.
+             */
+            group_size?: number | null;
+            /**
              * Per Channel
              * @description One scale per output channel, else per tensor.
              * @default false

@@ -59,33 +59,41 @@ DEFAULT_PERCENTILE = 99.99
 
 @dataclass(frozen=True)
 class WeightQuant:
-    """Fake-quantize weights to `bits` (2..16), symmetric or asymmetric, per tensor or per channel."""
+    """Fake-quantize weights to `bits` (2..16), symmetric or asymmetric, per tensor or per channel, or in
+    groups of `group_size` consecutive weights of each output channel (the layout of LLM 4-bit weights:
+    GPTQ, AWQ, onnxruntime's MatMulNBits; `ops.fake_quant_weight_groups`)."""
 
     bits: int = 8
     symmetric: bool = True
     per_channel: bool = False
+    group_size: int | None = None
     type: ClassVar[str] = "weight_quant"
 
     def __post_init__(self) -> None:
         check_int("WeightQuant", "bits", self.bits, 2, 16)
         check_bool("WeightQuant", "symmetric", self.symmetric)
         check_bool("WeightQuant", "per_channel", self.per_channel)
+        if self.group_size is not None:
+            check_int("WeightQuant", "group_size", self.group_size, 2, 1 << 16)
 
     @property
     def id(self) -> str:
+        if self.group_size is not None:
+            return f"w{self.bits}-{'sym' if self.symmetric else 'asym'}-g{self.group_size}"
         return f"w{self.bits}-{'sym' if self.symmetric else 'asym'}-{'channel' if self.per_channel else 'tensor'}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "type": self.type,
             "bits": self.bits,
             "symmetric": self.symmetric,
             "per_channel": self.per_channel,
         }
+        return out if self.group_size is None else out | {"group_size": self.group_size}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WeightQuant:
-        return cls(**fields_of("WeightQuant", data, {"bits", "symmetric", "per_channel"}))
+        return cls(**fields_of("WeightQuant", data, {"bits", "symmetric", "per_channel", "group_size"}))
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,12 @@ def _apply_stage(
         if stage.weights is None:
             return out
         stage = stage.weights
-    if isinstance(stage, WeightQuant):
+    if isinstance(stage, WeightQuant) and stage.group_size is not None:
+        for w in weights:
+            out[w.key] = ops.fake_quant_weight_groups(
+                out[w.key], stage.bits, stage.symmetric, stage.group_size, w.quant_axis
+            )
+    elif isinstance(stage, WeightQuant):
         for w in weights:
             out[w.key] = ops.fake_quant_weight(
                 out[w.key], stage.bits, stage.symmetric, stage.per_channel, w.quant_axis

@@ -71,6 +71,28 @@ def fake_quant_weight(
     return torch.fake_quantize_per_tensor_affine(x, float(scale), int(zero), qmin, qmax)
 
 
+def fake_quant_weight_groups(
+    w: torch.Tensor, bits: int, symmetric: bool, group_size: int, axis: int = 0
+) -> torch.Tensor:
+    """Quantize-dequantize in groups: the weights of each output channel (`axis`), flattened in their order
+    (a Linear's inputs, a convolution's input channels × kernel), are cut into runs of `group_size`, each
+    with its own scale (and zero point if asymmetric), by torch.fake_quantize_per_channel_affine over the
+    groups as channels. A channel whose length is not a multiple of the group size ends in a shorter group."""
+    x = w.detach().to(torch.float32).contiguous()
+    if x.numel() == 0 or x.dim() == 0:
+        return fake_quant_weight(x, bits, symmetric, per_channel=False)
+    moved = x.movedim(axis % x.dim(), 0)
+    rows = moved.reshape(moved.shape[0], -1)
+    length = rows.shape[1]
+    padded = -(-length // group_size) * group_size
+    edge = rows[:, -1:].expand(-1, padded - length)  # padding copies the last weight: it moves no range
+    groups = torch.cat([rows, edge], dim=1).reshape(-1, group_size)
+    scale, zero, qmin, qmax = weight_qparams(groups, bits, symmetric, per_channel=True, axis=0)
+    quantized = torch.fake_quantize_per_channel_affine(groups, scale, zero, 0, qmin, qmax)
+    back = quantized.reshape(rows.shape[0], padded)[:, :length].reshape(moved.shape)
+    return back.movedim(0, axis % x.dim()).contiguous()
+
+
 def noise_step(w: torch.Tensor, bits: int) -> float:
     """Δ = max|w| / (2^(b−1)−1): the step of symmetric per-tensor b-bit quantization of `w`."""
     amax = float(w.detach().abs().max()) if w.numel() else 0.0

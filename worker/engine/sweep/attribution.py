@@ -63,6 +63,8 @@ class Technique:
 def technique_label(config: Stage) -> str:
     """A short readable name: "prune 50 %", "4-bit weights per channel", "8-bit activations (minmax)"."""
     if isinstance(config, WeightQuant):
+        if config.group_size is not None:
+            return f"{config.bits}-bit weights in groups of {config.group_size}"
         return f"{config.bits}-bit weights" + (" per channel" if config.per_channel else "")
     if isinstance(config, ActivationQuant):
         return f"{config.bits}-bit activations ({config.calibration})"

@@ -15,7 +15,8 @@ BOPs = MACs × weight bits × activation bits), made precise here:
   float32 (a real int8 runtime stores them as int32: the same 4 bytes), 16 under FloatCast.
 * A tensor occupies ceil(elements × bits / 8) bytes (packed storage for widths below 8).
 * Quantization parameters: one float32 scale (4 bytes) per tensor, or per output channel (the layer's
-  quantization axis) when per_channel; asymmetric quantization adds one zero point per scale, stored in
+  quantization axis) when per_channel, or per group of `group_size` weights of each output channel;
+  asymmetric quantization adds one zero point per scale, stored in
   the quantized type (ceil(bits / 8) bytes); a symmetric zero point is 0 and is not stored. Activation
   quantization adds one scale and one zero point per quantized layer output.
 * Pruning (MagnitudePrune, ChannelPrune): `size_bytes` is the DENSE size (what an ONNX file stores and a
@@ -249,6 +250,9 @@ def _weight_cost(
     wq = storage.weight_quant
     if wq is not None:
         scales = int(spec.shape[spec.quant_axis % len(spec.shape)]) if wq.per_channel and spec.shape else 1
+        if wq.group_size is not None and spec.shape:  # one scale per group of each output channel
+            channels = int(spec.shape[spec.quant_axis % len(spec.shape)])
+            scales = channels * -(-(elements // max(channels, 1)) // wq.group_size)
         zero_bytes = 0 if wq.symmetric else _packed(1, wq.bits)
         qparams = scales * (SCALE_BYTES + zero_bytes)
     dense_bytes = _packed(stored, bits)
