@@ -8,7 +8,14 @@ import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber, formatPercent } from "../lib/format";
-import { confusionView, damageBars, rowShares, type OutputClasses } from "./diagnostics";
+import {
+  CONFUSION_COLOURS,
+  confusionColours,
+  confusionView,
+  damageBars,
+  noDamage,
+  type OutputClasses,
+} from "./diagnostics";
 import { useCellSamples, useFidelityClasses } from "./diagnosticsQueries";
 import { TaskScores } from "./TaskScores";
 
@@ -33,12 +40,12 @@ function Heatmap({ output, onCell }: { output: OutputClasses; onCell: (cell: Cel
         type: "heatmap",
         x: labels,
         y: labels,
-        z: rowShares(view.counts),
+        z: confusionColours(view.counts),
         text: view.counts.map((row) => row.map((n) => (n ? n.toString() : ""))) as unknown as string[],
         texttemplate: "%{text}",
         hovertemplate: "golden %{y} → compressed %{x}: %{text} samples<extra></extra>",
-        colorscale: "Blues",
-        zmin: 0,
+        colorscale: CONFUSION_COLOURS,
+        zmin: -1,
         zmax: 1,
         showscale: false,
       },
@@ -61,8 +68,9 @@ function Heatmap({ output, onCell }: { output: OutputClasses; onCell: (cell: Cel
       title="Confusion: golden → compressed"
       caption={
         <>
-          Rows: the golden model&apos;s class, columns: the compressed model&apos;s; off-diagonal cells are flips.
-          Colour: share of the row. Click a cell to list its samples.
+          Rows: the golden model&apos;s class, columns: the compressed model&apos;s; off-diagonal cells are flips. Grey:
+          both models agree; red: flips, darker for a larger share of the row (the worst flip darkest). Click a cell to
+          list its samples.
           {view.hidden > 0 &&
             ` ${view.hidden.toString()} of ${view.total.toString()} samples fall outside the ${view.classes.length.toString()} most damaged classes shown.`}
         </>
@@ -126,7 +134,14 @@ function DamageBars({ output }: { output: OutputClasses }) {
         ]),
       })}
     >
-      <Plot data={data} layout={layout} filename="class-damage" />
+      {noDamage(bars) ? (
+        <p>
+          No class lost {output.by === "label" ? "accuracy" : "agreement with the golden model"}: every class is as good
+          as the golden model on this dataset.
+        </p>
+      ) : (
+        <Plot data={data} layout={layout} filename="class-damage" />
+      )}
     </ChartPanel>
   );
 }

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { confusionView, damageBars, rowShares, type OutputClasses } from "./diagnostics";
+import {
+  AGREEMENT,
+  confusionColours,
+  confusionView,
+  damageBars,
+  noDamage,
+  rowShares,
+  type OutputClasses,
+} from "./diagnostics";
 
 const cells: [number, number, number][] = [
   [0, 0, 5],
@@ -45,6 +53,45 @@ describe("rowShares", () => {
       [0.25, 0.75],
       [0, 0],
     ]);
+  });
+});
+
+describe("confusionColours", () => {
+  it("greys the diagonal, whitens cells without flips and darkens the worst flip most", () => {
+    expect(
+      confusionColours([
+        [90, 10, 0],
+        [20, 80, 0],
+        [0, 0, 50],
+      ]),
+    ).toEqual([
+      [AGREEMENT, 0.5, 0],
+      [1, AGREEMENT, 0],
+      [0, 0, AGREEMENT],
+    ]);
+  });
+  it("leaves every off-diagonal cell white when nothing flipped", () => {
+    expect(
+      confusionColours([
+        [3, 0],
+        [0, 4],
+      ]),
+    ).toEqual([
+      [AGREEMENT, 0],
+      [0, AGREEMENT],
+    ]);
+  });
+});
+
+describe("noDamage", () => {
+  it("is true only when no bar is above zero", () => {
+    expect(
+      noDamage([
+        { label: "class 0", value: 0 },
+        { label: "class 1", value: -0.5 },
+      ]),
+    ).toBe(true);
+    expect(noDamage([{ label: "class 0", value: 0.1 }])).toBe(false);
   });
 });
 

@@ -66,6 +66,29 @@ export function rowShares(counts: readonly (readonly number[])[]): number[][] {
   });
 }
 
+/** The value a diagonal (agreement) cell takes in `confusionColours`: the grey end of `CONFUSION_COLOURS`. */
+export const AGREEMENT = -1;
+
+/**
+ * Colours of the confusion heatmap, where the eye should go to the errors: the diagonal (both models agree)
+ * at `AGREEMENT` (light grey), each off-diagonal cell at its share of the row divided by the largest such
+ * share, so the worst flip is the darkest red and a cell with no flip is white.
+ */
+export function confusionColours(counts: readonly (readonly number[])[]): number[][] {
+  const shares = rowShares(counts);
+  const worst = Math.max(0, ...shares.flatMap((row, i) => row.filter((_, j) => j !== i)));
+  return shares.map((row, i) => row.map((share, j) => (i === j ? AGREEMENT : worst > 0 ? share / worst : 0)));
+}
+
+/** Grey for agreement (z = -1), then white (no flip, z = 0) to dark red (the worst flip, z = 1). */
+export const CONFUSION_COLOURS: [number, string][] = [
+  [0, "#e6e6e6"],
+  [0.499, "#e6e6e6"],
+  [0.5, "#ffffff"],
+  [0.75, "#f4a582"],
+  [1, "#b2182b"],
+];
+
 export interface DamageBar {
   label: string;
   value: number;
@@ -82,6 +105,11 @@ export function damageBars(output: OutputClasses, limit = HEATMAP_CLASSES): { me
     value: labelled ? (row.accuracy_drop_pp ?? 0) : 100 * (1 - (row.top1_agreement ?? 1)),
   }));
   return { measure: labelled ? "accuracy drop (pp)" : "disagreement with golden (%)", bars };
+}
+
+/** True when no class lost anything: the bars would draw an empty axis, so the report says it in words. */
+export function noDamage(bars: readonly DamageBar[]): boolean {
+  return bars.every((b) => b.value <= 0);
 }
 
 /** Rows of the sequence table: metric, mean, min, and the 5th / 50th / 95th percentiles. */
