@@ -25,6 +25,17 @@ await runSignedIn(
     await row.click();
     const inspector = page.getByTestId("sample-inspector");
     await inspector.locator("table tbody tr").first().waitFor();
+    // the inspector scrolled itself into view (smoothly: wait for the scroll to settle)
+    await page.waitForFunction(
+      () => {
+        const box = document.querySelector('[data-testid="sample-inspector"]').getBoundingClientRect();
+        return box.top >= 0 && box.top < window.innerHeight;
+      },
+      null,
+      { timeout: 5000 },
+    ).catch(() => {});
+    observations.inspectorTop = await inspector.evaluate((el) => el.getBoundingClientRect().top);
+    observations.viewportHeight = await page.evaluate(() => window.innerHeight);
     observations.heading = await inspector.locator("h3").innerText();
     observations.rows = await inspector.locator("table tbody tr").evaluateAll((rows) =>
       rows.map((r) => Array.from(r.querySelectorAll("td"), (td) => td.innerText.trim())),

@@ -6,6 +6,7 @@ import { href } from "../lib/route";
 import type { NodeMetric } from "./metrics";
 import { nameIndex } from "./metrics";
 import type { GraphNode } from "./types";
+import { useRevealOnOpen } from "../components/reveal";
 
 interface Props {
   node: GraphNode;
@@ -44,8 +45,9 @@ export function NodePanel({ node, metric, report, fidelity, collapsible, onColla
   const scores = report ? rowScores(report, row) : [];
   const scanLayer = report && row >= 0 ? report.matrix.rows[row] : undefined;
   const unit = report?.ranking_metric === "kl" ? "KL mean, nats" : "output SQNR, dB";
+  const panel = useRevealOnOpen<HTMLElement>(node.id);
   return (
-    <section className="graph-node-panel" aria-label="Selected node" data-testid="node-panel">
+    <section ref={panel} className="graph-node-panel" aria-label="Selected node" data-testid="node-panel">
       <h3>{node.id}</h3>
       <dl className="facts compact">
         <div>

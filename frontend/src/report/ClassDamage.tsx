@@ -18,6 +18,7 @@ import {
 } from "./diagnostics";
 import { useCellSamples, useFidelityClasses } from "./diagnosticsQueries";
 import { TaskScores } from "./TaskScores";
+import { useRevealOnOpen } from "../components/reveal";
 
 interface Cell {
   golden: number;
@@ -148,8 +149,9 @@ function DamageBars({ output }: { output: OutputClasses }) {
 
 function CellSamples({ jobId, cell, onSample }: { jobId: string; cell: Cell; onSample: (index: number) => void }) {
   const samples = useCellSamples(jobId, cell);
+  const panel = useRevealOnOpen<HTMLDivElement>(`${cell.golden.toString()}-${cell.compressed.toString()}`);
   return (
-    <div className="panel" aria-live="polite">
+    <div ref={panel} className="panel" aria-live="polite">
       <h3>
         Samples golden {cell.golden} → compressed {cell.compressed}
       </h3>

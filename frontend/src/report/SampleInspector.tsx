@@ -4,6 +4,7 @@ import { formatNumber, formatPercent } from "../lib/format";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { type OutputTopK, type SampleInspection, useSampleInspection } from "./inspectorQueries";
 import "./inspector.css";
+import { useRevealOnOpen } from "../components/reveal";
 
 type InputArray = SampleInspection["input"][number];
 
@@ -113,9 +114,10 @@ function Probabilities({ output, label, k }: { output: OutputTopK; label: number
 
 export function SampleInspector({ jobId, index, onClose }: { jobId: string; index: number; onClose: () => void }) {
   const inspection = useSampleInspection(jobId, index);
+  const panel = useRevealOnOpen<HTMLElement>(index);
   const data = inspection.data;
   return (
-    <section className="inspector" aria-labelledby="inspector-heading" data-testid="sample-inspector">
+    <section ref={panel} className="inspector" aria-labelledby="inspector-heading" data-testid="sample-inspector">
       <div className="chart-head">
         <h3 id="inspector-heading">Sample #{index}</h3>
         <button type="button" className="small" onClick={onClose} aria-label="Close the sample inspector">

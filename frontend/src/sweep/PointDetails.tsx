@@ -12,6 +12,7 @@ import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { fidelityFacts, type Fact } from "../lib/pointFidelity";
 import { RecoverButton } from "../recovery/RecoverButton";
 import { Attribution } from "./Attribution";
+import { useRevealOnOpen } from "../components/reveal";
 
 function Facts({ facts, label }: { facts: Fact[]; label: string }) {
   return (
@@ -180,8 +181,9 @@ export function PointDetails({
   const notes = [...(row.point?.notes ?? []), ...(cost?.notes ?? [])];
   const warnings = fidelity?.warnings ?? [];
   const attribution = row.point?.attribution;
+  const panel = useRevealOnOpen<HTMLElement>(row.index);
   return (
-    <section className="panel point-details" aria-labelledby="point-heading" data-point={row.index}>
+    <section ref={panel} className="panel point-details" aria-labelledby="point-heading" data-point={row.index}>
       <div className="chart-head">
         <div>
           <h3 id="point-heading">
