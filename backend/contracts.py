@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import uuid
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from backend.compression_contracts import (
     ActivationQuantIn,
@@ -58,6 +58,12 @@ def device_queue(queue_name: str, device: str) -> str:
 USER_JOB_KINDS = (JobKind.fidelity, JobKind.sensitivity, JobKind.sweep)
 
 
+TaskName = Literal["auto", "classification", "embedding", "regression", "image", "segmentation", "ctc"]
+ObjectiveSpec = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-]{1,100}:(min|max)$")]
+BoundSpec = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-]{1,100}(<=|>=)[-+0-9.eE]{1,40}$")]
+TaskOptions = dict[str, str | int | float | bool | list[str] | list[float] | None]
+
+
 class InspectParams(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     model_id: uuid.UUID
@@ -76,18 +82,16 @@ class FidelityJobParams(BaseModel):
     threshold_kl: float = Field(
         default=0.1, ge=0, description="A sample whose KL(P‖Q) in nats exceeds this is flagged as degraded."
     )
-    task: Literal["auto", "classification", "embedding", "regression", "image", "segmentation", "ctc"] = (
-        Field(
-            default="auto",
-            description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
-            "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
-            "dataset's 'targets' array when it has one. 'segmentation': logits (N, C, H, W) or label maps (N, H, W), "
-            "scored by mIoU, pixel accuracy and boundary F1 against the golden model's and against the dataset's "
-            "'masks' array (N, H, W) when it has one (task_options: output, ignore_index, boundary_tolerance). 'ctc': "
-            "frame logits (N, T, V) decoded greedily with task_options 'vocabulary' (V token strings; also output, "
-            "blank, word_delimiter), scored by WER and CER against the golden model's transcripts and against the "
-            "dataset's 'transcripts' array (N,) of strings (dtype '<U..') when it has one.",
-        )
+    task: TaskName = Field(
+        default="auto",
+        description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
+        "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
+        "dataset's 'targets' array when it has one. 'segmentation': logits (N, C, H, W) or label maps (N, H, W), "
+        "scored by mIoU, pixel accuracy and boundary F1 against the golden model's and against the dataset's "
+        "'masks' array (N, H, W) when it has one (task_options: output, ignore_index, boundary_tolerance). 'ctc': "
+        "frame logits (N, T, V) decoded greedily with task_options 'vocabulary' (V token strings; also output, "
+        "blank, word_delimiter), scored by WER and CER against the golden model's transcripts and against the "
+        "dataset's 'transcripts' array (N,) of strings (dtype '<U..') when it has one.",
     )
     image_data_range: float = Field(
         default=1.0,
@@ -95,7 +99,7 @@ class FidelityJobParams(BaseModel):
         le=1e6,
         description="Task 'image': the pictures' value range (1 for [0, 1], 255 for 8-bit).",
     )
-    task_options: dict[str, str | int | float | bool | list[str] | list[float] | None] = Field(
+    task_options: TaskOptions = Field(
         default_factory=dict,
         max_length=64,
         description="Options of the task (which outputs it reads, its thresholds...), flat: names, numbers, "
@@ -301,13 +305,43 @@ class SweepJobParams(BaseModel):
         description="Evaluate and time every point on the worker(s) started with `kneeboard worker --device "
         "NAME` (target hardware); planning and merging stay on the general pool.",
     )
+    task: TaskName = Field(
+        default="auto",
+        description="The task every point is scored on, as a fidelity job's `task`: its task block's numbers "
+        "become objectives named task.<metric> (e.g. task.miou_drop, task.wer_delta, task.psnr_drop_db).",
+    )
+    task_options: TaskOptions = Field(
+        default_factory=dict, max_length=64, description="The task's options, as a fidelity job's."
+    )
+    image_data_range: float = Field(
+        default=1.0, gt=0, le=1e6, description="Task 'image': the pictures' value range (1 or 255)."
+    )
+    objectives: list[ObjectiveSpec] = Field(
+        default_factory=list,
+        max_length=3,
+        description="The frontier the sweep opens with: name:min or name:max, e.g. task.miou_drop:min. A "
+        "task.<metric> must be a metric of the sweep's task.",
+    )
+    bounds: list[BoundSpec] = Field(
+        default_factory=list,
+        max_length=10,
+        description="The frontier's constraints: name<=value or name>=value, e.g. task.miou_drop<=0.005.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> SweepJobParams:
+        from backend.task_metrics import foreign_task_metrics, metric_names
+
         if not self.configs and self.mixed_precision is None:
             raise ValueError("a sweep needs configs, mixed_precision or both")
         if any(not 1 <= b <= 4096 for b in self.latency_batch_sizes):
             raise ValueError("latency_batch_sizes must lie between 1 and 4096")
+        foreign = foreign_task_metrics(self.task, self.objectives + self.bounds)
+        if foreign:
+            raise ValueError(
+                f"{', '.join(foreign)} is not a metric of task {self.task!r}; its task metrics: "
+                f"{', '.join(metric_names(self.task)) or 'none'}"
+            )
         return self
 
 

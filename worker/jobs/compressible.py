@@ -4,7 +4,7 @@ and the first `max_samples` samples of the dataset bound to its inputs (labels k
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ class PreparedModel:
     handle: Any  # a CompressibleModel, prepared
     feeds: dict[str, np.ndarray]
     labels: np.ndarray | None  # the same samples' labels, None when the dataset has none
+    annotations: dict[str, np.ndarray] = field(default_factory=dict)  # the other arrays (masks, targets...)
 
 
 def open_prepared(
@@ -47,4 +48,6 @@ def open_prepared(
     handle = open_compressible(*model_file(ctx, model), intra_op_threads=threads)
     feeds = bind_inputs(arrays, handle.inputs)
     handle.prepare(first_sample(feeds))
-    return PreparedModel(model, handle, feeds, None if labels is None else labels[:max_samples])
+    by_name = all(name in arrays for name in feeds)  # else the one array was bound to the one input
+    annotations = {name: a for name, a in arrays.items() if name not in feeds} if by_name else {}
+    return PreparedModel(model, handle, feeds, None if labels is None else labels[:max_samples], annotations)
