@@ -320,7 +320,9 @@ class SweepJobParams(BaseModel):
         default_factory=list,
         max_length=3,
         description="The frontier the sweep opens with: name:min or name:max, e.g. task.miou_drop:min. A "
-        "task.<metric> must be a metric of the sweep's task.",
+        "task.<metric> must be a metric of the sweep's task (x-task-metrics: each task's metrics and the "
+        "direction that is better).",
+        json_schema_extra=lambda schema: schema.update({"x-task-metrics": _task_directions()}),
     )
     bounds: list[BoundSpec] = Field(
         default_factory=list,
@@ -343,6 +345,12 @@ class SweepJobParams(BaseModel):
                 f"{', '.join(metric_names(self.task)) or 'none'}"
             )
         return self
+
+
+def _task_directions() -> dict[str, dict[str, str]]:
+    from backend.task_metrics import directions
+
+    return {task: dict(names) for task, names in directions().items()}
 
 
 PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {

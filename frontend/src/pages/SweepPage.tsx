@@ -5,6 +5,7 @@
 // bounds, selected point and sort are in the URL (a permalink).
 import { useCallback, useMemo } from "react";
 import { useDatasets } from "../api/datasets";
+import { useJobKinds } from "../api/jobs";
 import { useSweepFrontier, useSweepPoints } from "../api/sweeps";
 import type { Job } from "../api/types";
 import { Fact } from "../components/Fact";
@@ -16,8 +17,9 @@ import { isObject } from "../lib/json";
 import { DEFAULT_COMPARE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
 import { toRow, type SweepRow } from "../lib/sweep";
 import { runtimeSeries } from "../lib/sweepChart";
-import { availableObjectives } from "../lib/sweepObjectives";
+import { availableObjectives, learnTaskDirections } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
+import { launchAxes, taskMetrics } from "../lib/sweepTask";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { ParetoSplit } from "../sweep/ParetoSplit";
@@ -83,7 +85,12 @@ function Results({
   setQuery: (change: Partial<SweepQuery>) => void;
 }) {
   const available = useMemo(() => availableObjectives(rows), [rows]);
-  const view = useMemo(() => resolveView(query, available), [query, available]);
+  // task metrics (task.miou_drop...) take their directions from the API's table in the sweep's schema
+  const sweepSchema = useJobKinds().data?.find((k) => k.kind === "sweep")?.params_schema;
+  const view = useMemo(() => {
+    if (isObject(sweepSchema)) learnTaskDirections(taskMetrics(sweepSchema));
+    return resolveView(launchAxes(query, job.params), available);
+  }, [query, available, job.params, sweepSchema]);
   const frontier = useSweepFrontier([job.id], view.objectiveParams, view.boundParams);
   const series = useMemo(() => runtimeSeries(rows), [rows]);
   const selectedId = query.point === null ? null : `${job.id}:${query.point.split(":").at(-1) ?? ""}`;
