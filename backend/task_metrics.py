@@ -16,7 +16,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from kneeboard_client.thresholds import higher_is_better
+TaskName = Literal["auto", "classification", "embedding", "regression", "image", "segmentation", "ctc"]
+"""The tasks a fidelity job or a sweep names (the adapters' tasks and those of the per-output accumulators)."""
+TaskOptions = dict[str, str | int | float | bool | list[str] | list[float] | None]
+"""A task's options, flat: each task documents its keys and refuses unknown ones when the job starts."""
 
 TASK_PREFIX = "task."
 
@@ -55,6 +58,8 @@ def metric_names(task: str) -> list[str]:
 
 def direction(name: str) -> Literal["min", "max"]:
     """The better way of an objective, by the check's rule (`task.miou_drop` → min, `task.miou_vs_golden` → max)."""
+    from kneeboard_client.thresholds import higher_is_better  # the client's rule, imported when needed
+
     return "max" if higher_is_better(name) else "min"
 
 
