@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { launchAxes, parseTaskOptions, sweepTasks, taskFrontier, taskMetrics } from "./sweepTask";
+import { launchAxes, launchBounds, parseTaskOptions, sweepTasks, taskFrontier, taskMetrics } from "./sweepTask";
 
 const schema = {
   properties: {
@@ -56,5 +56,13 @@ describe("the axes a sweep launched with", () => {
     expect(launchAxes(empty, {})).toEqual(empty);
     const chosen = { ...empty, x: "bops" };
     expect(launchAxes(chosen, { objectives: ["task.miou_drop:min"] })).toBe(chosen);
+  });
+});
+
+describe("the bounds a sweep launched with", () => {
+  it("apply where the points measured the objective", () => {
+    const params = { bounds: ["task.miou_drop<=0.05", "task.wer_delta<=0.01", 3] };
+    expect(launchBounds(params, ["task.miou_drop", "size_bytes"])).toEqual(["task.miou_drop<=0.05"]);
+    expect(launchBounds({}, ["task.miou_drop"])).toEqual([]);
   });
 });

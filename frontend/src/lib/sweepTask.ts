@@ -85,3 +85,12 @@ export function launchAxes<
     xDir: x ? (query.xDir ?? x.direction) : query.xDir,
   };
 }
+
+/** The bounds a sweep launched with (`task.miou_drop<=0.05`) on objectives its points measured: the frontier
+ * keeps applying them beside the page's own bound controls. */
+export function launchBounds(params: JsonObject, available: readonly string[]): string[] {
+  if (!Array.isArray(params.bounds)) return [];
+  return params.bounds.filter(
+    (b): b is string => typeof b === "string" && available.includes(b.split(/<=|>=/)[0] ?? ""),
+  );
+}

@@ -19,7 +19,7 @@ import { toRow, type SweepRow } from "../lib/sweep";
 import { runtimeSeries } from "../lib/sweepChart";
 import { availableObjectives, learnTaskDirections } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
-import { launchAxes, taskMetrics } from "../lib/sweepTask";
+import { launchAxes, launchBounds, taskMetrics } from "../lib/sweepTask";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { ParetoSplit } from "../sweep/ParetoSplit";
@@ -68,6 +68,14 @@ function JobFacts({ job, points }: { job: Job; points: number | null }) {
           : `batch ${batches} · ${typeof p.latency_repeats === "number" ? p.latency_repeats.toString() : "?"} repeats · ${typeof p.threads === "number" ? p.threads.toString() : "1"} thread(s)`}
       </Fact>
       <Fact label="Export">{p.export === false ? "off" : "ONNX per point"}</Fact>
+      {typeof p.task === "string" && p.task !== "auto" && (
+        <Fact label="Task">
+          {p.task}
+          {Array.isArray(p.bounds) && p.bounds.length > 0 && (
+            <span className="muted small-text"> (frontier kept to {p.bounds.join(", ")})</span>
+          )}
+        </Fact>
+      )}
       <JobStatusFacts job={job} />
     </dl>
   );
@@ -91,7 +99,9 @@ function Results({
     if (isObject(sweepSchema)) learnTaskDirections(taskMetrics(sweepSchema));
     return resolveView(launchAxes(query, job.params), available);
   }, [query, available, job.params, sweepSchema]);
-  const frontier = useSweepFrontier([job.id], view.objectiveParams, view.boundParams);
+  const launched = useMemo(() => launchBounds(job.params, available), [job.params, available]);
+  const bounds = useMemo(() => [...view.boundParams, ...launched], [view.boundParams, launched]);
+  const frontier = useSweepFrontier([job.id], view.objectiveParams, bounds);
   const series = useMemo(() => runtimeSeries(rows), [rows]);
   const selectedId = query.point === null ? null : `${job.id}:${query.point.split(":").at(-1) ?? ""}`;
   const selected = rows.find((r) => r.id === selectedId) ?? null;
