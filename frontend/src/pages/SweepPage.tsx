@@ -20,6 +20,7 @@ import { runtimeSeries } from "../lib/sweepChart";
 import { availableObjectives, learnTaskDirections } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
 import { launchAxes, launchBounds, taskMetrics } from "../lib/sweepTask";
+import { isOffline } from "../offline/mode";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { ParetoSplit } from "../sweep/ParetoSplit";
@@ -99,7 +100,8 @@ function Results({
     if (isObject(sweepSchema)) learnTaskDirections(taskMetrics(sweepSchema));
     return resolveView(launchAxes(query, job.params), available);
   }, [query, available, job.params, sweepSchema]);
-  const launched = useMemo(() => launchBounds(job.params, available), [job.params, available]);
+  // an exported report stores frontiers without bounds only: there the launch's bounds are not applied
+  const launched = useMemo(() => (isOffline() ? [] : launchBounds(job.params, available)), [job.params, available]);
   const bounds = useMemo(() => [...view.boundParams, ...launched], [view.boundParams, launched]);
   const frontier = useSweepFrontier([job.id], view.objectiveParams, bounds);
   const series = useMemo(() => runtimeSeries(rows), [rows]);
