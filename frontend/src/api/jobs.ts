@@ -15,11 +15,12 @@ export function useJob(jobId: string) {
   });
 }
 
-export function useJobKinds() {
+export function useJobKinds(enabled = true) {
   return useQuery({
     queryKey: keys.jobKinds,
     queryFn: () => unwrap(api.GET("/api/v1/job-kinds")),
     staleTime: Infinity,
+    enabled,
   });
 }
 

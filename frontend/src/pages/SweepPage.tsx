@@ -95,7 +95,7 @@ function Results({
 }) {
   const available = useMemo(() => availableObjectives(rows), [rows]);
   // task metrics (task.miou_drop...) take their directions from the API's table in the sweep's schema
-  const sweepSchema = useJobKinds().data?.find((k) => k.kind === "sweep")?.params_schema;
+  const sweepSchema = useJobKinds(!isOffline()).data?.find((k) => k.kind === "sweep")?.params_schema;
   const view = useMemo(() => {
     if (isObject(sweepSchema)) learnTaskDirections(taskMetrics(sweepSchema));
     return resolveView(launchAxes(query, job.params), available);
