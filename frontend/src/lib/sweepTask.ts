@@ -2,7 +2,7 @@
 // is better, read from the schema in GET /job-kinds (`objectives["x-task-metrics"]`, written by the API from
 // backend/task_metrics.py and kneeboard check's direction rule; the dashboard keeps no second rule).
 import { isObject, type JsonObject } from "./json";
-import type { Direction } from "./sweepObjectives";
+import { learnTaskDirections, type Direction } from "./sweepObjectives";
 
 export type TaskMetrics = Record<string, Record<string, Direction>>;
 
@@ -93,4 +93,9 @@ export function launchBounds(params: JsonObject, available: readonly string[]): 
   return params.bounds.filter(
     (b): b is string => typeof b === "string" && available.includes(b.split(/<=|>=/)[0] ?? ""),
   );
+}
+
+/** Learn the task metrics' directions from SweepJobParams' schema when it has come (see useSweepSchema). */
+export function learnFrom(schema: unknown): void {
+  if (isObject(schema)) learnTaskDirections(taskMetrics(schema));
 }

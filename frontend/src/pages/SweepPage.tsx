@@ -5,7 +5,7 @@
 // bounds, selected point and sort are in the URL (a permalink).
 import { useCallback, useMemo } from "react";
 import { useDatasets } from "../api/datasets";
-import { useJobKinds } from "../api/jobs";
+import { useSweepSchema } from "../api/jobs";
 import { useSweepFrontier, useSweepPoints } from "../api/sweeps";
 import type { Job } from "../api/types";
 import { Fact } from "../components/Fact";
@@ -17,9 +17,9 @@ import { isObject } from "../lib/json";
 import { DEFAULT_COMPARE_QUERY, DEFAULT_SENSITIVITY_QUERY, href } from "../lib/route";
 import { toRow, type SweepRow } from "../lib/sweep";
 import { runtimeSeries } from "../lib/sweepChart";
-import { availableObjectives, learnTaskDirections } from "../lib/sweepObjectives";
+import { availableObjectives } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
-import { launchAxes, launchBounds, taskMetrics } from "../lib/sweepTask";
+import { launchAxes, launchBounds, learnFrom } from "../lib/sweepTask";
 import { isOffline } from "../offline/mode";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
@@ -95,9 +95,9 @@ function Results({
 }) {
   const available = useMemo(() => availableObjectives(rows), [rows]);
   // task metrics (task.miou_drop...) take their directions from the API's table in the sweep's schema
-  const sweepSchema = useJobKinds(!isOffline()).data?.find((k) => k.kind === "sweep")?.params_schema;
+  const sweepSchema = useSweepSchema();
   const view = useMemo(() => {
-    if (isObject(sweepSchema)) learnTaskDirections(taskMetrics(sweepSchema));
+    learnFrom(sweepSchema);
     return resolveView(launchAxes(query, job.params), available);
   }, [query, available, job.params, sweepSchema]);
   // an exported report stores frontiers without bounds only: there the launch's bounds are not applied
