@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
@@ -111,3 +112,48 @@ def test_a_segmentation_sweep_has_a_frontier_over_its_miou_drop(
     ).json()
     assert bounded["filtered"] == 1 and 2 not in [p["index"] for p in bounded["frontier"]]
     assert all(p["objectives"]["task.miou_drop"] <= 0.05 for p in bounded["frontier"])
+
+
+class _Denoiser(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 1, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.conv2(torch.relu(self.conv1(x))))
+
+
+def test_an_image_sweep_reads_its_targets_beside_an_array_named_otherwise(
+    http: TestClient, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dataset's one picture array ('noisy') feeds the model's one input ('input') by position, and its
+    'targets' still reach the task: every point has a PSNR drop against them, on the frontier's axis."""
+    torch.manual_seed(0)
+    model = _Denoiser().eval()
+    rng = np.random.default_rng(0)
+    clean = rng.uniform(0, 1, (32, 1, 12, 12)).astype(np.float32)
+    noisy = np.clip(clean + rng.normal(0, 0.1, clean.shape), 0, 1).astype(np.float32)
+    golden = export_onnx(model, noisy[:2], tmp_path / "golden.onnx", "input", "denoised")
+    copy = compress_module(model, {n: WeightQuant(8) for n in ("conv1", "conv2")})[0].eval()
+    int8 = export_onnx(copy, noisy[:2], tmp_path / "w8.onnx", "input", "denoised")
+    np.savez(tmp_path / "pictures.npz", noisy=noisy, targets=clean)
+    api = FidelityApi(http, settings, "sweep-image", golden, int8, tmp_path / "pictures.npz")
+    params = {
+        "model_id": api.golden,
+        "dataset_id": api.dataset,
+        "configs": [{"type": "weight_quant", "bits": b, "per_channel": True} for b in BITS],
+        "task": "image",
+        "objectives": ["task.psnr_drop_db:min", "size_bytes:min"],
+        "batch_size": 16,
+        "latency": False,
+        "export": False,
+        "attribution": False,
+    }
+    job_id = _run_sweep(api, params, monkeypatch)
+    points = sorted(api.get(f"/jobs/{job_id}/sweep/points").json()["items"], key=lambda p: p["index"])
+    drops = [p["objectives"]["task.psnr_drop_db"] for p in points]
+    assert drops[0] == 0.0 and all(isinstance(d, float) for d in drops), drops
+    query = "objective=size_bytes%3Amin&objective=task.psnr_drop_db%3Amin"
+    frontier = api.get(f"/sweep-frontier?job_ids={job_id}&{query}").json()
+    assert frontier["excluded"] == [] and frontier["frontier"], frontier

@@ -31,6 +31,7 @@ def open_prepared(
     from worker.engine.compression import open_compressible
     from worker.engine.compression.model import first_sample
     from worker.engine.fidelity.compare import bind_inputs
+    from worker.engine.tasks.image_output import TARGETS_KEY
 
     if threads is not None:
         # Compression runs torch ops (quantizers, SVD) even on ONNX models: pin torch's pool too, or two
@@ -48,6 +49,10 @@ def open_prepared(
     handle = open_compressible(*model_file(ctx, model), intra_op_threads=threads)
     feeds = bind_inputs(arrays, handle.inputs)
     handle.prepare(first_sample(feeds))
-    by_name = all(name in arrays for name in feeds)  # else the one array was bound to the one input
-    annotations = {name: a for name, a in arrays.items() if name not in feeds} if by_name else {}
+    # the arrays no input took (masks, transcripts, targets), read by a task; when the dataset's one array was
+    # bound to the model's one input under another name, only the arrays never taken for an input remain
+    by_name = all(name in arrays for name in feeds)
+    annotations = {
+        name: a for name, a in arrays.items() if name not in feeds and (by_name or name == TARGETS_KEY)
+    }
     return PreparedModel(model, handle, feeds, None if labels is None else labels[:max_samples], annotations)
