@@ -12,17 +12,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.compression_contracts import (
-    ActivationQuantIn,
     CompressionConfigIn,
-    FloatCastIn,
-    LowRankIn,
-    MagnitudePruneIn,
     NoiseIn,
-    QuantizeIn,
     WeightQuantIn,
 )
 from backend.recovery_contracts import RecoveryJobParams
 from backend.robustness_contracts import RobustnessOptions
+from backend.sweep_contracts import DEVICE_NAME_PATTERN as DEVICE_NAME_PATTERN
+from backend.sweep_contracts import MixedPrecisionSource as MixedPrecisionSource
+from backend.sweep_contracts import SweepJobParams as SweepJobParams
+from backend.sweep_contracts import device_queue as device_queue
+from backend.task_metrics import TaskName, TaskOptions
 
 
 class JobKind(StrEnum):
@@ -46,14 +46,6 @@ TASK_NAMES: dict[JobKind, str] = {
 CHUNK_TASK = "kneeboard.chunk"
 MERGE_TASK = "kneeboard.merge"
 
-DEVICE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
-
-
-def device_queue(queue_name: str, device: str) -> str:
-    """The queue a worker started with `kneeboard worker --device NAME` consumes."""
-    return f"{queue_name}.device.{device}"
-
-
 # Kinds that users create through POST /jobs; "inspect" jobs are created by model uploads.
 USER_JOB_KINDS = (JobKind.fidelity, JobKind.sensitivity, JobKind.sweep)
 
@@ -76,17 +68,7 @@ class FidelityJobParams(BaseModel):
     threshold_kl: float = Field(
         default=0.1, ge=0, description="A sample whose KL(P‖Q) in nats exceeds this is flagged as degraded."
     )
-    task: Literal[
-        "auto",
-        "classification",
-        "embedding",
-        "regression",
-        "image",
-        "segmentation",
-        "ctc",
-        "detection",
-        "language_model",
-    ] = Field(
+    task: TaskName = Field(
         default="auto",
         description="How outputs are compared; auto infers it from the output shape. 'image': outputs that are "
         "pictures (N, C, H, W) or (N, H, W), scored by PSNR and SSIM against the golden model's and against the "
@@ -107,7 +89,7 @@ class FidelityJobParams(BaseModel):
         le=1e6,
         description="Task 'image': the pictures' value range (1 for [0, 1], 255 for 8-bit).",
     )
-    task_options: dict[str, str | int | float | bool | list[str] | list[float] | None] = Field(
+    task_options: TaskOptions = Field(
         default_factory=dict,
         max_length=64,
         description="Options of the task (which outputs it reads, its thresholds...), flat: names, numbers, "
@@ -241,85 +223,6 @@ class SensitivityJobParams(BaseModel):
     def _check(self) -> SensitivityJobParams:
         if any(not 1 <= b <= 16 for b in self.mixed_precision_bits):
             raise ValueError("mixed_precision_bits must lie between 1 and 16")
-        return self
-
-
-def _default_sweep_configs() -> list[CompressionConfigIn]:
-    w8 = WeightQuantIn(bits=8, per_channel=True)
-    w4 = WeightQuantIn(bits=4, per_channel=True)
-    return [
-        QuantizeIn(weights=w8, activations=ActivationQuantIn(bits=8)),
-        QuantizeIn(weights=w8, activations=ActivationQuantIn(bits=16)),
-        QuantizeIn(weights=w4, activations=ActivationQuantIn(bits=8)),
-        w8,
-        w4,
-        FloatCastIn(dtype="fp16"),
-        MagnitudePruneIn(sparsity=0.5),
-        LowRankIn(rank_ratio=0.5),
-    ]
-
-
-class MixedPrecisionSource(BaseModel):
-    """Points taken from a succeeded sensitivity job's mixed-precision planning, one per average bit-width."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    sensitivity_job_id: uuid.UUID
-    average_bits: list[float] = Field(min_length=1, max_length=16, description="Budgets, in average bits.")
-
-    @model_validator(mode="after")
-    def _check(self) -> MixedPrecisionSource:
-        if any(not 1 <= b <= 16 for b in self.average_bits):
-            raise ValueError("average_bits must lie between 1 and 16")
-        return self
-
-
-class SweepJobParams(BaseModel):
-    """Evaluate whole-model compression configurations (one point each, spread over the worker pool):
-    fidelity, size, MACs/BOPs and measured latency, for a Pareto frontier; each point exportable."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    model_id: uuid.UUID = Field(description="The golden model.")
-    dataset_id: uuid.UUID = Field(description="Evaluation data; also the calibration data of activations.")
-    configs: list[CompressionConfigIn] = Field(
-        default_factory=_default_sweep_configs,
-        max_length=64,
-        description="Whole-model configurations (each applied to every compressible layer).",
-    )
-    mixed_precision: MixedPrecisionSource | None = Field(
-        default=None, description="Also the mixed-precision plans of a sensitivity job of the same model."
-    )
-    max_samples: int = Field(default=512, ge=1, le=100_000)
-    batch_size: int = Field(default=64, ge=1, le=65536)
-    latency: bool = Field(
-        default=True,
-        description="Time the exported file of every point a real runtime can execute (simulated-only points "
-        "are not timed).",
-    )
-    latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 32], min_length=1, max_length=4)
-    latency_repeats: int = Field(default=30, ge=3, le=1000)
-    export: bool = Field(default=True, description="Store each point's model as a downloadable ONNX file.")
-    attribution: bool = Field(
-        default=True,
-        description="Split the divergence of every point that combines techniques (a schedule, or weights and "
-        "activations quantized together) by technique: each alone, cumulatively and leave-one-out; n "
-        "techniques cost up to 3n-3 more fidelity passes of that point.",
-    )
-    threads: int = Field(default=1, ge=1, le=256, description="Intra-op threads, pinned for timing.")
-    device: str | None = Field(
-        default=None,
-        pattern=DEVICE_NAME_PATTERN,
-        description="Evaluate and time every point on the worker(s) started with `kneeboard worker --device "
-        "NAME` (target hardware); planning and merging stay on the general pool.",
-    )
-
-    @model_validator(mode="after")
-    def _check(self) -> SweepJobParams:
-        if not self.configs and self.mixed_precision is None:
-            raise ValueError("a sweep needs configs, mixed_precision or both")
-        if any(not 1 <= b <= 4096 for b in self.latency_batch_sizes):
-            raise ValueError("latency_batch_sizes must lie between 1 and 4096")
         return self
 
 

@@ -138,3 +138,37 @@ def test_points_of_a_sweep_that_has_not_succeeded_are_a_conflict(
     missing = client.get(f"/api/v1/jobs/{done}/sweep/points/0/export")
     assert missing.status_code == 404 and "export=false" in missing.json()["detail"]
     assert client.get(f"/api/v1/jobs/{done}/sweep/points/5").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        (
+            {"task": "ctc", "objectives": ["task.miou_drop:min", "size_bytes:min"]},
+            "task.miou_drop is not a metric of task 'ctc'; its task metrics: task.wer_vs_golden",
+        ),
+        (
+            {"task": "segmentation", "bounds": ["task.wer_delta<=0.01"]},
+            "task.wer_delta is not a metric of task 'segmentation'; its task metrics: task.miou_vs_golden",
+        ),
+        ({"task": "segmentation", "objectives": ["task.miou_drop:lowest"]}, "params.objectives.0"),
+    ],
+)
+def test_a_sweep_that_names_another_tasks_metric_is_refused_at_launch(
+    client: TestClient, project: dict[str, Any], params: dict[str, Any], needle: str
+) -> None:
+    """The 422 comes from the params themselves (before the model and dataset are looked up): the table of
+    task metrics (backend/task_metrics.py) names what the task measures."""
+    ids = {"model_id": str(uuid.uuid4()), "dataset_id": str(uuid.uuid4())}
+    body = {"project_id": project["id"], "kind": "sweep", "params": ids | params}
+    response = client.post("/api/v1/jobs", json=body)
+    assert response.status_code == 422 and needle in response.json()["detail"], response.text
+    accepted = {
+        "task": "segmentation",
+        "objectives": ["task.miou_drop:min"],
+        "bounds": ["task.miou_drop<=0.005"],
+    }
+    response = client.post("/api/v1/jobs", json=body | {"params": ids | accepted})
+    assert response.status_code == 404 and "no model" in response.json()["detail"], (
+        response.text
+    )  # valid params

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from scipy import ndimage
 from skimage.segmentation import find_boundaries
 from sklearn.metrics import accuracy_score, jaccard_score
 
 from kneeboard_client.thresholds import Limit, check_limit, higher_is_better, output_metrics
+from tests.support.segmentation import CLASSES, IGNORE, SIZE, trained_segmenter
+from tests.support.segmentation import scenes as _scenes
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
@@ -26,56 +27,11 @@ from worker.engine.formats.exporters import export_onnx
 from worker.engine.loaders.onnx_runner import OnnxRunner, load_onnx
 from worker.engine.types import TensorSpec
 
-SIZE = 24
-CLASSES = 4
-IGNORE = 255
-
-
-def _scenes(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(pictures (n, 1, SIZE, SIZE) float32, masks (n, SIZE, SIZE) int64 with an ignored top row)."""
-    rng = np.random.default_rng(seed)
-    yy, xx = np.mgrid[:SIZE, :SIZE]
-    masks = np.zeros((n, SIZE, SIZE), dtype=np.int64)
-    for i in range(n):
-        for _ in range(2):
-            cy, cx = (int(v) for v in rng.integers(4, SIZE - 4, size=2))
-            r = int(rng.integers(2, 6))
-            if rng.random() < 0.5:
-                masks[i][(np.abs(yy - cy) <= r) & (np.abs(xx - cx) <= r)] = 1
-            else:
-                masks[i][(yy - cy) ** 2 + (xx - cx) ** 2 <= r * r] = 2
-    brightness = np.array([0.0, 1.0, 0.55], dtype=np.float32)
-    pictures = brightness[masks][:, None] + rng.normal(0, 0.3, (n, 1, SIZE, SIZE)).astype(np.float32)
-    masks[:, 0, :] = IGNORE  # a void row, as datasets mark pixels nobody labelled
-    return pictures.astype(np.float32), masks
-
-
-class Segmenter(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 16, 3, padding=1)
-        self.conv2 = torch.nn.Conv2d(16, 16, 3, padding=1)
-        self.head = torch.nn.Conv2d(16, CLASSES, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.conv2(torch.relu(self.conv1(x)))))
-
 
 @pytest.fixture(scope="module")
 def onnx_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[OnnxRunner, OnnxRunner]:
-    torch.manual_seed(0)
     pictures, masks = _scenes(256, seed=1)
-    x, y = torch.from_numpy(pictures), torch.from_numpy(masks)
-    model = Segmenter()
-    optimiser = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(30):
-        for start in range(0, len(x), 64):
-            optimiser.zero_grad()
-            loss = torch.nn.functional.cross_entropy(
-                model(x[start : start + 64]), y[start : start + 64], ignore_index=IGNORE
-            )
-            loss.backward()
-            optimiser.step()
+    model = trained_segmenter(pictures, masks)
     plan = {name: WeightQuant(3) for name in ("conv1", "conv2", "head")}
     compressed = compress_module(model.eval(), plan)[0].eval()
     folder: Path = tmp_path_factory.mktemp("segmentation")

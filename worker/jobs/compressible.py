@@ -4,7 +4,7 @@ and the first `max_samples` samples of the dataset bound to its inputs (labels k
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ class PreparedModel:
     handle: Any  # a CompressibleModel, prepared
     feeds: dict[str, np.ndarray]
     labels: np.ndarray | None  # the same samples' labels, None when the dataset has none
+    annotations: dict[str, np.ndarray] = field(default_factory=dict)  # the other arrays (masks, targets...)
 
 
 def open_prepared(
@@ -30,6 +31,7 @@ def open_prepared(
     from worker.engine.compression import open_compressible
     from worker.engine.compression.model import first_sample
     from worker.engine.fidelity.compare import bind_inputs
+    from worker.engine.tasks.image_output import TARGETS_KEY
 
     if threads is not None:
         # Compression runs torch ops (quantizers, SVD) even on ONNX models: pin torch's pool too, or two
@@ -47,4 +49,10 @@ def open_prepared(
     handle = open_compressible(*model_file(ctx, model), intra_op_threads=threads)
     feeds = bind_inputs(arrays, handle.inputs)
     handle.prepare(first_sample(feeds))
-    return PreparedModel(model, handle, feeds, None if labels is None else labels[:max_samples])
+    # the arrays no input took (masks, transcripts, targets), read by a task; when the dataset's one array was
+    # bound to the model's one input under another name, only the arrays never taken for an input remain
+    by_name = all(name in arrays for name in feeds)
+    annotations = {
+        name: a for name, a in arrays.items() if name not in feeds and (by_name or name == TARGETS_KEY)
+    }
+    return PreparedModel(model, handle, feeds, None if labels is None else labels[:max_samples], annotations)

@@ -23,6 +23,7 @@ from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
 from backend.db.models import JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
+from backend.task_metrics import TASK_PREFIX
 from worker.engine.errors import EngineError
 from worker.fanout import ChunkResults
 from worker.jobs.compressible import open_prepared
@@ -54,7 +55,7 @@ OBJECTIVE_PATHS = {
 class _Loaded:
     params: SweepJobParams
     handle: Any  # CompressibleModel, prepared
-    feeds: dict[str, np.ndarray]
+    feeds: dict[str, np.ndarray]  # the model inputs, and the task's annotations when the sweep has a task
     labels: np.ndarray | None
     reference: Any  # GoldenReference
     calibration: Any  # Calibration
@@ -77,6 +78,8 @@ class SweepHandler:
         handle, feeds = prepared.handle, prepared.feeds
         reference = GoldenReference(handle, feeds, params.batch_size)
         calibration = Calibration(handle, feeds, params.batch_size)
+        if params.task != "auto":  # the task reads its annotations (masks, targets, transcripts) too
+            feeds = feeds | prepared.annotations
         loaded = _Loaded(
             params, handle, feeds, prepared.labels, reference, calibration, prepared.model.artifact_sha256
         )
@@ -148,6 +151,7 @@ class SweepHandler:
                 calibration=loaded.calibration,
                 reference=loaded.reference,
                 export_dir=Path(tmp) if params.export else None,
+                fidelity_params=_fidelity_params(params),
             )
             doc: dict[str, Any] = json_safe(point.to_dict())
             if params.attribution and not isinstance(target, dict):
@@ -179,7 +183,6 @@ class SweepHandler:
     def _attribution(ctx: JobContext, loaded: _Loaded, config: Any, doc: dict[str, Any], label: str) -> Any:
         """The point's cause attribution (None for a single technique): its sub-configurations compared
         with the same golden reference, between the evaluation and the timing of the point."""
-        from worker.engine.fidelity.compare import FidelityParams
         from worker.engine.sweep.attribution import attribute
 
         def progress(done: int, total: int) -> None:
@@ -193,7 +196,7 @@ class SweepHandler:
             doc.get("fidelity") or {},
             reference=loaded.reference,
             calibration=loaded.calibration,
-            params=FidelityParams(batch_size=loaded.params.batch_size),
+            params=_fidelity_params(loaded.params),
             on_progress=progress,
         )
 
@@ -213,7 +216,7 @@ class SweepHandler:
                 for batch in result["export"]["latency"].get("batches", []):
                     golden_latency[int(batch["batch_size"])] = float(batch["p50_ms"])
         for spec, result in chunks:
-            objectives = _objectives(
+            objectives = point_objectives(
                 result["point"], (result.get("export") or {}).get("latency"), golden_latency
             )
             export = result.get("export")
@@ -242,13 +245,27 @@ class SweepHandler:
         return None
 
 
-def _objectives(
+def _fidelity_params(params: SweepJobParams) -> Any:
+    """How every point (and its export, and its attribution) is compared: the sweep's task and options."""
+    from worker.engine.fidelity.compare import FidelityParams
+
+    return FidelityParams(
+        batch_size=params.batch_size,
+        task=params.task,
+        task_options=dict(params.task_options),
+        image_data_range=params.image_data_range,
+    )
+
+
+def point_objectives(
     point: dict[str, Any], latency: dict[str, Any] | None, golden_latency: dict[int, float]
 ) -> dict[str, float | None]:
     values: dict[str, float | None] = {}
     for name, (section, key) in OBJECTIVE_PATHS.items():
         value = (point.get(section) or {}).get(key)
         values[name] = float(value) if isinstance(value, int | float) else None
+    for name, value in ((point.get("fidelity") or {}).get("task_metrics") or {}).items():
+        values[TASK_PREFIX + name] = float(value) if isinstance(value, int | float) else None
     for batch in (latency or {}).get("batches", []):
         size = int(batch["batch_size"])
         values[f"latency_p50_ms_b{size}"] = float(batch["p50_ms"])

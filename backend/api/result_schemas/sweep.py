@@ -42,6 +42,11 @@ class PointFidelityOut(ResultModel):
     borderline_agreement: float | None = Field(
         default=None, description="Classifiers: top-1 agreement on the golden model's lowest-margin decile."
     )
+    task_metrics: dict[str, float | None] | None = Field(
+        default=None,
+        description="The task block's top-level numbers (e.g. miou_drop, wer_delta, psnr_drop_db), each also "
+        "the point's objective task.<name>.",
+    )
     n_flagged: int | None = None
     warnings: list[str] = Field(default_factory=list)
 

@@ -1,6 +1,7 @@
 // Jobs: one job (polled while it moves), the job kinds, launching and cancelling, a job's chunks.
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "./http";
+import { isOffline } from "../offline/mode";
 import { keys } from "./keys";
 import { POLL_MS, isActive } from "./polling";
 import type { Job } from "./types";
@@ -15,12 +16,18 @@ export function useJob(jobId: string) {
   });
 }
 
-export function useJobKinds() {
+export function useJobKinds(enabled = true) {
   return useQuery({
     queryKey: keys.jobKinds,
     queryFn: () => unwrap(api.GET("/api/v1/job-kinds")),
     staleTime: Infinity,
+    enabled,
   });
+}
+
+/** SweepJobParams' JSON Schema (its task metrics and their directions), asked for online only. */
+export function useSweepSchema(): unknown {
+  return useJobKinds(!isOffline()).data?.find((k) => k.kind === "sweep")?.params_schema;
 }
 
 export function useCreateJob(projectId: string) {

@@ -5068,6 +5068,13 @@ export interface components {
              * @default false
              */
             sqnr_db_infinite: boolean;
+            /**
+             * Task Metrics
+             * @description The task block's top-level numbers (e.g. miou_drop, wer_delta, psnr_drop_db), each also the point's objective task.<name>.
+             */
+            task_metrics: {
+                [key: string]: number | null;
+            } | null;
             /** Top1 Agreement */
             top1_agreement: number | null;
             /** Warnings */

@@ -5,10 +5,19 @@ import {
   defaultAxes,
   directionOf,
   latencyBatches,
+  learnTaskDirections,
   objectiveInfo,
 } from "./sweepObjectives";
 
 describe("objective directions", () => {
+  it("take a task metric's direction from the API's table", () => {
+    expect(directionOf("task.miou_vs_golden")).toBe("min"); // not learnt yet: lower is better
+    learnTaskDirections({ segmentation: { "task.miou_vs_golden": "max", "task.miou_drop": "min" } });
+    expect(directionOf("task.miou_vs_golden")).toBe("max");
+    expect(directionOf("task.miou_drop")).toBe("min");
+    expect(objectiveInfo("task.miou_drop").label).toBe("Task miou drop");
+  });
+
   it("minimise damage, cost and time; maximise agreement, SQNR, accuracy, cosine and compression", () => {
     for (const name of [
       "kl_mean",

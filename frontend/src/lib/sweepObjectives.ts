@@ -91,6 +91,15 @@ const KNOWN: [string, Known][] = [
 ];
 const KNOWN_BY_NAME = new Map(KNOWN);
 
+// Task metrics (task.miou_drop, task.wer_delta...): their directions as the API states them (the sweep schema's
+// x-task-metrics, see sweepTask.ts), learnt when the job kinds load; before that, lower is better.
+const TASK_DIRECTIONS = new Map<string, Direction>();
+
+export function learnTaskDirections(table: Record<string, Record<string, Direction>>): void {
+  for (const metrics of Object.values(table))
+    for (const [name, direction] of Object.entries(metrics)) TASK_DIRECTIONS.set(name, direction);
+}
+
 const LATENCY = /^latency_(p50|p90)_ms_b(\d+)$/;
 const RATIO = /^latency_ratio_b(\d+)$/;
 
@@ -110,6 +119,18 @@ export function objectiveInfo(name: string): ObjectiveInfo {
       percent: false,
       format: unit(" ms"),
       order: 100 + batch * 4 + (latency[1] === "p50" ? 0 : 1),
+    };
+  }
+  if (name.startsWith("task.")) {
+    return {
+      name,
+      label: `Task ${name.slice("task.".length).replaceAll("_", " ")}`,
+      unit: "",
+      direction: TASK_DIRECTIONS.get(name) ?? "min",
+      log: false,
+      percent: false,
+      format: unit("", 4),
+      order: 50,
     };
   }
   const ratio = RATIO.exec(name);

@@ -5,6 +5,7 @@
 // bounds, selected point and sort are in the URL (a permalink).
 import { useCallback, useMemo } from "react";
 import { useDatasets } from "../api/datasets";
+import { useSweepSchema } from "../api/jobs";
 import { useSweepFrontier, useSweepPoints } from "../api/sweeps";
 import type { Job } from "../api/types";
 import { Fact } from "../components/Fact";
@@ -18,6 +19,8 @@ import { toRow, type SweepRow } from "../lib/sweep";
 import { runtimeSeries } from "../lib/sweepChart";
 import { availableObjectives } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
+import { launchAxes, launchBounds, learnFrom } from "../lib/sweepTask";
+import { isOffline } from "../offline/mode";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { ParetoSplit } from "../sweep/ParetoSplit";
@@ -66,6 +69,14 @@ function JobFacts({ job, points }: { job: Job; points: number | null }) {
           : `batch ${batches} · ${typeof p.latency_repeats === "number" ? p.latency_repeats.toString() : "?"} repeats · ${typeof p.threads === "number" ? p.threads.toString() : "1"} thread(s)`}
       </Fact>
       <Fact label="Export">{p.export === false ? "off" : "ONNX per point"}</Fact>
+      {typeof p.task === "string" && p.task !== "auto" && (
+        <Fact label="Task">
+          {p.task}
+          {Array.isArray(p.bounds) && p.bounds.length > 0 && (
+            <span className="muted small-text"> (frontier kept to {p.bounds.join(", ")})</span>
+          )}
+        </Fact>
+      )}
       <JobStatusFacts job={job} />
     </dl>
   );
@@ -83,8 +94,16 @@ function Results({
   setQuery: (change: Partial<SweepQuery>) => void;
 }) {
   const available = useMemo(() => availableObjectives(rows), [rows]);
-  const view = useMemo(() => resolveView(query, available), [query, available]);
-  const frontier = useSweepFrontier([job.id], view.objectiveParams, view.boundParams);
+  // task metrics (task.miou_drop...) take their directions from the API's table in the sweep's schema
+  const sweepSchema = useSweepSchema();
+  const view = useMemo(() => {
+    learnFrom(sweepSchema);
+    return resolveView(launchAxes(query, job.params), available);
+  }, [query, available, job.params, sweepSchema]);
+  // an exported report stores frontiers without bounds only: there the launch's bounds are not applied
+  const launched = useMemo(() => (isOffline() ? [] : launchBounds(job.params, available)), [job.params, available]);
+  const bounds = useMemo(() => [...view.boundParams, ...launched], [view.boundParams, launched]);
+  const frontier = useSweepFrontier([job.id], view.objectiveParams, bounds);
   const series = useMemo(() => runtimeSeries(rows), [rows]);
   const selectedId = query.point === null ? null : `${job.id}:${query.point.split(":").at(-1) ?? ""}`;
   const selected = rows.find((r) => r.id === selectedId) ?? null;

@@ -1,6 +1,7 @@
 // The sweep launcher: a golden model and a dataset, the whole-model configurations (presets with the API's
 // defaults ticked, or the raw JSON, kept in step), optionally the mixed-precision plans of a succeeded
-// sensitivity scan of the same model, latency timing (batch sizes, repeats) and the export of each point.
+// sensitivity scan of the same model, latency timing (batch sizes, repeats), the export of each point and the
+// task the points are scored on (SweepTaskFields: its metrics become frontier axes and bounds).
 // Defaults and bounds come from SweepJobParams' schema in GET /job-kinds.
 import { useMemo, useState, type SubmitEvent } from "react";
 import { useCreateJob } from "../api/jobs";
@@ -18,8 +19,10 @@ import {
   parseBatchSizes,
   sweepPresetConfigs,
 } from "../lib/sweepParams";
+import { parseTaskOptions, taskFrontier, taskMetrics } from "../lib/sweepTask";
 import { TextField, describeParam } from "./fields";
 import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
+import { NO_TASK, SweepTaskFields, type TaskChoice } from "./SweepTaskFields";
 
 const NUMERIC = {
   max_samples: "Evaluation samples",
@@ -34,6 +37,22 @@ const boolDefault = (schema: JsonObject, name: string, fallback: boolean): boole
   const property = isObject(schema.properties) ? schema.properties[name] : null;
   return isObject(property) && typeof property.default === "boolean" ? property.default : fallback;
 };
+
+/** The task, its options and the frontier it opens with, into the request body; else why not. */
+function addTask(body: Record<string, unknown>, choice: TaskChoice, schema: JsonObject): string | null {
+  if (choice.task === "auto") return null;
+  const options = parseTaskOptions(choice.options);
+  if (typeof options === "string") return options;
+  body.task = choice.task;
+  body.task_options = options;
+  const direction = taskMetrics(schema)[choice.task]?.[choice.metric];
+  if (!direction) return null;
+  const frontier = taskFrontier(choice.metric, direction, choice.limit);
+  if (typeof frontier === "string") return frontier;
+  body.objectives = frontier.objectives;
+  body.bounds = frontier.bounds;
+  return null;
+}
 
 export function SweepForm({ projectId, schema }: { projectId: string; schema: JsonObject }) {
   const scans = useSensitivityJobs(projectId);
@@ -53,6 +72,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   const [latency, setLatency] = useState(() => boolDefault(schema, "latency", true));
   const [batches, setBatches] = useState(DEFAULT_BATCHES);
   const [exported, setExported] = useState(() => boolDefault(schema, "export", true));
+  const [task, setTask] = useState<TaskChoice>(NO_TASK);
   const [problem, setProblem] = useState<string | null>(null);
   const { configs } = editor;
 
@@ -94,6 +114,11 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
         return;
       }
       body.latency_batch_sizes = sizes;
+    }
+    const taskProblem = addTask(body, task, schema);
+    if (taskProblem !== null) {
+      setProblem(taskProblem);
+      return;
     }
     const wrong = numbers.collect(body);
     setProblem(wrong);
@@ -198,6 +223,8 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
           </span>
         </fieldset>
       </div>
+
+      <SweepTaskFields schema={schema} value={task} onChange={setTask} />
 
       <MoreSettings>
         {numbers.field("batch_size")}

@@ -2,6 +2,7 @@
 // sweep) with one frontier over all their points, for the same objectives and bounds as a sweep's page. The
 // sweeps, objectives, bounds and the selected point are in the URL.
 import { useCallback, useMemo } from "react";
+import { useSweepSchema } from "../api/jobs";
 import { useManySweepPoints, useSweepFrontier, useSweepJobs } from "../api/sweeps";
 import type { Job } from "../api/types";
 import { CompareSection, JobPicker } from "../components/CompareSection";
@@ -11,6 +12,7 @@ import { toRow, type SweepRow } from "../lib/sweep";
 import { sweepSeries } from "../lib/sweepChart";
 import { availableObjectives, objectiveInfo } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
+import { learnFrom } from "../lib/sweepTask";
 import { useNames } from "../project/names";
 import { ParetoSplit } from "./ParetoSplit";
 
@@ -89,7 +91,11 @@ export function SweepsCompare({
   const colors = useMemo(() => new Map(series.map((s) => [s.key, s.color])), [series]);
   const available = useMemo(() => availableObjectives(rows), [rows]);
   const frontierQuery = query.frontier;
-  const view = useMemo(() => resolveView(frontierQuery, available), [frontierQuery, available]);
+  const sweepSchema = useSweepSchema(); // task metrics' directions (task.miou_drop: min...)
+  const view = useMemo(() => {
+    learnFrom(sweepSchema);
+    return resolveView(frontierQuery, available);
+  }, [frontierQuery, available, sweepSchema]);
   const frontier = useSweepFrontier(pending || failed !== null ? [] : selected, view.objectiveParams, view.boundParams);
   const setFrontier = useCallback(
     (change: Partial<SweepQuery>) => {

@@ -104,6 +104,7 @@ def export_point(
     reference: GoldenReference | None = None,
     batch_size: int = 64,
     source_sha256: str | None = None,
+    fidelity_params: FidelityParams | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Write a runnable ONNX file of a point and its manifest (see the module docstring).
 
@@ -113,7 +114,8 @@ def export_point(
     eval_feeds (+ labels): run the file in onnxruntime and store its measured fidelity against the
     golden model (`reference`: golden outputs already computed on those feeds). point: the evaluated
     point, whose fidelity is stored as the simulated metrics. source_sha256: the golden file's sha256
-    when the caller knows it (else a digest of the loaded model).
+    when the caller knows it (else a digest of the loaded model). fidelity_params: how the file is compared
+    (the point's task and its options; default: batch_size alone).
     """
     notes: list[str] = []
     if calibration is None:
@@ -168,9 +170,8 @@ def export_point(
             reference = GoldenReference(golden, eval_feeds, batch_size)
         runner = ort_runner(path)
         try:
-            report = compare_models(
-                reference, runner, eval_feeds, labels, FidelityParams(batch_size=batch_size)
-            )
+            params = fidelity_params or FidelityParams(batch_size=batch_size)
+            report = compare_models(reference, runner, eval_feeds, labels, params)
         finally:
             runner.close()
         measured = fidelity_summary(report)

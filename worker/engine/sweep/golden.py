@@ -183,17 +183,29 @@ def fidelity_summary(report: FidelityReport) -> dict[str, Any]:
         "f1_macro_vs_golden": task.get("f1_macro_vs_golden"),
         "f1_macro_drop_pp": task.get("f1_macro_drop_pp"),
         "borderline_agreement": task.get("borderline_agreement"),
+        "task_metrics": task_metrics(task),
         "n_flagged": summary["per_sample_summary"]["n_flagged"],
         "warnings": list(summary["warnings"]),
     }
     return result
 
 
+def task_metrics(task: dict[str, Any]) -> dict[str, float | None]:
+    """The task block's top-level numbers by name, whatever the task (segmentation's miou_drop, ctc's
+    wer_delta, image's psnr_drop_db...): nested documents, lists, strings and switches are left out, a
+    missing figure (None) kept. A sweep stores each as the objective `task.<name>`."""
+    return {
+        key: None if value is None else float(value)
+        for key, value in task.items()
+        if value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+    }
+
+
 def _null_notes(values: dict[str, Any], where: str, labelled: bool) -> list[str]:
     """Explain every None a figure holds (the JSON form never carries NaN)."""
     notes = []
     for key, value in values.items():
-        if value is not None or key in ("warnings",):
+        if value is not None or key in ("warnings", "task_metrics"):
             continue
         if key == "sqnr_db" and values.get("sqnr_db_infinite"):
             notes.append(f"{where}.sqnr_db is None: infinite (the outputs are identical)")
@@ -232,7 +244,9 @@ class SweepPoint:
          "fidelity": {primary_output, output_kind, n_samples, kl_mean (nats, KL(P‖Q)), kl_mean_bits,
                       kl_max, kl_reverse_mean, js_mean, top1_agreement, sqnr_db, sqnr_db_infinite,
                       cosine_mean, mse, max_abs_err, label_flips, accuracy_golden, accuracy_compressed,
-                      accuracy_drop_pp (points), ece_golden, ece_compressed, n_flagged, warnings},
+                      accuracy_drop_pp (points), ece_golden, ece_compressed, f1_macro_vs_golden,
+                      f1_macro_drop_pp, borderline_agreement, task_metrics ({name: number | None}, the
+                      task block's top-level numbers), n_flagged, warnings},
          "cost": {size_bytes, size_bytes_fp32, size_bytes_sparse, compression_ratio, quant_param_bytes,
                   params_total, params_kept, params_nonzero, other_params, macs, macs_effective, bops,
                   bops_effective, bops_fp32, notes, layers: [{name, type, config, weight_bits,

@@ -123,6 +123,7 @@ def evaluate_point(
                 point=point,
                 reference=reference,
                 batch_size=batch_size,
+                fidelity_params=params,
             )
             point.exports.append(manifest)
     return point
@@ -137,9 +138,11 @@ def evaluate_points(
     batch_size: int = 64,
     calibration_feeds: Feeds | None = None,
     export_dir: Path | None = None,
+    fidelity_params: FidelityParams | None = None,
 ) -> list[SweepPoint]:
     """`evaluate_point` for several configurations, sharing the golden reference, the activation
-    statistics and the compressed-tensor cache."""
+    statistics and the compressed-tensor cache. fidelity_params: the comparison's options (a task and its
+    `task_options`; `feeds` then carry the task's annotations too, e.g. `masks`, beside the model inputs)."""
     golden.prepare(first_sample(bind_inputs(feeds, golden.inputs)))
     reference = GoldenReference(golden, feeds, batch_size)
     calibration = Calibration(
@@ -159,6 +162,7 @@ def evaluate_points(
             export_dir=export_dir,
             reference=reference,
             cache=cache,
+            fidelity_params=fidelity_params,
         )
         for config in configs
     ]
