@@ -74,8 +74,7 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/fidelity/sequence": EMBEDDED,
     "/fidelity/attention": EMBEDDED,
     "/fidelity/task": "embedded with the default points (every sample up to 5000, else every k-th)",
-    "/fidelity/task/samples": "not in the file: the rows sorted by a task metric (the embedded scatter holds "
-    "every sample's task values up to 5000)",
+    "/fidelity/task/samples": "sorted worst-first by the task metric and paged in the file over the embedded rows",
     "/robustness": EMBEDDED,
     "/robustness/{slice}/{severity}/samples/{index}.png": "not in the file: the worst samples' corrupted "
     "inputs (up to 240 pictures per image input: 8 image slices x 3 severities x 10) are not embedded; the page "
