@@ -112,6 +112,10 @@ def test_a_segmentation_job_serves_its_task_block(
         api, job_id, report, {"iou_vs_golden", "pixel_agreement", "boundary_f1_vs_golden"}
     )
     assert proxy["proxy"] == "sqnr_db" and proxy["task"] == "segmentation"
+    plain = api.fidelity(batch_size=8, layer_profile=False)  # no task: no task values, no proxy
+    assert "task" not in api.get(f"/jobs/{plain}/fidelity").json()["diagnostics"]
+    assert api.get(f"/jobs/{plain}/fidelity/task").status_code == 404
+    assert api.get(f"/jobs/{plain}/fidelity/samples").json()["items"][0]["task_values"] is None
 
 
 def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
