@@ -131,10 +131,12 @@ function Disagreements({
 function WorstSamples({
   jobId,
   metric,
+  proxy,
   onSample,
 }: {
   jobId: string;
   metric: TaskMetricProxy;
+  proxy: TaskProxyDoc["proxy"];
   onSample: (index: number) => void;
 }) {
   const [offset, setOffset] = useState(0);
@@ -149,8 +151,7 @@ function WorstSamples({
           <tr>
             <th>Sample</th>
             <th>{metric.metric}</th>
-            <th>KL (nats)</th>
-            <th>SQNR (dB)</th>
+            <th>{proxy === "kl" ? "KL (nats)" : "SQNR (dB)"}</th>
           </tr>
         </thead>
         <tbody>
@@ -168,8 +169,7 @@ function WorstSamples({
                 </button>
               </td>
               <td>{formatNumber(s.task_values?.[metric.metric] ?? null, 4)}</td>
-              <td>{formatNumber(s.kl, 4)}</td>
-              <td>{s.sqnr_db_infinite ? "+∞" : formatNumber(s.sqnr_db, 4)}</td>
+              <td>{proxy === "kl" ? formatNumber(s.kl, 4) : s.sqnr_db_infinite ? "+∞" : formatNumber(s.sqnr_db, 4)}</td>
             </tr>
           ))}
         </tbody>
@@ -225,7 +225,7 @@ export function TaskProxy({ jobId, onSample }: { jobId: string; onSample: (index
           <Scatter doc={doc} metric={metric} onSample={onSample} />
           <div className="two-col">
             <Disagreements metric={metric} proxy={doc.proxy} onSample={onSample} />
-            <WorstSamples key={metric.metric} jobId={jobId} metric={metric} onSample={onSample} />
+            <WorstSamples key={metric.metric} jobId={jobId} metric={metric} proxy={doc.proxy} onSample={onSample} />
           </div>
         </>
       )}
