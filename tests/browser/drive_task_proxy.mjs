@@ -15,7 +15,8 @@ const { config, step } = startDriver("task-proxy", observations);
 await runSignedIn(config, observations, step, async (page) => {
   observations.notFound = [];
   page.on("response", (r) => {
-    if (r.status() === 404) observations.notFound.push(new URL(r.url()).pathname);
+    if (r.status() === 404)
+      observations.notFound.push(new URL(r.url()).pathname);
   });
   step("open the report: the task proxy section");
   await page.goto(`${config.base}/#/jobs/${config.jobId}`);
