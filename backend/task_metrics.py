@@ -7,7 +7,7 @@ says which of them a launch may name for a task (the API imports no worker code,
 adapters). A new task adds one line here; its numbers reach the frontier without it, but a launch that names
 one of them is refused until it is listed.
 
-Direction: one rule for the whole project, `kneeboard check`'s (`kneeboard_client.thresholds.higher_is_better`):
+Direction: one rule for the whole project (`task_specs.directions.higher_is_better`, kneeboard check's too):
 a `_drop` is lower-is-better, and so are WER, CER, deltas and every name the rule does not know.
 """
 
@@ -89,7 +89,7 @@ def metric_names(task: str) -> list[str]:
 
 def direction(name: str) -> Literal["min", "max"]:
     """The better way of an objective, by the check's rule (`task.miou_drop` → min, `task.miou_vs_golden` → max)."""
-    from kneeboard_client.thresholds import higher_is_better  # the client's rule, imported when needed
+    from task_specs.directions import higher_is_better  # the one rule (kneeboard check's too)
 
     return "max" if higher_is_better(name) else "min"
 

@@ -10,23 +10,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kneeboard_client.errors import CheckError
+from task_specs.directions import HIGHER_IS_BETTER as HIGHER_IS_BETTER  # the one direction rule
+from task_specs.directions import higher_is_better as higher_is_better
 
 Bound = Literal["max", "min"]
-
-HIGHER_IS_BETTER = re.compile(
-    r"(top1_match|topk_agreement|topk_overlap|cosine|sqnr|psnr|r2|agreement|_accuracy$|^accuracy"
-    r"|f1_macro$|f1_macro_vs_golden$|ssim|iou|boundary_f1|exact_match"
-    r"|(^|[._])(map|ap)(50|75|_small|_medium|_large)?(_vs_golden)?$|ar100$)"
-)
-"""Metrics that get worse as they fall (agreement, cosine, SQNR, PSNR, SSIM, accuracy, F1, IoU, boundary F1,
-exact transcripts, detection mAP / AP / AR); every other metric (KL, JS, MSE, calibration shift, WER, CER,
-NLL, perplexity...) and every drop (`..._drop...`: accuracy, F1, PSNR, SSIM, mIoU, mAP) gets worse as it rises.
-A regression is a move in the worse direction."""
-
-
-def higher_is_better(key: str) -> bool:
-    return "_drop" not in key and HIGHER_IS_BETTER.search(key) is not None
-
 
 _NAME = re.compile(r"^[A-Za-z0-9_.]+$")
 

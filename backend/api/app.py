@@ -37,6 +37,7 @@ from backend.api.routes import (
     sample_inspector,
     sensitivity,
     sweep,
+    task_proxy,
     teams,
     trends,
 )
@@ -69,6 +70,7 @@ SIGNED_IN_ROUTERS = (
     jobs.router,
     fidelity.router,
     diagnostics.router,
+    task_proxy.router,
     attention.router,
     robustness.router,
     sensitivity.router,

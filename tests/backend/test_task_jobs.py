@@ -23,9 +23,10 @@ from tests.backend.test_typed_results import extras
 from tests.conftest import truncate_all
 from tests.support.fidelity_api import FidelityApi
 from tests.support.services import stack_settings
+from tests.support.task_proxy_checks import check_task_proxy
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
-from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.fidelity.compare import FidelityParams, FidelityReport, compare_models
 from worker.engine.formats.exporters import export_onnx
 from worker.engine.jsonable import json_safe
 from worker.engine.loaders.onnx_runner import load_onnx
@@ -84,9 +85,11 @@ def _served_task(api: FidelityApi, job_id: str) -> dict[str, Any]:
     return summary["outputs"]["logits"]["task"]
 
 
-def _engine_task(golden: Path, compressed: Path, data: dict[str, np.ndarray], params: FidelityParams) -> Any:
+def _engine_task(
+    golden: Path, compressed: Path, data: dict[str, np.ndarray], params: FidelityParams
+) -> tuple[Any, FidelityReport]:
     report = compare_models(load_onnx(golden, 1), load_onnx(compressed, 1), data, None, params)
-    return json_safe(report.summary_dict())["outputs"]["logits"]["task"]
+    return json_safe(report.summary_dict())["outputs"]["logits"]["task"], report
 
 
 def test_a_segmentation_job_serves_its_task_block(
@@ -102,8 +105,17 @@ def test_a_segmentation_job_serves_its_task_block(
     job_id = api.fidelity(task="segmentation", task_options=options, batch_size=8)
     served = _served_task(api, job_id)
     params = FidelityParams(batch_size=8, task="segmentation", task_options=options)
-    assert served == _engine_task(golden, compressed, {"input": x, "masks": masks}, params)
+    block, report = _engine_task(golden, compressed, {"input": x, "masks": masks}, params)
+    assert served == block
     assert served["against_masks"] is not None and served["boundary_tolerance"] == 1
+    proxy = check_task_proxy(
+        api, job_id, report, {"iou_vs_golden", "pixel_agreement", "boundary_f1_vs_golden"}
+    )
+    assert proxy["proxy"] == "sqnr_db" and proxy["task"] == "segmentation"
+    plain = api.fidelity(batch_size=8, layer_profile=False)  # no task: no task values, no proxy
+    assert "task" not in api.get(f"/jobs/{plain}/fidelity").json()["diagnostics"]
+    assert api.get(f"/jobs/{plain}/fidelity/task").status_code == 404
+    assert api.get(f"/jobs/{plain}/fidelity/samples").json()["items"][0]["task_values"] is None
 
 
 def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
@@ -119,8 +131,11 @@ def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
     job_id = api.fidelity(task="ctc", task_options=options, batch_size=8)
     served = _served_task(api, job_id)
     params = FidelityParams(batch_size=8, task="ctc", task_options=options)
-    assert served == _engine_task(golden, compressed, {"features": x, "transcripts": texts}, params)
+    block, report = _engine_task(golden, compressed, {"features": x, "transcripts": texts}, params)
+    assert served == block
     assert served["against_transcripts"]["golden"]["n_reference_words"] == 40
+    metrics = {"wer_vs_golden", "cer_vs_golden", "wer_golden", "wer_compressed", "wer_delta"}
+    assert check_task_proxy(api, job_id, report, metrics)["task"] == "ctc"
 
 
 def test_a_wrong_task_mapping_is_refused_at_launch_saying_what_was_expected(
@@ -179,5 +194,6 @@ def test_a_language_model_job_reads_token_ids_and_the_attention_mask(
     job_id = api.fidelity(task="language_model", task_options={"top_k": 2}, batch_size=8)
     served = _served_task(api, job_id)
     params = FidelityParams(batch_size=8, task="language_model", task_options={"top_k": 2})
-    assert served == _engine_task(golden, compressed, {"input_ids": ids, "attention_mask": mask}, params)
+    block, _ = _engine_task(golden, compressed, {"input_ids": ids, "attention_mask": mask}, params)
+    assert served == block
     assert served["n_tokens"] == int(mask.sum()) and served["ppl_delta"] is not None

@@ -7,7 +7,7 @@ import time
 import uuid
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import insert
@@ -18,6 +18,7 @@ from backend.contracts import (
     RESULT_FIDELITY_LAYERS,
     RESULT_FIDELITY_SEQUENCE,
     RESULT_FIDELITY_SUMMARY,
+    RESULT_FIDELITY_TASK_PROXY,
     FidelityJobParams,
 )
 from backend.db.models import Dataset, JobResult, SampleDivergence
@@ -28,6 +29,9 @@ from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_da
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
 from worker.peak_memory import peak_rss_mib, reset_peak_rss
 from worker.runtime import JobContext, ResultWriter, json_safe
+
+if TYPE_CHECKING:
+    from worker.engine.fidelity.compare import FidelityReport
 
 
 class FidelityHandler:
@@ -123,7 +127,11 @@ class FidelityHandler:
         }
         diagnostics.update(robustness.documents)  # {} unless the job asks for robustness slices
         diagnostics.update(attention_results(ctx, models, arrays, params.threads, share, attention_models))
-        samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample)
+        task_values, task_proxy = task_proxy_results(report)
+        if task_proxy is not None:
+            diagnostics[RESULT_FIDELITY_TASK_PROXY] = task_proxy
+        samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample, task_values)
+        del task_values
         layers = layer_profile_results(
             ctx, params, models, arrays, plan, profile_start, runtime_outputs, partial(named_dataset, ctx)
         )
@@ -161,8 +169,34 @@ def _classes(values: np.ndarray) -> list[int | None]:
     return [v if v >= 0 else None for v in values.astype(np.int64).tolist()]
 
 
-def sample_rows(job_id: uuid.UUID, output_name: str, table: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-    """Rows of the per-sample divergence table of one output (NaN and class -1 become NULL)."""
+def task_proxy_results(report: FidelityReport) -> tuple[dict[str, np.ndarray], dict[str, Any] | None]:
+    """With a task adapter: its per-sample values (with their compressed − golden deltas) for the per-sample
+    rows, and the "does the divergence predict the task?" document (`worker.engine.tasks.proxy`); else
+    ({}, None)."""
+    from worker.engine.tasks.proxy import proxy_document, with_deltas
+
+    if not report.task_per_sample:
+        return {}, None
+    values = with_deltas(report.task_per_sample)
+    task = next(m["task"] for m in report.outputs.values() if m.get("task") is not None)
+    document = proxy_document(
+        report.per_sample,
+        values,
+        task=str(task.get("name", report.params.task)),
+        task_output=str(task.get("output", report.primary_output)),
+        proxy_output=report.primary_output,
+    )
+    return values, json_safe(document)
+
+
+def sample_rows(
+    job_id: uuid.UUID,
+    output_name: str,
+    table: dict[str, np.ndarray],
+    task_values: dict[str, np.ndarray] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows of the per-sample divergence table of one output (NaN and class -1 become NULL), each with the
+    task's per-sample values (metric → number or None) when `task_values` has any, else task_values NULL."""
     columns: dict[str, list[Any]] = {
         "kl": _floats(table["kl"]),
         "cosine": _floats(table["cosine"]),
@@ -176,6 +210,11 @@ def sample_rows(job_id: uuid.UUID, output_name: str, table: dict[str, np.ndarray
         "finite": table["finite"].astype(bool).tolist(),
     }
     n = len(columns["kl"])
+    if task_values:
+        per_metric = {metric: _floats(values) for metric, values in task_values.items()}
+        columns["task_values"] = [{m: v[i] for m, v in per_metric.items()} for i in range(n)]
+    else:
+        columns["task_values"] = [None] * n
     return [
         {"job_id": job_id, "output_name": output_name, "sample_index": i}
         | {k: v[i] for k, v in columns.items()}

@@ -39,11 +39,13 @@ from backend.api.routes import (
     robustness,
     sensitivity,
     sweep,
+    task_proxy,
 )
 from backend.api.routes.lookup import get_or_404, job_result
 from backend.contracts import (
     RESULT_FIDELITY_ATTENTION,
     RESULT_FIDELITY_ROBUSTNESS,
+    RESULT_FIDELITY_TASK_PROXY,
     RESULT_SENSITIVITY_IMPORTANCE,
     JobKind,
 )
@@ -71,6 +73,8 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/fidelity/classes": EMBEDDED,
     "/fidelity/sequence": EMBEDDED,
     "/fidelity/attention": EMBEDDED,
+    "/fidelity/task": "embedded with the default points (every sample up to 5000, else every k-th)",
+    "/fidelity/task/samples": "sorted worst-first by the task metric and paged in the file over the embedded rows",
     "/robustness": EMBEDDED,
     "/robustness/{slice}/{severity}/samples/{index}.png": "not in the file: the worst samples' corrupted "
     "inputs (up to 240 pictures per image input: 8 image slices x 3 severities x 10) are not embedded; the page "
@@ -162,6 +166,10 @@ def _gather_fidelity(g: _Gathered, job: Job, session: SessionDep, caller: Caller
         select(JobResult.key).where(JobResult.job_id == job.id, JobResult.key == RESULT_FIDELITY_ATTENTION)
     ):
         g.add(f"{base}/attention", lambda: attention.get_fidelity_attention(job.id, session, caller))
+    if session.scalar(  # only a job with a task that scores samples has one (the page asks only then)
+        select(JobResult.key).where(JobResult.job_id == job.id, JobResult.key == RESULT_FIDELITY_TASK_PROXY)
+    ):
+        g.add(f"{base}/task", lambda: task_proxy.get_fidelity_task_proxy(job.id, session, caller))
     outputs = session.scalars(
         select(SampleDivergence.output_name).where(SampleDivergence.job_id == job.id).distinct()
     ).all()

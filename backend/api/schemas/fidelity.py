@@ -27,6 +27,11 @@ class SampleDivergenceOut(ORMModel):
     label: int | None
     flagged: bool
     finite: bool
+    task_values: dict[str, float | None] | None = Field(
+        default=None,
+        description="With a task that scores samples (segmentation, ctc...): the sample's task values, metric → "
+        "number in the metric's own unit (null: undefined, e.g. WER of an empty reference); null without one.",
+    )
 
     @computed_field(  # type: ignore[prop-decorator]
         description="True when the sample's outputs are identical (error exactly 0: +∞ dB)."
@@ -45,12 +50,13 @@ class FidelityReportOut(BaseModel):
     summary: FidelitySummaryOut = Field(
         description="Per output name: the metrics; plus warnings and sample counts."
     )
-    diagnostics: list[Literal["classes", "sequence", "robustness", "attention"]] = Field(
+    diagnostics: list[Literal["classes", "sequence", "robustness", "attention", "task"]] = Field(
         default_factory=list,
         description="Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a "
         "classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), "
         "'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET "
-        "…/fidelity/attention, an ONNX pair with attention softmaxes); the "
+        "…/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task "
+        "that scores samples: does the divergence predict it?); the "
         "others answer 404, so a page asks only for these.",
     )
 

@@ -31,6 +31,9 @@ class SampleDivergence(Base):
     label: Mapped[int | None] = mapped_column(Integer)
     flagged: Mapped[bool] = mapped_column(Boolean, default=False)
     finite: Mapped[bool] = mapped_column(Boolean, default=True)
+    # With a task adapter (issue 30): the task's per-sample values (metric → number, None where undefined),
+    # e.g. {"wer_vs_golden": 0.5, "cer_vs_golden": 0.2}; null for a job without a task.
+    task_values: Mapped[dict[str, float | None] | None] = mapped_column(JSON(none_as_null=True), default=None)
 
 
 class SweepPoint(Base):
@@ -53,7 +56,7 @@ class SweepPoint(Base):
     objectives: Mapped[dict[str, Any]] = mapped_column(JSON)
     point: Mapped[dict[str, Any]] = mapped_column(JSON)
     export_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
-    export_manifest: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    export_manifest: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), default=None)
 
 
 class SweepObjectiveTable(Base):

@@ -502,6 +502,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/fidelity/task": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Fidelity Task Proxy
+         * @description Per task metric: Spearman's rho of per-sample divergence (KL, or SQNR for a non-classifier) against the
+         *     per-sample task loss (positive: divergence predicts task loss), its p-value, the samples kept and left
+         *     out, and the samples whose ranks disagree most; with one scatter point per sample.
+         */
+        get: operations["getFidelityTaskProxy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/fidelity/task/samples": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Fidelity Task Samples
+         * @description The per-sample rows (primary output, with their task values) sorted by a task metric: worst first
+         *     (lowest IoU, highest WER), samples without a value last, ties by sample index.
+         */
+        get: operations["listFidelityTaskSamples"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/recovery": {
         parameters: {
             query?: never;
@@ -2800,6 +2843,38 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** DisagreementOut */
+        DisagreementOut: {
+            /**
+             * Divergence Rank
+             * @description Rank of its divergence among the samples kept (1 = least).
+             */
+            divergence_rank: number;
+            /**
+             * Loss Rank
+             * @description Rank of its task loss among the samples kept (1 = least loss).
+             */
+            loss_rank: number;
+            /**
+             * Proxy
+             * @description The sample's proxy value (KL in nats, or SQNR in dB; null: SQNR +∞).
+             */
+            proxy: number | null;
+            /**
+             * Rank Gap
+             * @description loss_rank − divergence_rank: positive, the task lost more than the divergence suggests (hidden damage); negative, the outputs diverged more than the task minded.
+             */
+            rank_gap: number;
+            /** Sample Index */
+            sample_index: number;
+            /**
+             * Value
+             * @description The sample's task value, in the metric's own unit.
+             */
+            value: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * DistillIn
          * @description Fine-tune the compressed model's float parameters against the golden teacher (KL at temperature T,
@@ -3260,9 +3335,9 @@ export interface components {
             dataset_id: string;
             /**
              * Diagnostics
-             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes); the others answer 404, so a page asks only for these.
+             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task that scores samples: does the divergence predict it?); the others answer 404, so a page asks only for these.
              */
-            diagnostics?: ("classes" | "sequence" | "robustness" | "attention")[];
+            diagnostics?: ("classes" | "sequence" | "robustness" | "attention" | "task")[];
             /**
              * Golden Model Id
              * Format: uuid
@@ -5223,6 +5298,31 @@ export interface components {
              */
             team_id: string;
         };
+        /** ProxyPointOut */
+        ProxyPointOut: {
+            /**
+             * Proxy
+             * @description KL in nats, or SQNR in dB; null when undefined or SQNR +∞.
+             */
+            proxy: number | null;
+            /**
+             * Proxy Infinite
+             * @description True when the outputs are identical (SQNR +∞).
+             * @default false
+             */
+            proxy_infinite: boolean;
+            /** Sample Index */
+            sample_index: number;
+            /**
+             * Values
+             * @description Task metric → the sample's value (null: undefined).
+             */
+            values: {
+                [key: string]: number | null;
+            };
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * QatIn
          * @description Distillation with the quantized weights trained too, fake-quantized with a straight-through
@@ -6125,6 +6225,13 @@ export interface components {
              * @description True when the sample's outputs are identical (error exactly 0: +∞ dB).
              */
             readonly sqnr_db_infinite: boolean;
+            /**
+             * Task Values
+             * @description With a task that scores samples (segmentation, ctc...): the sample's task values, metric → number in the metric's own unit (null: undefined, e.g. WER of an empty reference); null without one.
+             */
+            task_values?: {
+                [key: string]: number | null;
+            } | null;
             /** Top1 Match */
             top1_match: boolean | null;
         };
@@ -6774,6 +6881,104 @@ export interface components {
              * @description The runtime form of its export, e.g. real-int8-qdq.
              */
             real_export?: string | null;
+        };
+        /** TaskMetricProxyOut */
+        TaskMetricProxyOut: {
+            /**
+             * Disagreements
+             * @description The samples whose two ranks differ most, largest |rank_gap| first.
+             */
+            disagreements: components["schemas"]["DisagreementOut"][];
+            /**
+             * Higher Is Better
+             * @description True for IoU, agreement, F1 (the loss is its negation); false for WER, CER, a delta.
+             */
+            higher_is_better: boolean;
+            /**
+             * Metric
+             * @description A per-sample task metric (e.g. iou_vs_golden, wer_vs_golden, wer_delta).
+             */
+            metric: string;
+            /**
+             * N
+             * @description Samples where both the proxy and the task value are defined.
+             */
+            n: number;
+            /**
+             * N Exact
+             * @description Samples with identical outputs (SQNR +∞), kept as the least divergent.
+             * @default 0
+             */
+            n_exact: number;
+            /**
+             * N Excluded
+             * @description Samples left out: proxy or task value undefined.
+             * @default 0
+             */
+            n_excluded: number;
+            /**
+             * P Value
+             * @description Two-sided p-value of rho (scipy.stats.spearmanr).
+             */
+            p_value: number | null;
+            /**
+             * Spearman Rho
+             * @description Spearman's rank correlation of divergence with task loss: positive = the more the outputs diverge, the more the task loses (the proxy predicts it); null when undefined (see `undefined`).
+             */
+            spearman_rho: number | null;
+            /**
+             * Undefined
+             * @description Why rho is null (too few samples, a constant).
+             */
+            undefined: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** TaskProxyOut */
+        TaskProxyOut: {
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** Metrics */
+            metrics: components["schemas"]["TaskMetricProxyOut"][];
+            /** N Samples */
+            n_samples: number;
+            /**
+             * Points
+             * @description One scatter point per sample: every sample up to `max_points`, else every `stride`-th sample by index.
+             */
+            points: components["schemas"]["ProxyPointOut"][];
+            /**
+             * Proxy
+             * @description The per-sample proxy: KL(P‖Q) for a classification output (higher = more divergent), otherwise SQNR in dB (higher = closer: it enters the correlation negated).
+             * @enum {string}
+             */
+            proxy: "kl" | "sqnr_db";
+            /**
+             * Proxy Output
+             * @description The output whose per-sample table gives the proxy (the primary one).
+             */
+            proxy_output: string;
+            /**
+             * Stride
+             * @description 1: every sample is a point; k: every k-th sample by index.
+             * @default 1
+             */
+            stride: number;
+            /**
+             * Task
+             * @description The job's task (segmentation, ctc...).
+             */
+            task: string;
+            /**
+             * Task Output
+             * @description The output the task decodes.
+             */
+            task_output: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * TaskSummaryOut
@@ -9007,6 +9212,132 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FidelitySequenceOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getFidelityTaskProxy: {
+        parameters: {
+            query?: {
+                /** @description Most scatter points (a larger job is thinned by index). */
+                max_points?: number;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskProxyOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    listFidelityTaskSamples: {
+        parameters: {
+            query: {
+                limit?: number;
+                /** @description A task metric of the job (GET …/fidelity/task lists them). */
+                metric: string;
+                /** @description Items to skip (at most 2**31 - 1). */
+                offset?: number;
+                order?: "worst" | "best";
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_SampleDivergenceOut_"];
                 };
             };
             /** @description Unauthorized: error is unauthenticated. */

@@ -85,6 +85,35 @@ describe("the offline report's answers", () => {
     expect(answer(doc, "GET", `/api/v1/jobs/${JOB}/fidelity/samples?output=other`).status).toBe(404);
   });
 
+  it("lists the samples worst-first by a task metric in the metric's direction, undefined values last", () => {
+    const values = [0.5, null, 0.9, 0.1, 0.5];
+    const withTask: ReportDocument = {
+      ...doc,
+      responses: {
+        ...doc.responses,
+        [`/api/v1/jobs/${JOB}/fidelity/task`]: {
+          proxy_output: "logits",
+          metrics: [
+            { metric: "iou", higher_is_better: true },
+            { metric: "wer", higher_is_better: false },
+          ],
+        },
+      },
+      samples: {
+        logits: {
+          rows: rows.map((r, i) => ({ ...r, task_values: { iou: values[i] ?? null, wer: values[i] ?? null } })),
+          total: 5,
+        },
+      },
+    };
+    const list = (query: string) =>
+      indexes(answer(withTask, "GET", `/api/v1/jobs/${JOB}/fidelity/task/samples?${query}`).body);
+    expect(list("metric=iou")).toEqual([3, 0, 4, 2, 1]);
+    expect(list("metric=wer")).toEqual([2, 0, 4, 3, 1]);
+    expect(list("metric=wer&order=best")).toEqual([3, 0, 4, 2, 1]);
+    expect(answer(withTask, "GET", `/api/v1/jobs/${JOB}/fidelity/task/samples?metric=nope`).status).toBe(404);
+  });
+
   it("lists a confusion cell's samples, highest KL first", () => {
     const cell = answer(doc, "GET", `/api/v1/jobs/${JOB}/fidelity/classes/samples?golden_class=1&compressed_class=2`);
     expect(indexes(cell.body)).toEqual([3, 0]);

@@ -87,6 +87,31 @@ function listSamples(doc: ReportDocument, params: URLSearchParams): Answer {
   return page(sortSamples(rows, key, params.get("order") === "asc" ? "asc" : "desc"), params);
 }
 
+/** The rows the file holds sorted by a task metric as the API does: worst first (lowest when higher is better),
+ * samples without a value last, then the sample index; the metric's direction comes from the embedded proxy. */
+function taskSamples(doc: ReportDocument, params: URLSearchParams): Answer {
+  const proxy = doc.responses[`${API}jobs/${doc.job_id}/fidelity/task`] as
+    { proxy_output: string; metrics: { metric: string; higher_is_better: boolean }[] } | undefined;
+  const metric = params.get("metric") ?? "";
+  const found = proxy?.metrics.find((m) => m.metric === metric);
+  if (!proxy || !found) return notHere(`Task metric ${metric}`);
+  const rows = samplesOf(doc, proxy.proxy_output) ?? [];
+  const worst = params.get("order") !== "best";
+  const sign = found.higher_is_better === worst ? 1 : -1;
+  const value = (r: Sample) => r.task_values?.[metric] ?? null;
+  const sorted = [...rows].sort((a, b) => {
+    const x = value(a);
+    const y = value(b);
+    if (x !== y) {
+      if (x === null) return 1;
+      if (y === null) return -1;
+      return sign * (x < y ? -1 : 1);
+    }
+    return a.sample_index - b.sample_index;
+  });
+  return page(sorted, params);
+}
+
 function cellSamples(doc: ReportDocument, params: URLSearchParams): Answer {
   const golden = Number(params.get("golden_class"));
   const compressed = Number(params.get("compressed_class"));
@@ -140,6 +165,7 @@ export function answer(doc: ReportDocument, method: string, url: string): Answer
   const job = `${API}jobs/${doc.job_id}`;
   if (path === `${job}/fidelity/samples`) return listSamples(doc, params);
   if (path === `${job}/fidelity/classes/samples`) return cellSamples(doc, params);
+  if (path === `${job}/fidelity/task/samples`) return taskSamples(doc, params);
   if (path === `${job}/sensitivity/channels`) {
     const found = doc.channels?.[`${params.get("layer") ?? ""}\n${params.get("method") ?? "l1"}`];
     return found === undefined ? notHere("This layer's channel importance") : { status: 200, body: found };

@@ -21,6 +21,7 @@ import { ReliabilityChart } from "../report/ReliabilityChart";
 import { Robustness } from "../report/Robustness";
 import { SamplesTable } from "../report/SamplesTable";
 import { SequenceFidelity } from "../report/SequenceFidelity";
+import { TaskProxy } from "../report/TaskProxy";
 import { Verdict } from "../report/Verdict";
 
 function JobFacts({ job }: { job: Job }) {
@@ -104,6 +105,14 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
       {/* Each "why it diverges" document is asked for only when the report lists it (the others are 404s). */}
       {(report.diagnostics ?? []).includes("classes") && (
         <ClassDamage
+          jobId={job.id}
+          onSample={(sample) => {
+            setQuery({ sample });
+          }}
+        />
+      )}
+      {(report.diagnostics ?? []).includes("task") && (
+        <TaskProxy
           jobId={job.id}
           onSample={(sample) => {
             setQuery({ sample });
