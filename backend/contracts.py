@@ -81,7 +81,9 @@ class FidelityJobParams(BaseModel):
         "boxes/scores/labels or a YOLO head (task_options format, *_output, box_format, score_threshold, "
         "iou_threshold, image_size), scored by COCO mAP against the dataset's gt_boxes / gt_labels and against the "
         "golden model's detections. 'language_model': a causal LM's logits (N, T, V), teacher-forced on the "
-        "dataset's token ids (task_options output, input_ids, top_k): next-token KL, agreement and perplexity.",
+        "dataset's token ids (task_options output, input_ids, top_k): next-token KL, agreement and perplexity. "
+        "'signal': waveforms (N, T) or (N, C, T), scored by SNR and SI-SDR against the golden model's and against "
+        "the dataset's 'clean' array when it has one.",
     )
     image_data_range: float = Field(
         default=1.0,

@@ -26,6 +26,7 @@ TaskName = Literal[
     "ctc",
     "detection",
     "language_model",
+    "signal",
 ]
 """The tasks a fidelity job or a sweep names (the adapters' tasks and those of the per-output accumulators)."""
 TaskOptions = dict[str, str | int | float | bool | list[str] | list[float] | None]
@@ -61,6 +62,7 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
         "map_drop",
         "map50_drop",
     ),
+    "signal": ("snr_db_vs_golden", "si_sdr_db_vs_golden", "snr_drop_db", "si_sdr_drop_db"),
     "language_model": (
         "kl_mean",
         "kl_reverse_mean",

@@ -16,6 +16,7 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "segmentation": ("output", "ignore_index", "boundary_tolerance"),
     "ctc": ("output", "vocabulary", "blank", "word_delimiter"),
     "language_model": ("output", "input_ids", "top_k"),
+    "signal": ("output",),
     "detection": (
         "format",
         "boxes_output",
@@ -209,6 +210,28 @@ def _language_model(
     return problems
 
 
+def _signal_output(output: Declared) -> bool:
+    """Waveforms or feature tracks: (N, T) or (N, C, T), float (or not declared)."""
+    return len(output.shape) in (2, 3) and not _integer(output.dtype)
+
+
+def _signal(
+    options: Mapping[str, Any], outputs: Sequence[Declared] | None, arrays: Mapping[str, Declared]
+) -> list[str]:
+    output, problems = _output(
+        "signal", options, outputs, _signal_output, "(N, T) or (N, C, T) float signals"
+    )
+    clean = arrays.get("clean")
+    if clean is not None and output is not None:
+        want, have = output.shape[1:], clean.shape[1:]
+        known = len(want) == len(have) and all(_fixed(a) is not None for a in want)
+        if len(want) != len(have) or (known and tuple(want) != tuple(have)):
+            problems.append(
+                f"dataset array 'clean' holds {_fmt(have)} a sample; output '{output.name}' gives {_fmt(want)}"
+            )
+    return problems
+
+
 _DETECTION_OUTPUTS = ("boxes_output", "scores_output", "labels_output", "count_output", "head_output")
 
 
@@ -251,6 +274,7 @@ _CHECKS: dict[str, Check] = {
     "ctc": _ctc,
     "language_model": _language_model,
     "detection": _detection,
+    "signal": _signal,
 }
 
 

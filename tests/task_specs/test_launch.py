@@ -88,3 +88,16 @@ def test_detection_output_names_and_truth_arrays_are_checked() -> None:
     bad = truth | {"gt_labels": Declared("gt_labels", (8, 6), "<i8")}
     assert "it needs (8, 5), one per box" in launch_problems("detection", {}, outputs, bad)[0]
     assert "format must be" in launch_problems("detection", {"format": "ssd"}, outputs, truth)[0]
+
+
+def test_signal_outputs_and_clean_references_are_checked() -> None:
+    audio = [Declared("audio", ("batch", 1, 256), "float32")]
+    clean = {"clean": Declared("clean", (8, 1, 256), "<f4")}
+    assert launch_problems("signal", {}, audio, clean) == []
+    short = {"clean": Declared("clean", (8, 1, 100), "<f4")}
+    assert (
+        "holds (1, 100) a sample; output 'audio' gives (1, 256)"
+        in launch_problems("signal", {}, audio, short)[0]
+    )
+    (problem,) = launch_problems("signal", {}, [Declared("ids", ("batch", 256), "int64")], {})
+    assert "float signals" in problem

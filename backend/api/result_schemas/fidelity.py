@@ -421,6 +421,38 @@ class LanguageModelTaskOut(ResultModel):
     )
 
 
+class SignalScoresOut(ResultModel):
+    snr_db: float | None = Field(default=None, description="Mean SNR against the clean signals, dB.")
+    si_sdr_db: float | None = Field(default=None, description="Mean SI-SDR against the clean signals, dB.")
+
+
+class SignalCleanOut(ResultModel):
+    golden: SignalScoresOut
+    compressed: SignalScoresOut
+
+
+class SignalTaskOut(ResultModel):
+    """Task 'signal' (worker/engine/tasks/signal.py): SNR and SI-SDR (torchmetrics) of the compressed signals
+    against the golden model's, and of both against the dataset's 'clean' signals when it has them."""
+
+    name: Literal["signal"] = "signal"
+    output: str = Field(default="", description="The output read as signals (T,) or (C, T) per sample.")
+    snr_db_vs_golden: float | None = Field(
+        default=None, description="Mean SNR of the compressed signals, the golden ones as the reference, dB."
+    )
+    si_sdr_db_vs_golden: float | None = None
+    n_identical: int = Field(default=0, description="Samples whose two outputs are identical (infinite SNR).")
+    against_clean: SignalCleanOut | None = Field(default=None, description="Null without a 'clean' array.")
+    snr_drop_db: float | None = Field(
+        default=None,
+        description="Golden minus compressed SNR against the clean signals, dB; lower is better.",
+    )
+    si_sdr_drop_db: float | None = Field(
+        default=None,
+        description="Golden minus compressed SI-SDR against the clean signals, dB; lower is better.",
+    )
+
+
 def _task_name(doc: Any) -> str:
     """The task of a stored task block (the image task's first blocks carried no name)."""
     if isinstance(doc, dict):
@@ -433,7 +465,8 @@ TensorTaskOut = Annotated[
     | Annotated[SegmentationTaskOut, Tag("segmentation")]
     | Annotated[CtcTaskOut, Tag("ctc")]
     | Annotated[DetectionTaskOut, Tag("detection")]
-    | Annotated[LanguageModelTaskOut, Tag("language_model")],
+    | Annotated[LanguageModelTaskOut, Tag("language_model")]
+    | Annotated[SignalTaskOut, Tag("signal")],
     Discriminator(_task_name),
 ]
 
@@ -446,7 +479,8 @@ class TensorMetricsOut(_OutputMetrics):
     task: TensorTaskOut | None = Field(
         default=None,
         description="With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER; "
-        "'detection': COCO mAP; 'language_model': next-token KL, agreement and perplexity.",
+        "'detection': COCO mAP; 'language_model': next-token KL, agreement and perplexity; 'signal': SNR and "
+        "SI-SDR.",
     )
 
 

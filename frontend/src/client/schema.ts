@@ -6744,6 +6744,74 @@ export interface components {
                 [key: string]: components["schemas"]["DivergenceOut"];
             };
         };
+        /** SignalCleanOut */
+        SignalCleanOut: {
+            compressed: components["schemas"]["SignalScoresOut"];
+            golden: components["schemas"]["SignalScoresOut"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** SignalScoresOut */
+        SignalScoresOut: {
+            /**
+             * Si Sdr Db
+             * @description Mean SI-SDR against the clean signals, dB.
+             */
+            si_sdr_db: number | null;
+            /**
+             * Snr Db
+             * @description Mean SNR against the clean signals, dB.
+             */
+            snr_db: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SignalTaskOut
+         * @description Task 'signal' (worker/engine/tasks/signal.py): SNR and SI-SDR (torchmetrics) of the compressed signals
+         *     against the golden model's, and of both against the dataset's 'clean' signals when it has them.
+         */
+        SignalTaskOut: {
+            /** @description Null without a 'clean' array. */
+            against_clean: components["schemas"]["SignalCleanOut"] | null;
+            /**
+             * N Identical
+             * @description Samples whose two outputs are identical (infinite SNR).
+             * @default 0
+             */
+            n_identical: number;
+            /**
+             * Name
+             * @default signal
+             * @constant
+             */
+            name: "signal";
+            /**
+             * Output
+             * @description The output read as signals (T,) or (C, T) per sample.
+             * @default
+             */
+            output: string;
+            /** Si Sdr Db Vs Golden */
+            si_sdr_db_vs_golden: number | null;
+            /**
+             * Si Sdr Drop Db
+             * @description Golden minus compressed SI-SDR against the clean signals, dB; lower is better.
+             */
+            si_sdr_drop_db: number | null;
+            /**
+             * Snr Db Vs Golden
+             * @description Mean SNR of the compressed signals, the golden ones as the reference, dB.
+             */
+            snr_db_vs_golden: number | null;
+            /**
+             * Snr Drop Db
+             * @description Golden minus compressed SNR against the clean signals, dB; lower is better.
+             */
+            snr_drop_db: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** SkippedSliceOut */
         SkippedSliceOut: {
             /** Name */
@@ -7165,9 +7233,9 @@ export interface components {
             sqnr_db_infinite: boolean;
             /**
              * Task
-             * @description With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER; 'detection': COCO mAP; 'language_model': next-token KL, agreement and perplexity.
+             * @description With task 'image': PSNR and SSIM; 'segmentation': IoU and boundary F1; 'ctc': WER and CER; 'detection': COCO mAP; 'language_model': next-token KL, agreement and perplexity; 'signal': SNR and SI-SDR.
              */
-            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["SegmentationTaskOut"] | components["schemas"]["CtcTaskOut"] | components["schemas"]["DetectionTaskOut"] | components["schemas"]["LanguageModelTaskOut"]) | null;
+            task: (components["schemas"]["ImageTaskOut"] | components["schemas"]["SegmentationTaskOut"] | components["schemas"]["CtcTaskOut"] | components["schemas"]["DetectionTaskOut"] | components["schemas"]["LanguageModelTaskOut"] | components["schemas"]["SignalTaskOut"]) | null;
         } & {
             [key: string]: unknown;
         };

@@ -167,6 +167,24 @@ describe("metricCards", () => {
       ["task.top1_agreement", "higher"],
     ]);
   });
+  it("shows the signal task's SI-SDR and drops on a waveform output", () => {
+    const task = {
+      name: "signal" as const,
+      output: "audio",
+      snr_db_vs_golden: 30.5,
+      si_sdr_db_vs_golden: 29.25,
+      n_identical: 0,
+      against_clean: { golden: { snr_db: 12, si_sdr_db: 11.5 }, compressed: { snr_db: 11, si_sdr_db: 10 } },
+      snr_drop_db: 1,
+      si_sdr_drop_db: 1.5,
+    };
+    const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [400], task };
+    expect(metricCards(metrics).map((c) => [c.path, c.direction])).toEqual([
+      ["task.si_sdr_db_vs_golden", "higher"],
+      ["task.si_sdr_drop_db", "lower"],
+      ["task.snr_drop_db", "lower"],
+    ]);
+  });
   it("shows the CTC task's error rates on a speech output", () => {
     const scores = {
       wer: 0.06,

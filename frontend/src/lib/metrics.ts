@@ -19,6 +19,7 @@ type SegmentationTask = Extract<TensorTask, { name: "segmentation" }>;
 type CtcTask = Extract<TensorTask, { name: "ctc" }>;
 type DetectionTask = Extract<TensorTask, { name: "detection" }>;
 type LanguageModelTask = Extract<TensorTask, { name: "language_model" }>;
+type SignalTask = Extract<TensorTask, { name: "signal" }>;
 
 /** A score of the image task: none for other outputs. */
 const image =
@@ -37,6 +38,12 @@ const ctc =
   (get: (t: CtcTask) => Value) =>
   (m: OutputMetrics): Value =>
     m.kind === "tensor" && m.task?.name === "ctc" ? get(m.task) : null;
+
+/** A score of the signal task: none for other outputs. */
+const signal =
+  (get: (t: SignalTask) => Value) =>
+  (m: OutputMetrics): Value =>
+    m.kind === "tensor" && m.task?.name === "signal" ? get(m.task) : null;
 
 /** A score of the language-model task: none for other outputs. */
 const lm =
@@ -363,6 +370,33 @@ const METRICS: readonly MetricDef[] = [
     unit: "count",
     direction: "lower",
     explanation: "Task 'detection': the compressed model's boxes dropped as NaN/Inf or without area inside the image.",
+  },
+  {
+    path: "task.si_sdr_db_vs_golden",
+    value: signal((t) => t.si_sdr_db_vs_golden),
+    label: "SI-SDR vs golden",
+    unit: "dB",
+    direction: "higher",
+    headline: true,
+    explanation:
+      "Task 'signal', label-free: scale-invariant signal-to-distortion ratio of the compressed signals with the golden model's as the reference.",
+  },
+  {
+    path: "task.si_sdr_drop_db",
+    value: signal((t) => t.si_sdr_drop_db),
+    label: "SI-SDR drop",
+    unit: "dB",
+    direction: "lower",
+    headline: true,
+    explanation: "Task 'signal': golden minus compressed SI-SDR against the dataset's clean signals.",
+  },
+  {
+    path: "task.snr_drop_db",
+    value: signal((t) => t.snr_drop_db),
+    label: "SNR drop",
+    unit: "dB",
+    direction: "lower",
+    explanation: "Task 'signal': golden minus compressed SNR against the dataset's clean signals.",
   },
   {
     path: "task.ppl_delta",
