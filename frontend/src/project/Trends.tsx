@@ -21,6 +21,7 @@ import {
   pointLabel,
   ruleText,
   standardError,
+  fractionRange,
 } from "./trends";
 
 const LAYOUT: Partial<Layout> = {
@@ -148,7 +149,14 @@ export function Trends({ projectId, goldenModelId }: { projectId: string; golden
           >
             <Plot
               data={data}
-              layout={{ ...LAYOUT, yaxis: { title: { text: spec.label }, automargin: true } }}
+              layout={{
+                ...LAYOUT,
+                yaxis: {
+                  title: { text: spec.label },
+                  automargin: true,
+                  ...(spec.fraction ? { range: fractionRange(points.map((p) => metricValue(p, metric))) } : {}),
+                },
+              }}
               filename="trend"
             />
             <ol className="trend-runs small-text">

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { TrendPoint } from "./trendQueries";
-import { latestIsWorse, latestVerdict, pointLabel, ruleText } from "./trends";
+import { fractionRange, latestIsWorse, latestVerdict, pointLabel, ruleText } from "./trends";
 
 function point(
   headline: Partial<TrendPoint["headline"]>,
@@ -99,5 +99,16 @@ describe("ruleText", () => {
 describe("pointLabel", () => {
   it("names the compressed model with its and the job's tags", () => {
     expect(pointLabel(point({}, ["nightly"]))).toBe("int8 [v2, nightly]");
+  });
+});
+
+describe("fractionRange", () => {
+  it("keeps a share's axis inside 0..1 even when every run agrees fully", () => {
+    const [low, high] = fractionRange([1, 1, 1]);
+    expect(low).toBeGreaterThanOrEqual(0.97);
+    expect(low).toBeLessThan(1);
+    expect(high).toBeLessThan(1.01);
+    expect(fractionRange([0.5, 0.9, null])).toEqual([0.45, 1.005]);
+    expect(fractionRange([0.01])[0]).toBe(0);
   });
 });

@@ -21,11 +21,28 @@ export interface MetricSpec {
   relative: boolean;
   /** Whether the API serves a standard error for it (backend/services/trend_spread.py SE_METRICS). */
   spread: boolean;
+  /** A share in [0, 1] (agreement, cosine): its axis never leaves 0..1, where Plotly's autorange around runs
+   * that all equal 1 drew 0..2. */
+  fraction?: boolean;
 }
 
 export const TREND_METRICS: Record<TrendMetric, MetricSpec> = {
-  top1_match: { label: "Top-1 agreement", higherIsBetter: true, threshold: 0.005, relative: false, spread: true },
-  topk_agreement: { label: "Top-k agreement", higherIsBetter: true, threshold: 0.005, relative: false, spread: true },
+  top1_match: {
+    label: "Top-1 agreement",
+    higherIsBetter: true,
+    threshold: 0.005,
+    relative: false,
+    spread: true,
+    fraction: true,
+  },
+  topk_agreement: {
+    label: "Top-k agreement",
+    higherIsBetter: true,
+    threshold: 0.005,
+    relative: false,
+    spread: true,
+    fraction: true,
+  },
   kl_mean_nats: { label: "Mean KL (nats)", higherIsBetter: false, threshold: 0.1, relative: true, spread: true },
   js_mean_nats: { label: "Mean JS (nats)", higherIsBetter: false, threshold: 0.1, relative: true, spread: false },
   cosine_mean: { label: "Mean cosine", higherIsBetter: true, threshold: 0.001, relative: false, spread: true },
@@ -39,6 +56,13 @@ export const TREND_METRICS: Record<TrendMetric, MetricSpec> = {
   },
   ece_shift: { label: "ECE shift", higherIsBetter: false, threshold: 0.01, relative: false, spread: false },
 };
+
+/** The y range of a fraction's trend: from a little under its lowest run (or 0) to just above 1. */
+export function fractionRange(values: readonly (number | null)[]): [number, number] {
+  const finite = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  const low = finite.length ? Math.min(...finite) : 0;
+  return [Math.max(0, low - Math.max(0.02, (1 - low) * 0.1)), 1.005];
+}
 
 export function metricValue(point: TrendPoint, metric: TrendMetric): number | null {
   const value = point.headline[metric];
