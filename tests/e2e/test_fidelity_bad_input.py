@@ -148,12 +148,17 @@ def test_runs_of_a_project_are_listed_for_comparison(
     dataset = c.upload_dataset(project["id"], demo_files.test_npz, name="digits")
     same = _fidelity(stack_with_worker, project, golden, golden, dataset)
     quantized = _fidelity(stack_with_worker, project, golden, int8, dataset)
+    named = c.http.patch(f"/jobs/{quantized['id']}", json={"name": "int8 calibrated", "tags": ["v2"]})
+    assert named.status_code == 200, named.text
     runs = c.http.get(f"/projects/{project['id']}/fidelity-runs").json()
     assert runs["total"] == 2
     by_job = {r["job_id"]: r for r in runs["items"]}
     assert by_job[same["id"]]["headline"]["kl_mean_nats"] == 0.0
     assert by_job[quantized["id"]]["headline"]["kl_mean_nats"] > 0.0
     assert by_job[quantized["id"]]["compressed"] == {"id": int8["id"], "name": "int8"}
+    # the runs say which is which by name, not only by time (issue 35)
+    assert (by_job[quantized["id"]]["name"], by_job[quantized["id"]]["tags"]) == ("int8 calibrated", ["v2"])
+    assert by_job[same["id"]]["name"] == ""
     assert by_job[quantized["id"]]["dataset"]["name"] == "digits"
     assert by_job[quantized["id"]]["headline"]["top1_accuracy_drop_pp"] is not None
     filtered = c.http.get(

@@ -139,6 +139,8 @@ def list_fidelity_runs(
     items = [
         FidelityRunOut(
             job_id=job.id,
+            name=job.name,
+            tags=[str(t) for t in job.tags or []],
             finished_at=job.finished_at,
             golden=names[job.params["golden_model_id"]],
             compressed=names[job.params["compressed_model_id"]],

@@ -89,6 +89,8 @@ class FidelityHeadline(BaseModel):
 
 class FidelityRunOut(BaseModel):
     job_id: uuid.UUID
+    name: str = Field(default="", description='The run\'s name ("" until someone names it).')
+    tags: list[str] = Field(default_factory=list)
     finished_at: UTCDateTime | None
     golden: NamedRef
     compressed: NamedRef

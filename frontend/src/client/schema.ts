@@ -3366,6 +3366,14 @@ export interface components {
             job_id: string;
             /** N Samples */
             n_samples: number;
+            /**
+             * Name
+             * @description The run's name ("" until someone names it).
+             * @default
+             */
+            name: string;
+            /** Tags */
+            tags?: string[];
         };
         /** FidelitySequenceOut */
         FidelitySequenceOut: {

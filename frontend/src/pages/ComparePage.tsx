@@ -49,6 +49,7 @@ function runsCsv(runs: FidelityRun[]): string {
   return toCsv(
     [
       "job_id",
+      "name",
       "finished_at",
       "golden",
       "compressed",
@@ -60,6 +61,7 @@ function runsCsv(runs: FidelityRun[]): string {
     ],
     runs.map((r) => [
       r.job_id,
+      r.name ?? "",
       r.finished_at,
       r.golden.name,
       r.compressed.name,
@@ -115,9 +117,13 @@ function RunsTable({ runs, total, projectName }: { runs: FidelityRun[]; total: n
             {runs.map((r) => (
               <tr key={r.job_id}>
                 <td>
-                  <strong>{r.compressed.name ?? "(deleted model)"}</strong>
+                  <a href={href({ page: "report", jobId: r.job_id, query: DEFAULT_SAMPLE_QUERY })}>
+                    <strong>{r.name || r.compressed.name || "(deleted model)"}</strong>
+                  </a>
+                  {(r.tags ?? []).length > 0 && <span className="muted small-text"> {(r.tags ?? []).join(", ")}</span>}
                   <div className="muted small-text">
-                    vs {r.golden.name ?? "(deleted model)"} on {r.dataset.name ?? "(deleted dataset)"}
+                    {r.name ? `${r.compressed.name ?? "(deleted model)"} ` : ""}vs {r.golden.name ?? "(deleted model)"}{" "}
+                    on {r.dataset.name ?? "(deleted dataset)"}
                   </div>
                 </td>
                 <td>{formatTime(r.finished_at)}</td>
