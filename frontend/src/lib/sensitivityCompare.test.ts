@@ -6,6 +6,7 @@ import {
   byTypeFigure,
   countUndrawn,
   layerTypes,
+  logTicks,
   pickConfig,
   plotted,
   profileFigure,
@@ -101,5 +102,13 @@ describe("sensitivity profiles", () => {
     expect(pickConfig(["w8", "w4"], "w4")).toBe("w4");
     expect(pickConfig(["w4"], "w8")).toBe("w4");
     expect(pickConfig([], "w8")).toBeNull();
+  });
+});
+
+describe("logTicks", () => {
+  it("labels 1-2-5 in each decade when the values span less than two decades, decades otherwise", () => {
+    expect(logTicks([2e-5, 6e-5, null])).toBe("D2");
+    expect(logTicks([1e-6, 3e-3])).toBe(1);
+    expect(logTicks([null])).toBe(1);
   });
 });

@@ -37,11 +37,26 @@ export function plotted(metric: Metric, score: number | null | undefined): numbe
   return -score;
 }
 
-function yAxis(metric: Metric): Partial<Layout["yaxis"]> {
+/** Ticks of a log axis over these values: one per decade when they span two decades or more, else 1-2-5 in
+ * each decade ("D2"), so a profile within one decade still gets several labelled ticks (it had one: 10⁻⁵). */
+export function logTicks(values: readonly (number | null)[]): 1 | "D2" {
+  const positive = values.filter((v): v is number => v !== null && v > 0);
+  if (positive.length === 0) return 1;
+  const span = Math.log10(Math.max(...positive)) - Math.log10(Math.min(...positive));
+  return span >= 2 ? 1 : "D2";
+}
+
+function yAxis(metric: Metric, values: readonly (number | null)[]): Partial<Layout["yaxis"]> {
   return metric === "kl"
     ? // Decade ticks written as powers of ten (10⁻⁵), not Plotly's in-between "0.4e−5" labels.
-      { title: { text: "KL mean (nats, log scale)" }, type: "log", dtick: 1, exponentformat: "power" }
-    : { title: { text: "SQNR (dB), reversed: up = more damage" }, autorange: "reversed" };
+      {
+        title: { text: "KL mean (nats, log scale)" },
+        type: "log",
+        dtick: logTicks(values),
+        exponentformat: "power",
+        automargin: true,
+      }
+    : { title: { text: "SQNR (dB), reversed: up = more damage" }, autorange: "reversed", automargin: true };
 }
 
 const unit = (metric: Metric) => (metric === "kl" ? " nats" : " dB");
@@ -79,7 +94,10 @@ export function profileFigure(
     data,
     layout: {
       xaxis: { title: { text: "normalised depth (0 = first layer, 1 = last)" }, range: [-0.03, 1.03], zeroline: false },
-      yaxis: yAxis(metric),
+      yaxis: yAxis(
+        metric,
+        profiles.flatMap((p) => p.layers.map((l) => plotted(metric, l.scores[config]))),
+      ),
       legend: { orientation: "h", y: -0.25 },
       margin: { l: 70, r: 20, t: 10, b: 90 },
       hovermode: "closest",
@@ -121,8 +139,14 @@ export function byTypeFigure(
       // like 20×).
       yaxis:
         metric === "kl"
-          ? { title: { text: "mean KL (nats)" }, type: "linear", rangemode: "tozero", tickformat: ".2~g" }
-          : { title: { text: "mean −SQNR (dB): higher = more damage" } },
+          ? {
+              title: { text: "mean KL (nats)" },
+              type: "linear",
+              rangemode: "tozero",
+              tickformat: ".2~g",
+              automargin: true, // the title clear of the tick labels
+            }
+          : { title: { text: "mean −SQNR (dB): higher = more damage" }, automargin: true },
       legend: { orientation: "h", y: -0.3 },
       margin: { l: 70, r: 20, t: 10, b: 90 },
     },

@@ -61,7 +61,7 @@ function runsCsv(runs: FidelityRun[]): string {
     ],
     runs.map((r) => [
       r.job_id,
-      r.name ?? "",
+      r.name,
       r.finished_at,
       r.golden.name,
       r.compressed.name,
