@@ -62,6 +62,10 @@ class CompressionConfigOut(StoredShape):
     average_bits: float | None = Field(default=None, description="mixed_precision: the plan's average.")
     symmetric: bool | None = None
     per_channel: bool | None = None
+    group_size: int | None = Field(
+        default=None,
+        description="weight_quant in groups: this many weights of an output channel share a scale.",
+    )
     calibration: str | None = None
     percentile: float | None = None
     dtype: str | None = None

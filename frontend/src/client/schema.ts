@@ -2277,6 +2277,11 @@ export interface components {
             calibration?: string | null;
             /** Dtype */
             dtype?: string | null;
+            /**
+             * Group Size
+             * @description weight_quant in groups: this many weights of an output channel share a scale.
+             */
+            group_size?: number | null;
             /** Norm */
             norm?: string | null;
             /** Per Channel */
