@@ -108,6 +108,18 @@ function DamageBars({ output }: { output: OutputClasses }) {
     }),
     [measure],
   );
+  if (noDamage(bars)) {
+    // no bars to draw: words, not an empty chart (nor a chart frame without a chart)
+    return (
+      <section className="panel" aria-label="Most damaged classes">
+        <h3>Most damaged classes</h3>
+        <p>
+          No class lost {output.by === "label" ? "accuracy" : "agreement with the golden model"}: every class is as good
+          as the golden model on this dataset.
+        </p>
+      </section>
+    );
+  }
   return (
     <ChartPanel
       title="Most damaged classes"
@@ -135,14 +147,7 @@ function DamageBars({ output }: { output: OutputClasses }) {
         ]),
       })}
     >
-      {noDamage(bars) ? (
-        <p>
-          No class lost {output.by === "label" ? "accuracy" : "agreement with the golden model"}: every class is as good
-          as the golden model on this dataset.
-        </p>
-      ) : (
-        <Plot data={data} layout={layout} filename="class-damage" />
-      )}
+      <Plot data={data} layout={layout} filename="class-damage" />
     </ChartPanel>
   );
 }
