@@ -91,6 +91,7 @@ def fidelity_runs(
     dataset_id: uuid.UUID | None,
     limit: int,
     offset: int,
+    compressed_model_id: uuid.UUID | None = None,
 ) -> FidelityRuns:
     conditions = [
         Job.project_id == project_id,
@@ -102,6 +103,8 @@ def fidelity_runs(
         conditions.append(Job.params["golden_model_id"].as_string() == str(golden_model_id))
     if dataset_id is not None:
         conditions.append(Job.params["dataset_id"].as_string() == str(dataset_id))
+    if compressed_model_id is not None:
+        conditions.append(Job.params["compressed_model_id"].as_string() == str(compressed_model_id))
     joined = select(Job, JobResult.payload).join(JobResult, JobResult.job_id == Job.id).where(*conditions)
     total = session.execute(select(func.count()).select_from(joined.subquery())).scalar_one()
     page = [

@@ -165,3 +165,8 @@ def test_runs_of_a_project_are_listed_for_comparison(
         f"/projects/{project['id']}/fidelity-runs", params={"golden_model_id": int8["id"]}
     ).json()
     assert filtered["total"] == 0
+    # where the int8 model is the compressed side: the trends panel of its page points there (issue 35)
+    as_compressed = c.http.get(
+        f"/projects/{project['id']}/fidelity-runs", params={"compressed_model_id": int8["id"]}
+    ).json()
+    assert [r["job_id"] for r in as_compressed["items"]] == [quantized["id"]]

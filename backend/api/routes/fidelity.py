@@ -129,12 +129,21 @@ def list_fidelity_runs(
     caller: CallerDep,
     golden_model_id: uuid.UUID | None = None,
     dataset_id: uuid.UUID | None = None,
+    compressed_model_id: uuid.UUID | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Offset = 0,
 ) -> Page[FidelityRunOut]:
     """Every succeeded fidelity job of a project with its headline numbers, newest first: compare runs."""
     get_or_404(session, Project, project_id, caller)
-    runs = fidelity_runs(session, project_id, golden_model_id, dataset_id, limit, offset)
+    runs = fidelity_runs(
+        session,
+        project_id,
+        golden_model_id,
+        dataset_id,
+        limit,
+        offset,
+        compressed_model_id=compressed_model_id,
+    )
     names = {str(i): NamedRef(id=i, name=name) for i, name in runs.names.items()}
     items = [
         FidelityRunOut(

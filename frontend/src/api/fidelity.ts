@@ -80,6 +80,19 @@ export function useSampleValues(jobId: string, output: string, max: number) {
   });
 }
 
+/** The runs where a model is the compressed side (newest first, at most 50). */
+export function useRunsAsCompressed(projectId: string, modelId: string) {
+  return useQuery({
+    queryKey: [...keys.runs(projectId), "compressed", modelId],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/projects/{project_id}/fidelity-runs", {
+          params: { path: { project_id: projectId }, query: { compressed_model_id: modelId, limit: 50 } },
+        }),
+      ),
+  });
+}
+
 export function useFidelityRuns(projectId: string, filters: { golden: string; dataset: string }) {
   return useQuery({
     queryKey: [...keys.runs(projectId), filters.golden, filters.dataset],

@@ -11385,6 +11385,7 @@ export interface operations {
     listFidelityRuns: {
         parameters: {
             query?: {
+                compressed_model_id?: string | null;
                 dataset_id?: string | null;
                 golden_model_id?: string | null;
                 limit?: number;

@@ -6,6 +6,7 @@
 import type { Data, Layout } from "plotly.js";
 import { useMemo, useState } from "react";
 import { useDatasets } from "../api/datasets";
+import { useRunsAsCompressed } from "../api/fidelity";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
@@ -70,6 +71,29 @@ function chartData(points: TrendPoint[], metric: TrendMetric, worse: boolean): D
   return data;
 }
 
+/** A model with no run as the golden side: where its runs as the compressed side are, if any. */
+function AsCompressed({ projectId, modelId }: { projectId: string; modelId: string }) {
+  const runs = useRunsAsCompressed(projectId, modelId);
+  const items = runs.data?.items ?? [];
+  if (items.length === 0) {
+    return <Empty>No finished fidelity job compares a model against this one yet.</Empty>;
+  }
+  const goldens = [...new Map(items.map((r) => [r.golden.id, r.golden])).values()];
+  return (
+    <Empty>
+      This model is the compressed side of {runs.data?.total ?? items.length} finished run
+      {(runs.data?.total ?? items.length) === 1 ? "" : "s"}; their trends are drawn on the golden model&apos;s page:{" "}
+      {goldens.map((g, i) => (
+        <span key={g.id}>
+          {i > 0 && ", "}
+          <a href={href({ page: "model", modelId: g.id })}>{g.name ?? "(deleted model)"}</a>
+        </span>
+      ))}
+      .
+    </Empty>
+  );
+}
+
 export function Trends({ projectId, goldenModelId }: { projectId: string; goldenModelId: string }) {
   const [metric, setMetric] = useState<TrendMetric>("top1_match");
   const [datasetId, setDatasetId] = useState<string>("");
@@ -121,7 +145,7 @@ export function Trends({ projectId, goldenModelId }: { projectId: string; golden
       {trend.isError && <ErrorMessage error={trend.error} />}
       {trend.data &&
         (points.length === 0 ? (
-          <Empty>No finished fidelity job compares a model against this one yet.</Empty>
+          <AsCompressed projectId={projectId} modelId={goldenModelId} />
         ) : (
           <ChartPanel
             title={`${spec.label} across runs`}
