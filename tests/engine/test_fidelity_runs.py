@@ -98,5 +98,5 @@ def test_params_validation() -> None:
         FidelityParams(top_k=0)
     with pytest.raises(ValueError):
         FidelityParams(threshold_kl=-1.0)
-    with pytest.raises(ValueError):
-        FidelityParams(task="segmentation")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown task 'translation'"):
+        FidelityParams(task="translation")
