@@ -128,6 +128,8 @@ CASES: dict[str, Case] = {
     "getFidelityTrend": Case("team", query=lambda w: {"golden_model_id": w.ids["model_id"]}),
     "exportFidelitySamplesCsv": Case("team"),
     "getFidelityClasses": Case("team"),
+    "getFidelityTaskProxy": Case("team"),
+    "listFidelityTaskSamples": Case("team", query=lambda w: {"metric": "iou_vs_golden"}),
     "getFidelitySequence": Case("team"),
     "getFidelityRobustness": Case("team"),
     "getRobustnessSamplePng": Case("team"),
