@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from backend.api.result_schemas.fidelity import DetectionTaskOut, FidelitySummaryOut
+from backend.api.result_schemas.fidelity import FidelitySummaryOut
+from backend.api.result_schemas.task_blocks import DetectionTaskOut
 from kneeboard_client.thresholds import Limit, check_limit, higher_is_better, output_metrics
 from tests.backend.test_typed_results import extras
 from tests.support.detection_reference import (
