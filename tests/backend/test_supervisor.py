@@ -103,13 +103,15 @@ def test_a_finished_seeder_is_reaped_at_once_and_not_restarted(
 ) -> None:
     caplog.set_level(logging.INFO, logger="kneeboard.supervisor")
     starts = tmp_path / "starts"
-    supervisor = supervise(
-        ChildSpec("seeder", _python(f"open({str(starts)!r}, 'a').write('x')"), restart_on_success=False)
-    )
-    pid = supervisor.children[0].popen.pid  # type: ignore[union-attr]
+    # The child writes its own pid: it can finish (and be reaped, popen cleared) before the
+    # test could read the supervisor's handle, as a CI run on a busy machine once showed.
+    code = f"import os; open({str(starts)!r}, 'a').write(str(os.getpid()) + ' ')"
+    supervise(ChildSpec("seeder", _python(code), restart_on_success=False))
+    _until(lambda: starts.exists() and starts.read_text().endswith(" "), timeout=10)
+    pid = int(starts.read_text().split()[0])
     _until(lambda: _state(pid) is None, timeout=10)  # gone from /proc: reaped, not a zombie
     time.sleep(0.5)
-    assert starts.read_text() == "x"
+    assert starts.read_text().split() == [str(pid)], "started once, not restarted"
     assert f"seeder (pid {pid}) finished" in caplog.text and "restarting" not in caplog.text
 
 
