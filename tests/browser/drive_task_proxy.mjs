@@ -1,5 +1,5 @@
 // Drives the "Does divergence predict the task?" section for tests/browser/test_task_proxy_browser.py: open a
-// segmentation job's report, read the section (rho in words, scatter points, disagreeing and worst samples),
+// segmentation job's report, count the task breakdown's IoU bars, read the section (rho in words, scatter points, disagreeing and worst samples),
 // then click a scatter point and read the report's hash (it names the opened sample).
 //
 //   node drive_task_proxy.mjs '{"base": URL, "chromium": PATH, "artifacts": DIR, "username": NAME,
@@ -18,8 +18,18 @@ await runSignedIn(config, observations, step, async (page) => {
     if (r.status() === 404)
       observations.notFound.push(new URL(r.url()).pathname);
   });
-  step("open the report: the task proxy section");
+  step("open the report: the task breakdown, then the task proxy section");
   await page.goto(`${config.base}/#/jobs/${config.jobId}`);
+  const breakdown = page.locator("section[aria-label='Task breakdown']");
+  const iouChart = breakdown.locator("figure", { hasText: "IoU by class" });
+  await iouChart
+    .locator(".barlayer .point")
+    .first()
+    .waitFor({ timeout: 60_000 });
+  observations.iouBars = await iouChart.locator(".barlayer .point").count();
+  observations.iouLegend = await iouChart
+    .locator(".legendtext")
+    .allTextContents();
   const section = page.locator("section[aria-labelledby=task-proxy-heading]");
   await section.waitFor({ timeout: 60_000 });
   observations.metric = await section.locator("select").inputValue();

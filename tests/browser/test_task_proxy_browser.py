@@ -39,6 +39,8 @@ def test_the_report_shows_whether_divergence_predicts_the_task(
     job = client.create_fidelity_job(pid, *models, dataset, task="segmentation", batch_size=8)
     assert client.wait_job(job["id"], timeout=300)["status"] == "succeeded"
     served = client.http.get(f"/jobs/{job['id']}/fidelity/task").json()
+    masks = client.http.get(f"/jobs/{job['id']}/fidelity").json()["summary"]["outputs"]["logits"]["task"]
+    masks = masks["against_masks"]
     first = served["metrics"][0]
 
     seen = run_driver(node, DRIVER, driver_config(base, chromium, "task-proxy", jobId=job["id"]), proc)
@@ -47,6 +49,10 @@ def test_the_report_shows_whether_divergence_predicts_the_task(
     inspected = f"/api/v1/jobs/{job['id']}/samples/{seen['clickedSample']}"
     assert seen["notFound"] == [inspected]
     assert len(seen["consoleErrors"]) == 1 and "404" in seen["consoleErrors"][0]
+    # The task breakdown: one bar per class and model where the IoU is defined, as the API serves it.
+    bars = sum(v is not None for m in ("golden", "compressed") for v in masks[m]["per_class_iou"])
+    assert seen["iouBars"] == bars > 0
+    assert seen["iouLegend"] == ["golden", "compressed"]
     assert seen["metric"] == first["metric"] == "iou_vs_golden"
     assert f"{first['spearman_rho']:.3f}".rstrip("0") in seen["rhoText"]
     assert seen["points"] == 30

@@ -21,6 +21,7 @@ from tests.support.detection_reference import (
     coco_stats,
     per_class_ap,
     plain_matching,
+    pr50_curves,
     pycoco_eval,
 )
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
@@ -139,6 +140,16 @@ def test_coco_numbers_equal_pycocotools_on_the_same_detections() -> None:
         # in the last bit from numpy's summation order over another memory layout.
         assert got.keys() == classes.keys()
         assert all(got[c] == pytest.approx(classes[c], abs=1e-12) for c in classes)
+        curves = {row["class_index"]: row["pr50"] for row in block["per_class"] if row["pr50"] is not None}
+        want_curves = pr50_curves(ev)
+        assert curves.keys() == want_curves.keys() and all(len(c) == 101 for c in curves.values())
+        for c, curve in want_curves.items():
+            assert [v is None for v in curves[c]] == [v is None for v in curve]
+            assert [v for v in curves[c] if v is not None] == pytest.approx(
+                [v for v in curve if v is not None], abs=1e-12
+            )
+        # a curve that is not flat: precision falls as recall grows, so the check can fail
+        assert any(len({v for v in c if v is not None}) > 2 for c in curves.values())
     g_map = coco_stats(pycoco_eval(truth, g_rows))
     c_map = coco_stats(pycoco_eval(truth, c_rows))
     assert g_map["map"] is not None and c_map["map"] is not None

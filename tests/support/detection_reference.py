@@ -70,6 +70,16 @@ def per_class_ap(ev: Any) -> dict[int, tuple[float, float]]:
     return out
 
 
+def pr50_curves(ev: Any) -> dict[int, list[float | None]]:
+    """class → interpolated precision at the 101 recall points at IoU .5 (None where undefined)."""
+    p = ev.eval["precision"]
+    return {
+        int(cat) - 1: [float(v) if v > -1 else None for v in p[0, :, k, 0, -1]]
+        for k, cat in enumerate(ev.params.catIds)
+        if (p[0, :, k, 0, -1] > -1).any()
+    }
+
+
 def iou(a: list[float], b: list[float]) -> float:
     w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))

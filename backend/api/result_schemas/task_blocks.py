@@ -171,6 +171,11 @@ class DetectionClassOut(ResultModel):
     n_truth: int = Field(default=0, description="Truth boxes of this class.")
     ap: float | None = Field(default=None, description="AP@[.5:.95]; null when the class has no truth box.")
     ap50: float | None = None
+    pr50: list[float | None] | None = Field(
+        default=None,
+        description="Interpolated precision at COCO's 101 recall points (0, 0.01, ..., 1) at IoU .5, the curve "
+        "AP@.5 averages; null entries are undefined; null when the class has no truth box.",
+    )
 
 
 class DetectionScoresOut(ResultModel):

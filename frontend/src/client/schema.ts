@@ -2685,6 +2685,11 @@ export interface components {
              * @default 0
              */
             n_truth: number;
+            /**
+             * Pr50
+             * @description Interpolated precision at COCO's 101 recall points (0, 0.01, ..., 1) at IoU .5, the curve AP@.5 averages; null entries are undefined; null when the class has no truth box.
+             */
+            pr50: (number | null)[] | null;
         } & {
             [key: string]: unknown;
         };

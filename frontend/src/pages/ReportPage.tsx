@@ -21,6 +21,7 @@ import { ReliabilityChart } from "../report/ReliabilityChart";
 import { Robustness } from "../report/Robustness";
 import { SamplesTable } from "../report/SamplesTable";
 import { SequenceFidelity } from "../report/SequenceFidelity";
+import { TaskBreakdown } from "../report/TaskBreakdown";
 import { TaskProxy } from "../report/TaskProxy";
 import { Verdict } from "../report/Verdict";
 
@@ -84,6 +85,7 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
         </div>
         {metrics && <MetricCards metrics={metrics} />}
       </section>
+      {metrics && <TaskBreakdown metrics={metrics} />}
       <section aria-label="Charts" className="charts">
         <DivergenceHistogram
           jobId={job.id}

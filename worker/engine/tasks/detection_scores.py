@@ -116,6 +116,9 @@ def coco_scores(truth: list[Truth], preds: list[Detections]) -> dict[str, Any]:
                 "n_truth": int(counts[label]) if label < len(counts) else 0,
                 "ap": _defined(float(p[p > -1].mean())) if (p > -1).any() else None,
                 "ap50": _defined(float(p[0][p[0] > -1].mean())) if (p[0] > -1).any() else None,
+                # the interpolated precision at COCO's 101 recall points (0, 0.01, ..., 1) at IoU .5: the
+                # class's PR curve as AP@.5 averages it; None where COCO marks it undefined (-1)
+                "pr50": [float(v) if v > -1 else None for v in p[0]] if (p[0] > -1).any() else None,
             }
         )
     out["per_class"] = per_class
