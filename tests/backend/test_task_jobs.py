@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from backend.api.app import create_app
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
 from backend.settings import Settings
+from backend.task_metrics import TASK_METRICS
 from tests.backend.test_typed_results import extras
 from tests.conftest import truncate_all
 from tests.support.fidelity_api import FidelityApi
@@ -112,7 +113,20 @@ def test_a_segmentation_job_serves_its_task_block(
         api, job_id, report, {"iou_vs_golden", "pixel_agreement", "boundary_f1_vs_golden"}
     )
     assert proxy["proxy"] == "sqnr_db" and proxy["task"] == "segmentation"
+    # compare runs and trends carry the task's numbers, each with kneeboard check's direction
+    run = api.get(f"/projects/{api.project}/fidelity-runs").json()["items"][0]
+    trend = api.get(f"/projects/{api.project}/trends?golden_model_id={api.golden}").json()["points"][0]
+    for head in (run["headline"]["task"], trend["headline"]["task"]):
+        assert head["name"] == "segmentation"
+        assert {m["metric"]: m["value"] for m in head["metrics"]} == {
+            k: served[k] for k in TASK_METRICS["segmentation"]
+        }
+        directions = {m["metric"]: m["higher_is_better"] for m in head["metrics"]}
+        assert directions["miou_vs_golden"] and not directions["miou_drop"]
+        assert served["miou_drop"] is not None and served["miou_vs_golden"] is not None
     plain = api.fidelity(batch_size=8, layer_profile=False)  # no task: no task values, no proxy
+    runs = api.get(f"/projects/{api.project}/fidelity-runs").json()["items"]
+    assert [r["headline"]["task"] is None for r in runs] == [True, False]  # newest first
     assert "task" not in api.get(f"/jobs/{plain}/fidelity").json()["diagnostics"]
     assert api.get(f"/jobs/{plain}/fidelity/task").status_code == 404
     assert api.get(f"/jobs/{plain}/fidelity/samples").json()["items"][0]["task_values"] is None

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -21,6 +22,7 @@ from backend.api.schemas import (
     Page,
     SampleDivergenceOut,
 )
+from backend.api.schemas.fidelity import TaskHeadline, TaskHeadlineMetric
 from backend.contracts import (
     RESULT_FIDELITY_ATTENTION,
     RESULT_FIDELITY_CLASSES,
@@ -33,6 +35,8 @@ from backend.contracts import (
 from backend.db.models import Job, Project
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.services.fidelity import fidelity_runs, sample_divergences, summary_and_stored
+from backend.task_metrics import TASK_METRICS
+from task_specs.directions import higher_is_better
 
 router = APIRouter(tags=["fidelity"])
 
@@ -115,6 +119,29 @@ def headline(summary: dict[str, Any]) -> FidelityHeadline:
         top1_accuracy_drop_pp=labels.get("top1_accuracy_drop_pp"),
         ece_shift=(labels.get("calibration") or {}).get("ece_shift"),
         concentration=concentration.get("verdict"),
+        task=task_headline(metrics.get("task")),
+    )
+
+
+def task_headline(block: Any) -> TaskHeadline | None:
+    """The numbers of a task block that a sweep or a budget can name (backend/task_metrics.py), with their
+    direction; None for an output without a task block, or a task the table does not list."""
+    if not isinstance(block, dict) or block.get("name") not in TASK_METRICS:
+        return None
+    name = str(block["name"])
+
+    def number(value: Any) -> float | None:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return float(value) if ok else None
+
+    return TaskHeadline(
+        name=name,
+        metrics=[
+            TaskHeadlineMetric(
+                metric=key, value=number(block.get(key)), higher_is_better=higher_is_better(key)
+            )
+            for key in TASK_METRICS[name]
+        ],
     )
 
 

@@ -66,6 +66,23 @@ class NamedRef(BaseModel):
     name: str | None = Field(description="None when the model or dataset was deleted since.")
 
 
+class TaskHeadlineMetric(BaseModel):
+    metric: str = Field(
+        description="A top-level number of the task block, e.g. map50_drop (as task.<metric>)."
+    )
+    value: float | None = Field(description="None when the job left it undefined (e.g. no labels).")
+    higher_is_better: bool = Field(
+        description="kneeboard check's direction rule (task_specs.directions), so no client keeps a second one."
+    )
+
+
+class TaskHeadline(BaseModel):
+    name: str = Field(description="The task the job scored (detection, segmentation, ctc, ...).")
+    metrics: list[TaskHeadlineMetric] = Field(
+        description="The task's metrics a sweep or a budget can name, in the task's own order."
+    )
+
+
 class FidelityHeadline(BaseModel):
     """The primary output's key numbers, for comparing runs side by side."""
 
@@ -85,6 +102,9 @@ class FidelityHeadline(BaseModel):
     top1_accuracy_drop_pp: float | None = Field(default=None, description="Needs labels; lower is better.")
     ece_shift: float | None = Field(default=None, description="ECE(compressed) − ECE(golden); needs labels.")
     concentration: str | None = Field(default=None, description="uniform or concentrated damage.")
+    task: TaskHeadline | None = Field(
+        default=None, description="The primary output's task metrics; None when the job scored no task."
+    )
 
 
 class FidelityRunOut(BaseModel):

@@ -3278,6 +3278,8 @@ export interface components {
              * @description Higher is better; None when infinite or undefined.
              */
             sqnr_db?: number | null;
+            /** @description The primary output's task metrics; None when the job scored no task. */
+            task?: components["schemas"]["TaskHeadline"] | null;
             /**
              * Top1 Accuracy Drop Pp
              * @description Needs labels; lower is better.
@@ -6967,6 +6969,37 @@ export interface components {
              * @description The runtime form of its export, e.g. real-int8-qdq.
              */
             real_export?: string | null;
+        };
+        /** TaskHeadline */
+        TaskHeadline: {
+            /**
+             * Metrics
+             * @description The task's metrics a sweep or a budget can name, in the task's own order.
+             */
+            metrics: components["schemas"]["TaskHeadlineMetric"][];
+            /**
+             * Name
+             * @description The task the job scored (detection, segmentation, ctc, ...).
+             */
+            name: string;
+        };
+        /** TaskHeadlineMetric */
+        TaskHeadlineMetric: {
+            /**
+             * Higher Is Better
+             * @description kneeboard check's direction rule (task_specs.directions), so no client keeps a second one.
+             */
+            higher_is_better: boolean;
+            /**
+             * Metric
+             * @description A top-level number of the task block, e.g. map50_drop (as task.<metric>).
+             */
+            metric: string;
+            /**
+             * Value
+             * @description None when the job left it undefined (e.g. no labels).
+             */
+            value: number | null;
         };
         /** TaskMetricProxyOut */
         TaskMetricProxyOut: {

@@ -13,6 +13,7 @@ import { slug, toCsv } from "../lib/csv";
 import { downloadText } from "../lib/download";
 import { formatNumber, formatPercent, formatTime } from "../lib/format";
 import { DEFAULT_SAMPLE_QUERY, href, type CompareQuery } from "../lib/route";
+import { taskColumns, taskValue, type TaskColumn } from "../lib/taskHeadline";
 import { replaceRoute } from "../components/router";
 import { ProfilesCompare } from "../sensitivity/ProfilesCompare";
 import { SweepsCompare } from "../sweep/SweepsCompare";
@@ -38,14 +39,19 @@ const COLUMNS: {
   { key: "ece_shift", label: "ECE shift", better: "lower", format: (v) => formatNumber(v) },
 ];
 
-function best(runs: FidelityRun[], key: NumericKey, better: "lower" | "higher"): number | null {
-  const values = runs.map((r) => r.headline[key]).filter((v): v is number => typeof v === "number");
+function best(values_: (number | null | undefined)[], better: "lower" | "higher"): number | null {
+  const values = values_.filter((v): v is number => typeof v === "number");
   const [lo, hi] = [Math.min(...values), Math.max(...values)];
   if (values.length < 2 || lo === hi) return null; // nothing to pick between
   return better === "lower" ? lo : hi;
 }
 
+function taskCell(c: TaskColumn, v: number | null): string {
+  return c.unit === "fraction" ? formatPercent(v) : formatNumber(v);
+}
+
 function runsCsv(runs: FidelityRun[]): string {
+  const tasks = taskColumns(runs);
   return toCsv(
     [
       "job_id",
@@ -57,6 +63,7 @@ function runsCsv(runs: FidelityRun[]): string {
       "n_samples",
       "output",
       ...COLUMNS.map((c) => c.key),
+      ...tasks.map((c) => c.key),
       "concentration",
     ],
     runs.map((r) => [
@@ -69,13 +76,26 @@ function runsCsv(runs: FidelityRun[]): string {
       r.n_samples,
       r.headline.output,
       ...COLUMNS.map((c) => r.headline[c.key]),
+      ...tasks.map((c) => taskValue(r, c.metric)),
       r.headline.concentration,
     ]),
   );
 }
 
 function RunsTable({ runs, total, projectName }: { runs: FidelityRun[]; total: number; projectName: string }) {
-  const bests = COLUMNS.map((c) => best(runs, c.key, c.better));
+  const bests = COLUMNS.map((c) =>
+    best(
+      runs.map((r) => r.headline[c.key]),
+      c.better,
+    ),
+  );
+  const tasks = taskColumns(runs);
+  const taskBests = tasks.map((c) =>
+    best(
+      runs.map((r) => taskValue(r, c.metric)),
+      c.higherIsBetter ? "higher" : "lower",
+    ),
+  );
   return (
     <section className="panel" aria-labelledby="runs-heading">
       <div className="chart-head">
@@ -104,6 +124,11 @@ function RunsTable({ runs, total, projectName }: { runs: FidelityRun[]; total: n
               <th className="num">Samples</th>
               {COLUMNS.map((c) => (
                 <th key={c.key} className="num" title={`${c.better} is better`}>
+                  {c.label}
+                </th>
+              ))}
+              {tasks.map((c) => (
+                <th key={c.key} className="num" title={`${c.key}: ${c.higherIsBetter ? "higher" : "lower"} is better`}>
                   {c.label}
                 </th>
               ))}
@@ -136,6 +161,14 @@ function RunsTable({ runs, total, projectName }: { runs: FidelityRun[]; total: n
                     </td>
                   );
                 })}
+                {tasks.map((c, i) => {
+                  const value = taskValue(r, c.metric);
+                  return (
+                    <td key={c.key} className={`num${value !== null && value === taskBests[i] ? " best" : ""}`}>
+                      {taskCell(c, value)}
+                    </td>
+                  );
+                })}
                 <td>{r.headline.concentration ?? "—"}</td>
                 <td>
                   <a href={href({ page: "report", jobId: r.job_id, query: DEFAULT_SAMPLE_QUERY })}>Report</a>
@@ -145,7 +178,10 @@ function RunsTable({ runs, total, projectName }: { runs: FidelityRun[]; total: n
           </tbody>
         </table>
       </div>
-      <p className="muted small-text">Numbers of each run's primary output. Bold: the best value of a column.</p>
+      <p className="muted small-text">
+        Numbers of each run's primary output; task columns (named as sweeps and budgets name them) for the runs that
+        scored a task. Bold: the best value of a column.
+      </p>
     </section>
   );
 }

@@ -15,7 +15,8 @@ import { DEFAULT_SAMPLE_QUERY, href } from "../lib/route";
 import { type TrendPoint, useFidelityTrend } from "./trendQueries";
 import {
   NOISE_MULTIPLE,
-  TREND_METRICS,
+  specOf,
+  trendMetricOptions,
   type TrendMetric,
   latestVerdict,
   metricValue,
@@ -101,7 +102,7 @@ export function Trends({ projectId, goldenModelId }: { projectId: string; golden
   const trend = useFidelityTrend(projectId, goldenModelId, datasetId || null);
   const points = useMemo(() => trend.data?.points ?? [], [trend.data]);
   const worse = latestVerdict(points, metric).worse;
-  const spec = TREND_METRICS[metric];
+  const spec = specOf(metric, points);
   const data = useMemo(() => chartData(points, metric, worse), [points, metric, worse]);
   return (
     <section className="panel" aria-labelledby="trends-heading" data-testid="trends">
@@ -116,8 +117,8 @@ export function Trends({ projectId, goldenModelId }: { projectId: string; golden
                 setMetric(e.target.value as TrendMetric);
               }}
             >
-              {Object.entries(TREND_METRICS).map(([key, m]) => (
-                <option key={key} value={key}>
+              {trendMetricOptions(points).map((m) => (
+                <option key={m.key} value={m.key}>
                   {m.label}
                 </option>
               ))}

@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { TrendPoint } from "./trendQueries";
-import { fractionRange, latestIsWorse, latestVerdict, pointLabel, ruleText } from "./trends";
+import {
+  fractionRange,
+  latestIsWorse,
+  latestVerdict,
+  metricValue,
+  pointLabel,
+  ruleText,
+  specOf,
+  trendMetricOptions,
+} from "./trends";
 
 function point(
   headline: Partial<TrendPoint["headline"]>,
@@ -110,5 +119,43 @@ describe("fractionRange", () => {
     expect(high).toBeLessThan(1.01);
     expect(fractionRange([0.5, 0.9, null])).toEqual([0.45, 1.005]);
     expect(fractionRange([0.01])[0]).toBe(0);
+  });
+});
+
+describe("task metrics in trends", () => {
+  const det = (map50Drop: number | null, vsGolden: number) =>
+    point({
+      task: {
+        name: "detection",
+        metrics: [
+          { metric: "map50_vs_golden", value: vsGolden, higher_is_better: true },
+          { metric: "map50_drop", value: map50Drop, higher_is_better: false },
+          { metric: "map_drop", value: null, higher_is_better: false },
+        ],
+      },
+    });
+
+  it("offers the task metrics some run has a value of, after the divergence ones", () => {
+    const options = trendMetricOptions([point({}), det(1.0, 0.9)]);
+    const keys = options.map((o) => o.key);
+    expect(keys.slice(-2)).toEqual(["task.map50_vs_golden", "task.map50_drop"]);
+    expect(keys).toContain("top1_match");
+    expect(keys).not.toContain("task.map_drop"); // no run has a value
+  });
+
+  it("reads a task metric's value and direction from the headline, with a fixed threshold in its unit", () => {
+    const points = [det(1.0, 0.9), det(1.7, 0.9)];
+    expect(metricValue(points[1] as TrendPoint, "task.map50_drop")).toBe(1.7);
+    const spec = specOf("task.map50_drop", points);
+    expect(spec.higherIsBetter).toBe(false);
+    expect([spec.threshold, spec.relative, spec.spread]).toEqual([0.5, false, false]);
+    // a 0.7-point rise of the mAP@.5 drop is worse beyond the 0.5-point threshold; 0.3 is not
+    expect(latestVerdict(points, "task.map50_drop")).toEqual({ worse: true, basis: "fixed", limit: 0.5 });
+    expect(latestVerdict([det(1.0, 0.9), det(1.3, 0.9)], "task.map50_drop").worse).toBe(false);
+    // a share that falls: worse beyond half a percent, on a 0..1 axis
+    const share = specOf("task.map50_vs_golden", points);
+    expect([share.higherIsBetter, share.fraction, share.threshold]).toEqual([true, true, 0.005]);
+    expect(latestVerdict([det(1, 0.95), det(1, 0.9)], "task.map50_vs_golden").worse).toBe(true);
+    expect(ruleText(points, "task.map50_drop")).toContain("a judgement, not measured noise");
   });
 });

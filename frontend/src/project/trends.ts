@@ -1,7 +1,12 @@
 // Which headline metric a trend plots, which way is better, and when the latest run counts as worse.
+import { taskColumns, taskValue } from "../lib/taskHeadline";
 import type { TrendPoint } from "./trendQueries";
 
-export type TrendMetric =
+/** A task metric of the runs' headlines, named as sweeps and budgets name it ("task.map50_drop"). */
+export type TaskTrendMetric = `task.${string}`;
+export type TrendMetric = BuiltinTrendMetric | TaskTrendMetric;
+
+export type BuiltinTrendMetric =
   | "top1_match"
   | "topk_agreement"
   | "kl_mean_nats"
@@ -26,7 +31,7 @@ export interface MetricSpec {
   fraction?: boolean;
 }
 
-export const TREND_METRICS: Record<TrendMetric, MetricSpec> = {
+export const TREND_METRICS: Record<BuiltinTrendMetric, MetricSpec> = {
   top1_match: {
     label: "Top-1 agreement",
     higherIsBetter: true,
@@ -64,7 +69,43 @@ export function fractionRange(values: readonly (number | null)[]): [number, numb
   return [Math.max(0, low - Math.max(0.02, (1 - low) * 0.1)), 1.005];
 }
 
+function isTask(metric: TrendMetric): metric is TaskTrendMetric {
+  return metric.startsWith("task.");
+}
+
+/** A task metric's spec: its label and direction as the API and the metric cards state them; no per-sample
+ * spread (the API serves standard errors for the divergence metrics only), so a fixed threshold in the
+ * metric's unit: half a point for drops in points and dB, half a percent for shares, 5 % relative else. */
+function taskSpec(metric: TaskTrendMetric, points: readonly TrendPoint[]): MetricSpec {
+  const column = taskColumns(points).find((c) => c.key === metric);
+  const unit = column?.unit ?? "";
+  const absolute =
+    unit === "pp" || unit === "dB" || /_drop$|_drop_pp$/.test(metric) ? 0.5 : unit === "fraction" ? 0.005 : null;
+  return {
+    label: column?.label ?? metric,
+    higherIsBetter: column?.higherIsBetter ?? false,
+    threshold: absolute ?? 0.05,
+    relative: absolute === null,
+    spread: false,
+    fraction: unit === "fraction",
+  };
+}
+
+/** The spec of any trend metric (a task metric's from the runs that carry it). */
+export function specOf(metric: TrendMetric, points: readonly TrendPoint[]): MetricSpec {
+  return isTask(metric) ? taskSpec(metric, points) : TREND_METRICS[metric];
+}
+
+/** The metrics a trend can plot: the divergence headline, then the task metrics some run has a value of. */
+export function trendMetricOptions(points: readonly TrendPoint[]): { key: TrendMetric; label: string }[] {
+  return [
+    ...Object.entries(TREND_METRICS).map(([key, m]) => ({ key: key as TrendMetric, label: m.label })),
+    ...taskColumns(points).map((c) => ({ key: c.key as TaskTrendMetric, label: `${c.label} (task)` })),
+  ];
+}
+
 export function metricValue(point: TrendPoint, metric: TrendMetric): number | null {
+  if (isTask(metric)) return taskValue(point, metric.slice("task.".length));
   const value = point.headline[metric];
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
@@ -80,6 +121,7 @@ export const NOISE_MULTIPLE = 2;
 
 /** The standard error the API serves for this metric on this run, or null (no spread available). */
 export function standardError(point: TrendPoint, metric: TrendMetric): number | null {
+  if (isTask(metric)) return null;
   const se = (point.standard_errors as Partial<Record<TrendMetric, number | null>>)[metric];
   return typeof se === "number" && Number.isFinite(se) && se >= 0 ? se : null;
 }
@@ -99,7 +141,7 @@ export function latestVerdict(points: TrendPoint[], metric: TrendMetric): Verdic
   if (withValue.length < 2) return { worse: false, basis: "none", limit: null };
   const [prev, last] = withValue.slice(-2) as [TrendPoint, TrendPoint];
   const [previous, latest] = [metricValue(prev, metric) ?? 0, metricValue(last, metric) ?? 0];
-  const spec = TREND_METRICS[metric];
+  const spec = specOf(metric, points);
   const [sePrev, seLast] = [standardError(prev, metric), standardError(last, metric)];
   const noise = sePrev !== null && seLast !== null;
   const limit = noise
@@ -124,7 +166,7 @@ export function pointLabel(point: TrendPoint): string {
 
 /** The page's sentence for the rule that decides (or, with one run, will decide) "worse than the last run". */
 export function ruleText(points: TrendPoint[], metric: TrendMetric): string {
-  const spec = TREND_METRICS[metric];
+  const spec = specOf(metric, points);
   const verdict = latestVerdict(points, metric);
   const fixed = spec.relative ? `${(spec.threshold * 100).toFixed(0)} % of the previous value` : String(spec.threshold);
   const noise = `${NOISE_MULTIPLE.toString()}·√(se_prev² + se_last²)`;
