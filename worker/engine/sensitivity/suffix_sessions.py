@@ -54,14 +54,19 @@ def _share_one_arena(options: Any) -> None:
     """Make the session allocate from one CPU arena registered with onnxruntime's environment, shared by
     every part session, instead of an arena of its own. Each session's own arena kept the largest batch it
     had run: with the weights shared, the ResNet-18 shape's scan peaked at 1295 MiB with an arena per session
-    and 906 MiB with the shared one (no arena at all: 1011 MiB, and glibc kept what the runs freed)."""
+    and 906 MiB with the shared one (no arena at all: 1011 MiB, and glibc kept what the runs freed). The arena
+    grows by what is asked (kSameAsRequested), not to the next power of two: 826-849 MiB against 853-874 in
+    the same runs (the scan's runs ask for the same sizes batch after batch, so it stops growing early)."""
     import onnxruntime as ort
 
     if not _ENV_ARENA:
         info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
         # already registered in this process (a reloaded module): the sessions use that one
         with contextlib.suppress(Exception):
-            ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, -1, -1, -1))
+            same_as_requested = (
+                1  # arena_extend_strategy: 0 kNextPowerOfTwo (the default), 1 kSameAsRequested
+            )
+            ort.create_and_register_allocator(info, ort.OrtArenaCfg(0, same_as_requested, -1, -1))
         _ENV_ARENA.append(True)
     options.add_session_config_entry("session.use_env_allocators", "1")
 
