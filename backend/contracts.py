@@ -244,6 +244,7 @@ RESULT_FIDELITY_SEQUENCE = "fidelity.sequence"
 RESULT_FIDELITY_ROBUSTNESS = "fidelity.robustness"
 RESULT_FIDELITY_ATTENTION = "fidelity.attention"
 RESULT_FIDELITY_TASK_PROXY = "fidelity.task_proxy"  # does the divergence predict the task? (issue 30)
+RESULT_FIDELITY_TASK_SAMPLES = "fidelity.task_samples"  # the inspector's boxes / transcripts (issue 30)
 RESULT_SENSITIVITY = "sensitivity.result"
 RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
 RESULT_SENSITIVITY_PLANS = "sensitivity.plans"

@@ -38,6 +38,7 @@ from backend.api.routes import (
     sensitivity,
     sweep,
     task_proxy,
+    task_samples,
     teams,
     trends,
 )
@@ -71,6 +72,7 @@ SIGNED_IN_ROUTERS = (
     fidelity.router,
     diagnostics.router,
     task_proxy.router,
+    task_samples.router,
     attention.router,
     robustness.router,
     sensitivity.router,

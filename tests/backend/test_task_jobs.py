@@ -113,6 +113,8 @@ def test_a_segmentation_job_serves_its_task_block(
         api, job_id, report, {"iou_vs_golden", "pixel_agreement", "boundary_f1_vs_golden"}
     )
     assert proxy["proxy"] == "sqnr_db" and proxy["task"] == "segmentation"
+    no_views = api.get(f"/jobs/{job_id}/samples/0/task")  # segmentation keeps no boxes or transcripts
+    assert no_views.status_code == 404 and "(detection, ctc)" in no_views.json()["detail"]
     # compare runs and trends carry the task's numbers, each with kneeboard check's direction
     run = api.get(f"/projects/{api.project}/fidelity-runs").json()["items"][0]
     trend = api.get(f"/projects/{api.project}/trends?golden_model_id={api.golden}").json()["points"][0]
@@ -150,6 +152,17 @@ def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
     assert served["against_transcripts"]["golden"]["n_reference_words"] == 40
     metrics = {"wer_vs_golden", "cer_vs_golden", "wer_golden", "wer_compressed", "wer_delta"}
     assert check_task_proxy(api, job_id, report, metrics)["task"] == "ctc"
+    # the inspector's transcripts, one sample at a time, as the engine kept them
+    assert "task_samples" in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
+    assert report.task_samples is not None
+    for index in (0, 19):
+        one = api.get(f"/jobs/{job_id}/samples/{index}/task")
+        assert one.status_code == 200, one.text
+        kept = report.task_samples["samples"][index]
+        assert one.json() == {"task": "ctc", "job_id": job_id, "index": index, **kept}
+        assert kept["reference"] == texts[index]
+    past = api.get(f"/jobs/{job_id}/samples/20/task")
+    assert past.status_code == 404 and "first 20 samples" in past.json()["detail"]
 
 
 def test_a_wrong_task_mapping_is_refused_at_launch_saying_what_was_expected(

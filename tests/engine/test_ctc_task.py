@@ -169,6 +169,13 @@ def test_wer_and_cer_match_jiwer_on_the_decoded_transcripts(
     assert np.allclose(per_sample["wer_golden"], [jiwer.wer(r, h) for r, h in zip(texts, g, strict=True)])
     assert np.allclose(per_sample["wer_compressed"], [jiwer.wer(r, h) for r, h in zip(texts, c, strict=True)])
 
+    # The inspector's transcripts: the plain decoder's, sample by sample, with the references.
+    views = report.task_samples
+    assert views is not None and views["task"] == "ctc" and views["n_samples"] == len(texts)
+    assert [(v["golden"], v["compressed"], v["reference"]) for v in views["samples"]] == list(
+        zip(g, c, texts, strict=True)
+    )
+
     # kneeboard check: WER and its delta get worse as they rise.
     _, metrics = output_metrics(report.summary_dict(), None)
     assert not check_limit(metrics, Limit("wer_delta", "max", task["wer_delta"] - 0.001)).passed

@@ -162,6 +162,21 @@ def test_coco_numbers_equal_pycocotools_on_the_same_detections() -> None:
     # The noisier copy is worse, and not trivially so: the check can fail.
     assert task["map_drop"] > 1.0 and 0.01 < task["map_vs_golden"] < 0.95
 
+    # The inspector's boxes: each image's detections as the outputs state them (the plain reading), highest
+    # score first, and its truth boxes.
+    views = report.task_samples
+    assert views is not None and views["n_samples"] == N and views["task"] == "detection"
+    for i, view in enumerate(views["samples"]):
+        for role, rows in (("golden", g_rows[i]), ("compressed", c_rows[i]), ("truth", truth[i])):
+            # detections: highest score first, ties in the model's row order (a stable sort); truth: as given
+            want = rows if role == "truth" else sorted(rows, key=lambda r: -r[1])
+            got = view[role]
+            assert [b["label"] for b in got] == [r[2] for r in want]
+            flat = [v for b in got for v in b["box"]]
+            assert flat == pytest.approx([v for r in want for v in r[0]], abs=1e-3)
+            if role != "truth":
+                assert [b["score"] for b in got] == pytest.approx([r[1] for r in want], abs=1e-5)
+
     # Per image: AP@.5 as pycocotools scores that image alone; F1, IoU, missed, added by a plain loop.
     per = report.task_per_sample
     for i in range(N):

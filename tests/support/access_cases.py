@@ -129,6 +129,7 @@ CASES: dict[str, Case] = {
     "exportFidelitySamplesCsv": Case("team"),
     "getFidelityClasses": Case("team"),
     "getFidelityTaskProxy": Case("team"),
+    "getSampleTaskPredictions": Case("team"),
     "listFidelityTaskSamples": Case("team", query=lambda w: {"metric": "iou_vs_golden"}),
     "getFidelitySequence": Case("team"),
     "getFidelityRobustness": Case("team"),

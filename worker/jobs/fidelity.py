@@ -19,6 +19,7 @@ from backend.contracts import (
     RESULT_FIDELITY_SEQUENCE,
     RESULT_FIDELITY_SUMMARY,
     RESULT_FIDELITY_TASK_PROXY,
+    RESULT_FIDELITY_TASK_SAMPLES,
     FidelityJobParams,
 )
 from backend.db.models import Dataset, JobResult, SampleDivergence
@@ -122,6 +123,7 @@ class FidelityHandler:
                 (RESULT_FIDELITY_SEQUENCE, report.sequence_dict()),
                 (RESULT_FIDELITY_SAMPLE_TOPK, topk.document(report)),
                 (RESULT_FIDELITY_SPREAD, spread_document(report.per_sample)),  # the trend's noise
+                (RESULT_FIDELITY_TASK_SAMPLES, report.task_samples),  # boxes / transcripts to inspect
             )
             if document is not None
         }

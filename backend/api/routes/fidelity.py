@@ -30,6 +30,7 @@ from backend.contracts import (
     RESULT_FIDELITY_ROBUSTNESS,
     RESULT_FIDELITY_SEQUENCE,
     RESULT_FIDELITY_TASK_PROXY,
+    RESULT_FIDELITY_TASK_SAMPLES,
     JobKind,
 )
 from backend.db.models import Job, Project
@@ -44,12 +45,15 @@ router = APIRouter(tags=["fidelity"])
 RESULT_ERRORS = error_responses(NotFound, Conflict, InvalidRequest)
 
 # The optional "why it diverges" documents, by stored result key (served by routes/diagnostics.py).
-DIAGNOSTIC_RESULTS: dict[str, Literal["classes", "sequence", "robustness", "attention", "task"]] = {
+DIAGNOSTIC_RESULTS: dict[
+    str, Literal["classes", "sequence", "robustness", "attention", "task", "task_samples"]
+] = {
     RESULT_FIDELITY_CLASSES: "classes",
     RESULT_FIDELITY_SEQUENCE: "sequence",
     RESULT_FIDELITY_ROBUSTNESS: "robustness",
     RESULT_FIDELITY_ATTENTION: "attention",
     RESULT_FIDELITY_TASK_PROXY: "task",
+    RESULT_FIDELITY_TASK_SAMPLES: "task_samples",
 }
 
 

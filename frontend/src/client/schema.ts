@@ -716,6 +716,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/samples/{index}/task": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One sample's task predictions: a detector's boxes (both models and the truth) or a speech model's transcripts (both models and the reference); the first samples of the job are kept
+         * @description 404 for a job whose task keeps no predictions (or that ran before they were kept), and for a sample
+         *     past the kept ones (the message says how many are).
+         */
+        get: operations["getSampleTaskPredictions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{job_id}/sensitivity": {
         parameters: {
             query?: never;
@@ -2407,6 +2428,35 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** CtcSampleOut */
+        CtcSampleOut: {
+            /** Compressed */
+            compressed: string;
+            /**
+             * Golden
+             * @description The golden model's greedy transcript.
+             */
+            golden: string;
+            /** Index */
+            index: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Reference
+             * @description The dataset's transcript; null without one.
+             */
+            reference: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "ctc";
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * CtcScoresOut
          * @description One model's transcripts against one set of references (jiwer; rates are fractions, 0.01 = one point).
@@ -2712,6 +2762,40 @@ export interface components {
         DetectionLabelsOut: {
             compressed: components["schemas"]["DetectionScoresOut"];
             golden: components["schemas"]["DetectionScoresOut"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** DetectionSampleOut */
+        DetectionSampleOut: {
+            /** Compressed */
+            compressed: components["schemas"]["TaskBoxOut"][];
+            /**
+             * Golden
+             * @description Highest score first, at most 100.
+             */
+            golden: components["schemas"]["TaskBoxOut"][];
+            /**
+             * Image Size
+             * @description [height, width] the boxes are in; null when the job could not tell.
+             */
+            image_size: number[] | null;
+            /** Index */
+            index: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "detection";
+            /**
+             * Truth
+             * @description Null without gt_boxes / gt_labels.
+             */
+            truth: components["schemas"]["TaskBoxOut"][] | null;
         } & {
             [key: string]: unknown;
         };
@@ -3347,9 +3431,9 @@ export interface components {
             dataset_id: string;
             /**
              * Diagnostics
-             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task that scores samples: does the divergence predict it?); the others answer 404, so a page asks only for these.
+             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task that scores samples: does the divergence predict it?) and 'task_samples' (GET …/samples/{index}/task, the boxes or transcripts of a detection or speech task's first samples); the others answer 404, so a page asks only for these.
              */
-            diagnostics?: ("classes" | "sequence" | "robustness" | "attention" | "task")[];
+            diagnostics?: ("classes" | "sequence" | "robustness" | "attention" | "task" | "task_samples")[];
             /**
              * Golden Model Id
              * Format: uuid
@@ -6970,6 +7054,23 @@ export interface components {
              */
             real_export?: string | null;
         };
+        /** TaskBoxOut */
+        TaskBoxOut: {
+            /**
+             * Box
+             * @description [x1, y1, x2, y2] in the model input's pixels.
+             */
+            box: number[];
+            /** Label */
+            label: number;
+            /**
+             * Score
+             * @description The detection's score; null for a truth box.
+             */
+            score: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** TaskHeadline */
         TaskHeadline: {
             /**
@@ -10026,6 +10127,65 @@ export interface operations {
             };
             /** @description Service Unavailable: error is busy or storage_unavailable. */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSampleTaskPredictions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                index: number;
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DetectionSampleOut"] | components["schemas"]["CtcSampleOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

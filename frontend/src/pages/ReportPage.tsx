@@ -137,6 +137,7 @@ function Report({ job, report, query }: { job: Job; report: FidelityReport; quer
         query={query}
         onChange={setQuery}
         datasetId={typeof job.params.dataset_id === "string" ? job.params.dataset_id : undefined}
+        taskSamples={(report.diagnostics ?? []).includes("task_samples")}
       />
     </>
   );

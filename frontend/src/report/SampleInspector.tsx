@@ -5,6 +5,8 @@ import { ErrorMessage, Loading } from "../components/QueryView";
 import { type OutputTopK, type SampleInspection, useSampleInspection } from "./inspectorQueries";
 import "./inspector.css";
 import { useRevealOnOpen } from "../components/reveal";
+import { ApiError } from "../api/http";
+import { TaskSampleView } from "./TaskSampleView";
 
 type InputArray = SampleInspection["input"][number];
 
@@ -112,7 +114,18 @@ function Probabilities({ output, label, k }: { output: OutputTopK; label: number
   );
 }
 
-export function SampleInspector({ jobId, index, onClose }: { jobId: string; index: number; onClose: () => void }) {
+export function SampleInspector({
+  jobId,
+  index,
+  onClose,
+  taskSamples = false,
+}: {
+  jobId: string;
+  index: number;
+  onClose: () => void;
+  /** Show the task's predictions of the sample (the job kept them). */
+  taskSamples?: boolean;
+}) {
   const inspection = useSampleInspection(jobId, index);
   const panel = useRevealOnOpen<HTMLElement>(index);
   const data = inspection.data;
@@ -125,7 +138,12 @@ export function SampleInspector({ jobId, index, onClose }: { jobId: string; inde
         </button>
       </div>
       {inspection.isPending && <Loading what="the sample" />}
-      {inspection.isError && <ErrorMessage error={inspection.error} />}
+      {inspection.isError &&
+        // a task job without a classification output has no probabilities (404): its predictions stand alone
+        !(taskSamples && inspection.error instanceof ApiError && inspection.error.status === 404) && (
+          <ErrorMessage error={inspection.error} />
+        )}
+      {taskSamples && <TaskSampleView jobId={jobId} index={index} />}
       {data && (
         <>
           <p>

@@ -159,6 +159,7 @@ export function SamplesTable({
   query,
   onChange,
   datasetId,
+  taskSamples = false,
 }: {
   jobId: string;
   output: string;
@@ -166,6 +167,8 @@ export function SamplesTable({
   onChange: (q: Partial<SampleQuery>) => void;
   /** The job's dataset: a thumbnail column appears when its samples are images. */
   datasetId?: string;
+  /** The job kept its task's predictions (boxes, transcripts): the inspector shows them. */
+  taskSamples?: boolean;
 }) {
   const samples = useSamples(jobId, output, query);
   const imagesOf = useImageDataset(datasetId);
@@ -258,6 +261,7 @@ export function SamplesTable({
         <SampleInspector
           jobId={jobId}
           index={query.sample}
+          taskSamples={taskSamples}
           onClose={() => {
             onChange({ sample: null });
           }}

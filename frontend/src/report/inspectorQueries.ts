@@ -22,3 +22,22 @@ export function useSampleInspection(jobId: string, index: number | null) {
     retry: false,
   });
 }
+
+export type TaskSample = components["schemas"]["DetectionSampleOut"] | components["schemas"]["CtcSampleOut"];
+
+/** One sample's task predictions (a detector's boxes, a speech model's transcripts); asked for only when the
+ * report lists `task_samples` (other jobs answer 404). */
+export function useTaskSample(jobId: string, index: number | null, enabled: boolean) {
+  return useQuery({
+    queryKey: ["sample-task", jobId, index],
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/jobs/{job_id}/samples/{index}/task", {
+          params: { path: { job_id: jobId, index: index ?? 0 } },
+        }),
+      ),
+    enabled: enabled && index !== null,
+    staleTime: Infinity,
+    retry: false,
+  });
+}

@@ -67,7 +67,7 @@ from worker.engine.fidelity.table import (
     concentration,
 )
 from worker.engine.tasks.image_output import TARGETS_KEY, image_shape_problem
-from worker.engine.tasks.interface import TaskAdapter, TaskContext, adapter_for
+from worker.engine.tasks.interface import ShowsSamples, TaskAdapter, TaskContext, adapter_for
 from worker.engine.types import Runner
 
 __all__ = [
@@ -108,6 +108,8 @@ class FidelityReport:
     sequence: per output shaped (N, T, D), its token and pooled fidelity (`worker.engine.metrics.sequence`).
     task_per_sample: with a task adapter (`worker.engine.tasks.interface`), its per-sample values (name →
         array of length n_samples); its block is the `task` of its primary output in `outputs`.
+    task_samples: with an adapter that `ShowsSamples`, its predictions of the first samples for the
+        inspector (boxes of both models, transcripts), else None.
     """
 
     n_samples: int
@@ -123,6 +125,7 @@ class FidelityReport:
     per_class: dict[str, dict[str, Any]] = field(default_factory=dict)
     sequence: dict[str, dict[str, Any]] = field(default_factory=dict)
     task_per_sample: dict[str, np.ndarray] = field(default_factory=dict)
+    task_samples: dict[str, Any] | None = None
 
     def classes_dict(self) -> dict[str, Any] | None:
         """The per-class damage document (stored apart from the summary), or None without a
@@ -243,6 +246,8 @@ def compare_models(
     if task is not None:
         report.outputs[task.primary_output]["task"] = task.to_dict()
         report.task_per_sample = {key: np.concatenate(parts) for key, parts in task_rows.items()}
+        if isinstance(task, ShowsSamples):
+            report.task_samples = task.sample_views()
     return report
 
 

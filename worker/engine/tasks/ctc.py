@@ -33,7 +33,7 @@ import numpy as np
 
 from task_specs import TASK_OPTIONS
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
-from worker.engine.tasks.interface import TaskContext
+from worker.engine.tasks.interface import SAMPLE_VIEWS_MAX, TaskContext
 
 TRANSCRIPTS_KEY = "transcripts"
 """Dataset array of reference transcripts (N,) for the CTC task."""
@@ -136,6 +136,7 @@ class CtcTask:
         self.vs_golden = _ErrorCounts()
         self.golden_vs_refs = _ErrorCounts()
         self.compressed_vs_refs = _ErrorCounts()
+        self.kept: list[dict[str, str | None]] = []
 
     def start(self, context: TaskContext) -> None:
         options = context.options
@@ -202,11 +203,20 @@ class CtcTask:
         c = self.decode(compressed[self.primary_output])
         wer, cer = self.vs_golden.add(g, c)
         values = {"wer_vs_golden": wer, "cer_vs_golden": cer}
-        if self.transcripts is not None:
-            refs = _texts(self.transcripts[start:stop])
+        refs = _texts(self.transcripts[start:stop]) if self.transcripts is not None else None
+        room = max(0, SAMPLE_VIEWS_MAX - len(self.kept))
+        for i in range(min(room, len(g))):
+            self.kept.append(
+                {"golden": g[i], "compressed": c[i], "reference": None if refs is None else refs[i]}
+            )
+        if refs is not None:
             values["wer_golden"] = self.golden_vs_refs.add(refs, g)[0]
             values["wer_compressed"] = self.compressed_vs_refs.add(refs, c)[0]
         return values
+
+    def sample_views(self) -> dict[str, Any]:
+        """The kept utterances' transcripts: both models' and the reference (None without transcripts)."""
+        return {"task": self.name, "n_samples": len(self.kept), "samples": list(self.kept)}
 
     def to_dict(self) -> dict[str, Any]:
         vs_golden = self.vs_golden.to_dict()

@@ -43,7 +43,7 @@ from task_specs import TASK_OPTIONS
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.tasks.detection_decode import DecodedBatch, Detections, decode_post_nms, decode_yolo
 from worker.engine.tasks.detection_scores import Truth, as_truth, coco_scores, image_scores
-from worker.engine.tasks.interface import TaskContext
+from worker.engine.tasks.interface import SAMPLE_VIEWS_MAX, TaskContext
 
 GT_BOXES_KEY = "gt_boxes"
 GT_LABELS_KEY = "gt_labels"
@@ -100,6 +100,19 @@ def _truth(dataset: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
             f"{i}, row {j}: {boxes[i, j].tolist()}); boxes are [x1, y1, x2, y2] with x2 > x1, y2 > y1"
         )
     return boxes, labels.astype(np.int64)
+
+
+def _boxes(found: Detections | Truth, limit: int = 100) -> list[dict[str, Any]]:
+    """At most `limit` boxes (the highest scores: detections come sorted), xyxy in input pixels."""
+    scores = getattr(found, "scores", None)
+    return [
+        {
+            "box": [round(float(v), 3) for v in found.boxes[i]],
+            "score": None if scores is None else round(float(scores[i]), 5),
+            "label": int(found.labels[i]),
+        }
+        for i in range(min(len(found.labels), limit))
+    ]
 
 
 class DetectionTask:
@@ -216,6 +229,21 @@ class DetectionTask:
         values["golden_invalid_boxes"] = g.invalid
         values["compressed_invalid_boxes"] = c.invalid
         return values
+
+    def sample_views(self) -> dict[str, Any]:
+        """Each kept image's boxes of both models (and its truth): what the inspector draws over it."""
+        n = min(len(self.golden), SAMPLE_VIEWS_MAX)
+        truths = self._truths()[:n] if self.truth is not None else None
+        samples = [
+            {
+                "golden": _boxes(self.golden[i]),
+                "compressed": _boxes(self.compressed[i]),
+                "truth": None if truths is None else _boxes(truths[i]),
+            }
+            for i in range(n)
+        ]
+        size = None if self.image_size is None else list(self.image_size)
+        return {"task": self.name, "n_samples": n, "image_size": size, "samples": samples}
 
     def _truths(self) -> list[Truth]:
         assert self.truth is not None

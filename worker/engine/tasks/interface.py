@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,21 @@ class TaskAdapter(Protocol):
     ) -> Mapping[str, Any]: ...
 
     def to_dict(self) -> dict[str, Any]: ...
+
+
+SAMPLE_VIEWS_MAX = 1000
+"""Samples whose task predictions are kept for the sample inspector (the first ones of the dataset): a bound
+on the stored document (a detector's 100 boxes per image are ~8 KB of JSON a sample)."""
+
+
+@runtime_checkable
+class ShowsSamples(Protocol):
+    """An adapter whose predictions the sample inspector can draw (boxes, transcripts)."""
+
+    def sample_views(self) -> dict[str, Any]:
+        """{"task": name, "n_samples": how many are kept, "samples": [one JSON-safe dict per sample], ...}
+        for the first `SAMPLE_VIEWS_MAX` samples, in dataset order."""
+        ...
 
 
 AdapterFactory = Callable[[], TaskAdapter]
