@@ -15,18 +15,23 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.accounts import Caller
 from backend.api.result_schemas.sample_inspector import SampleInspectionOut
-from backend.api.routes.sample_inspector import INPUT_PNG_MAX_SIDE, inspection, with_input
+from backend.api.result_schemas.task_samples import TaskSampleOut
+from backend.api.routes.sample_inspector import INPUT_PNG_MAX_SIDE, _dataset_file, inspection, with_input
+from backend.api.routes.task_samples import task_sample
 from backend.dataset_preview import sample_thumbnail
-from backend.db.models import SampleDivergence
-from backend.errors import KneeboardError
+from backend.db.models import Job, SampleDivergence
+from backend.errors import KneeboardError, NotFound
 from backend.services.sample_inspector import input_summary, topk_index
+from backend.services.task_samples import task_sample_entry
 from backend.settings import Settings
 from backend.storage import ArtifactStore
 
@@ -105,3 +110,41 @@ def gather_inspections(
         found.responses[f"/api/v1/jobs/{job_id}/samples/{index}"] = body
         found.indices.append(index)
     return found
+
+
+def gather_task_samples(
+    session: Session, store: ArtifactStore, settings: Settings, job_id: uuid.UUID, caller: Caller
+) -> dict[str, Any]:
+    """The task predictions (boxes, transcripts) of the same samples as the inspections, keyed by API path,
+    a detection's picture inlined as a data: URL within INSPECT_IMAGE_BYTES; none for a job that kept none."""
+    responses: dict[str, Any] = {}
+    budget = INSPECT_IMAGE_BYTES
+    source: tuple[str, Path] | None = None
+    for index in worst_samples(session, job_id, INSPECT_MAX):
+        try:
+            entry = task_sample_entry(session, job_id, index)
+        except NotFound:
+            continue  # a job that kept none, or a sample past the kept ones
+        body = TypeAdapter(TaskSampleOut).dump_python(task_sample(job_id, index, entry), mode="json")
+        if body["task"] == "detection":
+            png = None
+            try:
+                if source is None:
+                    job = session.get_one(Job, job_id)
+                    dataset, path, _ = _dataset_file(session, store, job)
+                    source = (
+                        (dataset.kind, path) if dataset is not None and path is not None else ("", Path())
+                    )
+                if source[0]:
+                    png = sample_thumbnail(
+                        source[1], source[0], index, None, INPUT_PNG_MAX_SIDE, settings.image_max_pixels
+                    )
+            except KneeboardError:
+                png = None
+            if png is None or len(png) > budget:
+                body["picture"] = None
+            else:
+                budget -= len(png)
+                body["picture"] = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        responses[f"/api/v1/jobs/{job_id}/samples/{index}/task"] = body
+    return responses

@@ -7,6 +7,7 @@ tests/engine/test_segmentation_task.py and tests/engine/test_ctc_task.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from fastapi.testclient import TestClient
 
 from backend.api.app import create_app
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
+from backend.api.routes.report_export import DATA_OPEN
 from backend.settings import Settings
 from backend.task_metrics import TASK_METRICS
 from tests.backend.test_typed_results import extras
@@ -163,6 +165,15 @@ def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
         assert kept["reference"] == texts[index]
     past = api.get(f"/jobs/{job_id}/samples/20/task")
     assert past.status_code == 404 and "first 20 samples" in past.json()["detail"]
+    # the shareable report holds them as served, for the samples it can inspect
+    export = api.get(f"/jobs/{job_id}/export.html")
+    assert export.status_code == 200, export.text
+    embedded = json.loads(export.text.split(DATA_OPEN, 1)[1].split("</script>", 1)[0])["responses"]
+    held = [path for path in embedded if path.endswith("/task") and "/samples/" in path]
+    assert len(held) == 20
+    assert (
+        embedded[f"/api/v1/jobs/{job_id}/samples/3/task"] == api.get(f"/jobs/{job_id}/samples/3/task").json()
+    )
 
 
 def test_a_wrong_task_mapping_is_refused_at_launch_saying_what_was_expected(

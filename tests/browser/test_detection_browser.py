@@ -6,12 +6,14 @@ sample's picture, as many as the API serves for that sample. Driven by drive_det
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from backend.api.routes.report_export import DATA_OPEN
 from kneeboard_client import KneeboardClient
 from tests.browser.support import driver_config, run_driver
 from tests.support.services import Process
@@ -73,5 +75,10 @@ def test_a_detector_report_draws_both_models_boxes(
     assert seen["boxes"] == {role: len(one[role]) for role in ("truth", "golden", "compressed")}
     assert seen["overlayAligned"] and seen["inspectorErrors"] == 0
     assert seen["goldenAfterUntick"] == 0 and seen["compressedAfterUntick"] == len(one["compressed"])
+    # the shareable report inlines the picture the boxes are drawn over
+    export = client.http.get(f"/jobs/{job['id']}/export.html").text
+    embedded = json.loads(export.split(DATA_OPEN, 1)[1].split("</script>", 1)[0])["responses"]
+    kept = embedded[f"/api/v1/jobs/{job['id']}/samples/0/task"]
+    assert kept["picture"].startswith("data:image/png;base64,") and kept["golden"] == served[0]["golden"]
     # the inspector of a detector has no class probabilities (a 404 it does not show as an error)
     assert [e for e in seen["consoleErrors"] if "404" not in e] == []

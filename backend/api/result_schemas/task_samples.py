@@ -24,6 +24,11 @@ class DetectionSampleOut(ResultModel):
     image_size: list[float] | None = Field(
         default=None, description="[height, width] the boxes are in; null when the job could not tell."
     )
+    picture: str | None = Field(
+        default=None,
+        description="The sample's input picture the boxes are drawn over: GET …/samples/{index}/input.png "
+        "(a data: URL in an exported report); null where it cannot be shown.",
+    )
     golden: list[TaskBoxOut] = Field(description="Highest score first, at most 100.")
     compressed: list[TaskBoxOut]
     truth: list[TaskBoxOut] | None = Field(default=None, description="Null without gt_boxes / gt_labels.")

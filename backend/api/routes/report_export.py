@@ -27,7 +27,7 @@ from backend.accounts import Caller
 from backend.api.auth import CallerDep
 from backend.api.deps import SessionDep, SettingsDep, StoreDep
 from backend.api.errors import error_responses
-from backend.api.offline_inspections import INSPECT_MAX, gather_inspections
+from backend.api.offline_inspections import INSPECT_MAX, gather_inspections, gather_task_samples
 from backend.api.routes import (
     attention,
     datasets,
@@ -374,6 +374,7 @@ def export_job_report(
     if job.kind == JobKind.fidelity.value:
         found = gather_inspections(session, store, settings, job.id, caller)
         document["responses"].update(found.responses)
+        document["responses"].update(gather_task_samples(session, store, settings, job.id, caller))
         document["inspections"] = {
             "indices": found.indices,
             "max": INSPECT_MAX,

@@ -6,7 +6,7 @@ reads one sample's entry."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 from pydantic import TypeAdapter
@@ -16,6 +16,7 @@ from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.result_schemas.task_samples import TaskSampleOut
 from backend.api.routes.lookup import succeeded_job
+from backend.api.routes.sample_inspector import png_url
 from backend.contracts import JobKind
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.services.task_samples import task_sample_entry
@@ -39,5 +40,10 @@ def get_sample_task_predictions(
     """404 for a job whose task keeps no predictions (or that ran before they were kept), and for a sample
     past the kept ones (the message says how many are)."""
     succeeded_job(session, job_id, JobKind.fidelity, caller)
-    entry = task_sample_entry(session, job_id, index)
-    return _SAMPLE.validate_python({"job_id": job_id, "index": index, **entry})
+    return task_sample(job_id, index, task_sample_entry(session, job_id, index))
+
+
+def task_sample(job_id: uuid.UUID, index: int, entry: dict[str, Any]) -> TaskSampleOut:
+    """The typed answer for a stored entry (a detection's boxes get the picture they are drawn over)."""
+    picture = {"picture": png_url(job_id, index, None)} if entry.get("task") == "detection" else {}
+    return _SAMPLE.validate_python({"job_id": job_id, "index": index, **picture, **entry})

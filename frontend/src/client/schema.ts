@@ -2787,6 +2787,11 @@ export interface components {
              */
             job_id: string;
             /**
+             * Picture
+             * @description The sample's input picture the boxes are drawn over: GET …/samples/{index}/input.png (a data: URL in an exported report); null where it cannot be shown.
+             */
+            picture: string | null;
+            /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */

@@ -18,17 +18,17 @@ const STYLE: Record<Role, { stroke: string; dash?: string; label: string }> = {
   compressed: { stroke: "#d62728", label: "compressed" },
 };
 
-function Boxes({ sample, jobId }: { sample: Detection; jobId: string }) {
+function Boxes({ sample }: { sample: Detection }) {
   const [shown, setShown] = useState<Record<Role, boolean>>({ truth: true, golden: true, compressed: true });
   const size = sample.image_size;
   const roles: Role[] = sample.truth ? ["truth", "golden", "compressed"] : ["golden", "compressed"];
   const boxesOf = (role: Role) => (role === "truth" ? (sample.truth ?? []) : sample[role]);
   return (
     <div className="task-sample">
-      {size ? (
+      {size && sample.picture ? (
         <div className="box-overlay" data-testid="box-overlay">
           <img
-            src={`/api/v1/jobs/${jobId}/samples/${sample.index.toString()}/input.png`}
+            src={sample.picture}
             alt={`Input of sample ${sample.index.toString()}`}
             width={320}
             height={Math.round((320 * (size[0] ?? 1)) / (size[1] ?? 1))}
@@ -63,7 +63,11 @@ function Boxes({ sample, jobId }: { sample: Detection; jobId: string }) {
           </svg>
         </div>
       ) : (
-        <p className="muted">The job could not tell the image size, so the boxes are listed, not drawn.</p>
+        <p className="muted">
+          {size
+            ? "The sample's picture is not available here, so the boxes are not drawn."
+            : "The job could not tell the image size, so the boxes are not drawn."}
+        </p>
       )}
       <div className="box-legend">
         {roles.map((role) => (
@@ -127,7 +131,7 @@ export function TaskSampleView({ jobId, index }: { jobId: string; index: number 
   return (
     <section aria-label="Task predictions" className="task-predictions">
       <h4>{data.task === "detection" ? "Boxes" : "Transcripts"}</h4>
-      {data.task === "detection" ? <Boxes sample={data} jobId={jobId} /> : <Transcripts sample={data} />}
+      {data.task === "detection" ? <Boxes sample={data} /> : <Transcripts sample={data} />}
     </section>
   );
 }
