@@ -1,0 +1,168 @@
+"""Generation by a causal LM (issue 31, "Generated text"): a tiny GPT trained in the test on numpy's docstrings,
+exported to ONNX with and without a KV cache (the Hugging Face exporters' layout). The cached loop must give
+token for token what the full-recompute loop gives, and both what a plain torch loop gives on the trained
+module; seeded sampling must equal inverse-CDF sampling done in torch with the same uniform draws."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from tests.engine.tiny_decoder import TinyDecoder, corpus, export, reference_greedy, train
+from worker.engine.errors import DatasetMismatchError, OutputMismatchError
+from worker.engine.loaders.onnx_runner import load_onnx
+from worker.engine.tasks.generation import GenerationConfig, decoder_layout, generate, read_prompts
+from worker.engine.tasks.generation.choose import uniforms
+from worker.engine.types import TensorSpec
+
+NEW = 12
+
+
+@pytest.fixture(scope="module")
+def lm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("gen")
+    text = corpus()
+    chars = sorted(set(text))
+    ids = np.array([chars.index(c) for c in text], dtype=np.int64)
+    model = train(ids, len(chars))
+    starts = range(0, 3000, 500)
+    prompts = [ids[s : s + 5 + 2 * k] for k, s in enumerate(starts)]  # lengths 5, 7, ..., 15
+    return {
+        "model": model,
+        "chars": chars,
+        "prompts": prompts,
+        "cached": export(model, folder / "cached.onnx", cache=True),
+        "plain": export(model, folder / "plain.onnx", cache=False),
+    }
+
+
+def test_the_cache_gives_the_plain_loops_tokens_and_the_torch_loops(lm: dict[str, Any]) -> None:
+    prompts = lm["prompts"]
+    config = GenerationConfig(new_tokens=NEW, batch_size=4)
+    with_cache = generate(load_onnx(lm["cached"], 1), prompts, config)
+    without = generate(load_onnx(lm["plain"], 1), prompts, config)
+    assert with_cache.cached and not without.cached
+    # prefill + one call per further token, for each of the two batches (left padding mixes lengths)
+    assert with_cache.model_calls == without.model_calls == 2 * NEW
+    reference = [reference_greedy(lm["model"], p, NEW) for p in prompts]
+    assert [t.tolist() for t in with_cache.tokens] == reference
+    assert [t.tolist() for t in without.tokens] == reference
+    # the cached model run without its cache (an empty past every step) agrees too
+    forced = generate(load_onnx(lm["cached"], 1), prompts, GenerationConfig(new_tokens=NEW, use_cache=False))
+    assert not forced.cached and [t.tolist() for t in forced.tokens] == reference
+    # the model learnt something: its continuations are not one repeated character
+    assert len({token for row in reference for token in row}) > 5
+
+
+def _torch_sampled(model: TinyDecoder, prompt: np.ndarray, draws: np.ndarray) -> list[int]:
+    """Inverse-CDF sampling in torch: the first token whose cumulative probability exceeds the draw."""
+    tokens = [int(t) for t in prompt]
+    with torch.inference_mode():
+        for u in draws:
+            probs = torch.softmax(model(torch.tensor([tokens]))[0, -1].double(), -1)
+            cdf = torch.cumsum(probs, 0)
+            tokens.append(
+                int(
+                    torch.searchsorted(cdf / cdf[-1], torch.tensor(float(u), dtype=torch.float64), right=True)
+                )
+            )
+    return tokens[len(prompt) :]
+
+
+def test_seeded_sampling_draws_the_same_numbers_whatever_the_batch(lm: dict[str, Any]) -> None:
+    prompts = lm["prompts"]
+    runner = load_onnx(lm["cached"], 1)
+    one = generate(runner, prompts, GenerationConfig(new_tokens=NEW, sampling="seeded", seed=7, batch_size=1))
+    many = generate(
+        runner, prompts, GenerationConfig(new_tokens=NEW, sampling="seeded", seed=7, batch_size=6)
+    )
+    plain = generate(
+        load_onnx(lm["plain"], 1), prompts, GenerationConfig(new_tokens=NEW, sampling="seeded", seed=7)
+    )
+    draws = uniforms(7, range(len(prompts)), NEW)
+    reference = [_torch_sampled(lm["model"], p, d) for p, d in zip(prompts, draws, strict=True)]
+    assert [t.tolist() for t in one.tokens] == reference
+    assert [t.tolist() for t in many.tokens] == reference
+    assert [t.tolist() for t in plain.tokens] == reference
+    other = generate(runner, prompts, GenerationConfig(new_tokens=NEW, sampling="seeded", seed=8))
+    assert [t.tolist() for t in other.tokens] != reference
+    greedy = [reference_greedy(lm["model"], p, NEW) for p in prompts]
+    assert reference != greedy  # sampling is not argmax in disguise
+
+
+def test_generation_stops_at_the_end_of_sequence_token(lm: dict[str, Any]) -> None:
+    prompts = lm["prompts"][:2]
+    greedy = [reference_greedy(lm["model"], p, NEW) for p in prompts]
+    eos = greedy[0][3]
+    cut = [g[: g.index(eos)] if eos in g else g for g in greedy]
+    for path in (lm["cached"], lm["plain"]):
+        out = generate(load_onnx(path, 1), prompts, GenerationConfig(new_tokens=NEW, eos_token_id=eos))
+        assert [t.tolist() for t in out.tokens] == cut
+        assert out.stopped_at_eos == [eos in g for g in greedy]
+
+
+def test_the_layout_is_read_from_the_export(lm: dict[str, Any]) -> None:
+    runner = load_onnx(lm["cached"], 1)
+    layout = decoder_layout(runner.inputs, runner.outputs)
+    assert (layout.attention_mask, layout.position_ids, layout.logits) == (
+        "attention_mask",
+        "position_ids",
+        "logits",
+    )
+    assert [(s.past, s.present, s.sequence_axis) for s in layout.cache][:2] == [
+        ("past_key_values.0.key", "present.0.key", 2),
+        ("past_key_values.0.value", "present.0.value", 2),
+    ]
+    assert layout.cache[0].empty_shape(3) == (3, 2, 0, 16)
+    assert not decoder_layout(load_onnx(lm["plain"], 1).inputs, runner.outputs[:1]).has_cache
+
+
+def test_prompts_are_read_from_left_or_right_padding() -> None:
+    ids = np.array([[0, 0, 5, 6], [0, 7, 8, 9]])
+    prompts, side = read_prompts(ids, np.array([[0, 0, 1, 1], [0, 1, 1, 1]]))
+    assert side == "left" and [p.tolist() for p in prompts] == [[5, 6], [7, 8, 9]]
+    prompts, side = read_prompts(ids, np.array([[1, 1, 0, 0], [1, 1, 1, 1]]))
+    assert side == "right" and [p.tolist() for p in prompts] == [[0, 0], [0, 7, 8, 9]]
+    with pytest.raises(DatasetMismatchError, match="prompt 1 is empty"):
+        read_prompts(ids, np.array([[1, 1, 1, 1], [0, 0, 0, 0]]))
+    with pytest.raises(DatasetMismatchError, match="holes"):
+        read_prompts(ids, np.array([[1, 0, 1, 1], [1, 1, 1, 1]]))
+    with pytest.raises(DatasetMismatchError, match="both sides"):
+        read_prompts(ids, np.array([[0, 1, 1, 1], [1, 1, 1, 0]]))
+
+
+class _FixedWindow:
+    """A runner whose input_ids holds exactly 8 tokens: it predicts token (last + 1) mod 50."""
+
+    def __init__(self) -> None:
+        self.inputs = [TensorSpec("input_ids", ("batch", 8), "int64")]
+        self.outputs = [TensorSpec("logits", ("batch", 8, 50), "float32")]
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        ids = feeds["input_ids"]
+        assert ids.shape[1] == 8
+        logits = np.zeros((*ids.shape, 50), dtype=np.float32)
+        np.put_along_axis(logits, ((ids + 1) % 50)[..., None], 1.0, axis=-1)
+        return {"logits": logits}
+
+
+def test_a_fixed_context_is_filled_to_its_length_and_enforced(tmp_path: Path) -> None:
+    out = generate(_FixedWindow(), [np.array([3, 4]), np.array([10])], GenerationConfig(new_tokens=5))
+    assert [t.tolist() for t in out.tokens] == [[5, 6, 7, 8, 9], [11, 12, 13, 14, 15]]
+    with pytest.raises(DatasetMismatchError, match="holds 8 tokens"):
+        generate(_FixedWindow(), [np.arange(5)], GenerationConfig(new_tokens=4))
+
+
+def test_a_model_that_is_not_a_decoder_is_refused() -> None:
+    runner = _FixedWindow()
+    with pytest.raises(OutputMismatchError, match="input named 'input_ids'"):
+        decoder_layout([TensorSpec("pixels", (1, 3), "float32")], runner.outputs)
+    with pytest.raises(OutputMismatchError, match="cannot fill"):
+        decoder_layout([*runner.inputs, TensorSpec("token_type_ids", (1, 8), "int64")], runner.outputs)
+    with pytest.raises(OutputMismatchError, match="next-token logits"):
+        decoder_layout(runner.inputs, [TensorSpec("pooled", ("batch", 50), "float32")])
