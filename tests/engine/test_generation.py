@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 import torch
 
-from tests.engine.tiny_decoder import TinyDecoder, corpus, export, reference_greedy, train
+from tests.engine.tiny_decoder import (
+    TinyDecoder,
+    char_tokenizer,
+    corpus,
+    export,
+    quantized,
+    reference_greedy,
+    train,
+)
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.loaders.onnx_runner import load_onnx
 from worker.engine.tasks.generation import GenerationConfig, decoder_layout, generate, read_prompts
@@ -166,3 +174,92 @@ def test_a_model_that_is_not_a_decoder_is_refused() -> None:
         decoder_layout([*runner.inputs, TensorSpec("token_type_ids", (1, 8), "int64")], runner.outputs)
     with pytest.raises(OutputMismatchError, match="next-token logits"):
         decoder_layout(runner.inputs, [TensorSpec("pooled", ("batch", 50), "float32")])
+
+
+def test_the_generation_block_decodes_with_the_tokenizer_and_scores_the_texts(
+    lm: dict[str, Any], tmp_path: Path
+) -> None:
+    """Golden: the cached export; compressed: a 4-bit copy exported without cache. Prompts left-padded in one
+    array with their mask, references from the corpus; texts decoded by the tokenizer.json must equal the torch
+    loops' tokens mapped to characters, and the scores sacrebleu's on those strings."""
+    import sacrebleu
+    from tokenizers import Tokenizer
+
+    from worker.engine.tasks.generation.tokenizer import TextDecoder
+    from worker.engine.tasks.lm_generation import generation_request, run_generation
+
+    chars, prompts = lm["chars"], lm["prompts"]
+    small = quantized(lm["model"], 3)
+    compressed = export(small, tmp_path / "q.onnx", cache=False)
+    width = max(len(p) for p in prompts)
+    ids = np.zeros((len(prompts), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p) :], mask[i, width - len(p) :] = p, 1
+    text = corpus()
+    references = np.array([text[i * 500 + len(p) : i * 500 + len(p) + NEW] for i, p in enumerate(prompts)])
+    arrays = {"input_ids": ids, "attention_mask": mask, "references": references}
+    decoder = TextDecoder(Tokenizer.from_str(char_tokenizer(chars)), "tokenizer.json")
+    golden_runner, compressed_runner = load_onnx(lm["cached"], 1), load_onnx(compressed, 1)
+    request = generation_request(
+        {"generate_tokens": NEW}, arrays, golden_runner, compressed_runner, decoder, 4
+    )
+    assert request is not None and request.padding == "left"
+    block, rows = run_generation(request, golden_runner, compressed_runner)
+
+    golden = ["".join(chars[t] for t in reference_greedy(lm["model"], p, NEW)) for p in prompts]
+    damaged = ["".join(chars[t] for t in reference_greedy(small, p, NEW)) for p in prompts]
+    assert [s["golden"] for s in block["samples"]] == golden
+    assert [s["compressed"] for s in block["samples"]] == damaged
+    assert [s["prompt"] for s in block["samples"]] == ["".join(chars[t] for t in p) for p in prompts]
+    assert block["exact_match_rate"] == pytest.approx(
+        np.mean([g == d for g, d in zip(golden, damaged, strict=True)])
+    )
+    assert block["exact_match_rate"] < 1  # 3 bits changed some continuation
+    assert block["bleu_vs_golden"] == pytest.approx(sacrebleu.corpus_bleu(damaged, [golden]).score)
+    refs = references.tolist()
+    assert block["chrf_golden_vs_reference"] == pytest.approx(sacrebleu.corpus_chrf(golden, [refs]).score)
+    assert block["kv_cache_golden"] and not block["kv_cache_compressed"]
+    assert block["decoded_with"].startswith("tokenizer.json") and block["padding"] == "left"
+    assert set(rows) >= {
+        "exact_match",
+        "first_divergence",
+        "bleu_vs_golden",
+        "bleu_golden",
+        "bleu_compressed",
+    }
+    assert block["ms_per_token_golden"] > 0 and block["tokens_golden"] == NEW * len(prompts)
+
+
+def test_a_generation_request_refuses_what_cannot_generate(lm: dict[str, Any]) -> None:
+    from worker.engine.tasks.generation.tokenizer import TextDecoder
+    from worker.engine.tasks.lm_generation import generation_request
+
+    runner = load_onnx(lm["cached"], 1)
+    ids = np.ones((3, 4), dtype=np.int64)
+    mask = np.ones_like(ids)
+    mask[1] = 0
+    with pytest.raises(DatasetMismatchError, match="prompt 1 is empty"):
+        generation_request(
+            {"generate_tokens": 2},
+            {"input_ids": ids, "attention_mask": mask},
+            runner,
+            runner,
+            TextDecoder(),
+            2,
+        )
+    assert (
+        generation_request({"generate_tokens": 0}, {"input_ids": ids}, runner, runner, TextDecoder(), 2)
+        is None
+    )
+    window = _FixedWindow()
+    with pytest.raises(OutputMismatchError, match="compressed model cannot generate"):
+        generation_request({"generate_tokens": 2}, {"input_ids": ids}, runner, _NoLogits(), TextDecoder(), 2)
+    with pytest.raises(DatasetMismatchError, match="holds 8 tokens"):
+        generation_request({"generate_tokens": 5}, {"input_ids": ids}, window, window, TextDecoder(), 2)
+
+
+class _NoLogits(_FixedWindow):
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs = [TensorSpec("pooled", ("batch", 50), "float32")]

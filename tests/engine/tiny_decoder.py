@@ -174,3 +174,23 @@ def reference_greedy(model: TinyDecoder, prompt: np.ndarray, new_tokens: int) ->
             logits = model(torch.tensor([tokens]))
             tokens.append(int(logits[0, -1].argmax()))
     return tokens[len(prompt) :]
+
+
+def char_tokenizer(chars: list[str]) -> str:
+    """A Hugging Face tokenizer.json whose tokens are the characters (ids = positions in `chars`)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({c: i for i, c in enumerate(chars)}, unk_token=chars[0]))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tokenizer.decoder = decoders.Fuse()
+    return str(tokenizer.to_str())
+
+
+def quantized(model: TinyDecoder, bits: int = 4) -> TinyDecoder:
+    """A copy with every Linear's weights fake-quantized (per-channel symmetric, the engine's WeightQuant)."""
+    from worker.engine.compression import compress_module
+    from worker.engine.compression.configs import WeightQuant
+
+    names = [name for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
+    copy = compress_module(model, {name: WeightQuant(bits) for name in names})[0]
+    return copy.eval()  # type: ignore[return-value]

@@ -25,6 +25,7 @@ from backend.db.models import Dataset, JobResult, SampleDivergence
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
 from worker.engine.types import ModelFormat, Runner
+from worker.jobs.generation_step import add_generation, generation_request
 from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_dataset
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
 from worker.peak_memory import peak_rss_mib, reset_peak_rss
@@ -69,6 +70,7 @@ class FidelityHandler:
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
+        generation = generation_request(params, models[0], runners, arrays)  # checked before any model runs
         batch_size, batch_note = _comparison_batch(params.batch_size, models[0], runners[0], arrays)
         fidelity_params = FidelityParams(
             batch_size=batch_size,
@@ -88,6 +90,8 @@ class FidelityHandler:
             fidelity_params, on_progress=on_progress,
         )  # fmt: skip
         compare_s = time.perf_counter() - compare_start
+        if generation is not None:
+            add_generation(ctx, generation, runners, report, share)
         if batch_note:
             report.notes.append(batch_note)
         profile_start = (n + plan.n_rerun) / total_work
