@@ -130,6 +130,23 @@ def test_the_layout_is_read_from_the_export(lm: dict[str, Any]) -> None:
     assert not decoder_layout(load_onnx(lm["plain"], 1).inputs, runner.outputs[:1]).has_cache
 
 
+def test_a_cached_export_is_compared_teacher_forced_with_its_cache_inputs_filled_in(
+    lm: dict[str, Any],
+) -> None:
+    from worker.engine.tasks.generation.teacher_forced import TeacherForced, teacher_forced
+
+    runner = teacher_forced(load_onnx(lm["cached"], 1))
+    assert isinstance(runner, TeacherForced)
+    assert [s.name for s in runner.inputs] == ["input_ids", "attention_mask"]
+    assert [s.name for s in runner.outputs] == ["logits"]
+    ids = np.stack([p[:5] for p in lm["prompts"]])
+    with torch.inference_mode():
+        expected = lm["model"](torch.from_numpy(ids)).numpy()
+    logits = runner.run({"input_ids": ids, "attention_mask": np.ones_like(ids)})["logits"]
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
+    assert teacher_forced(_FixedWindow()).__class__ is _FixedWindow  # nothing to fill in: the runner itself
+
+
 def test_prompts_are_read_from_left_or_right_padding() -> None:
     ids = np.array([[0, 0, 5, 6], [0, 7, 8, 9]])
     prompts, side = read_prompts(ids, np.array([[0, 0, 1, 1], [0, 1, 1, 1]]))

@@ -25,7 +25,7 @@ from backend.db.models import Dataset, JobResult, SampleDivergence
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
 from worker.engine.types import ModelFormat, Runner
-from worker.jobs.generation_step import add_generation, generation_request
+from worker.jobs.generation_step import add_generation, comparison_runners, generation_request
 from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_dataset
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
 from worker.peak_memory import peak_rss_mib, reset_peak_rss
@@ -85,8 +85,9 @@ class FidelityHandler:
         )
         topk = SampleTopK()  # each sample's top-k classes of both models, recorded as the comparison runs
         compare_start = time.perf_counter()
+        compared = comparison_runners(params, runners)  # a decoder's cache inputs filled in
         report = compare_models(
-            topk.wrap(runners[0], "golden"), topk.wrap(runners[1], "compressed"), arrays, labels,
+            topk.wrap(compared[0], "golden"), topk.wrap(compared[1], "compressed"), arrays, labels,
             fidelity_params, on_progress=on_progress,
         )  # fmt: skip
         compare_s = time.perf_counter() - compare_start

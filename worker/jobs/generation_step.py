@@ -44,6 +44,17 @@ def generation_request(
     )
 
 
+def comparison_runners(params: FidelityJobParams, runners: list[Runner]) -> list[Runner]:
+    """For task "language_model", decoder exports with position_ids or a KV cache seen as teacher-forced models
+    (their extra inputs filled in, `present.*` left out), so the dataset's input_ids compare them; the others
+    unchanged."""
+    if params.task != "language_model":
+        return runners
+    from worker.engine.tasks.generation.teacher_forced import teacher_forced
+
+    return [teacher_forced(runner) for runner in runners]
+
+
 def add_generation(
     ctx: JobContext, request: GenerationRequest, runners: list[Runner], report: FidelityReport, share: float
 ) -> None:
