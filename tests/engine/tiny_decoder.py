@@ -35,18 +35,25 @@ class TinyDecoder(torch.nn.Module):
     """Pre-norm transformer decoder; learned positions read from `position_ids`; padded keys masked by
     `attention_mask`; the cache is the keys and values of the past positions."""
 
-    def __init__(self, vocabulary: int, layers: int = LAYERS) -> None:
+    def __init__(
+        self,
+        vocabulary: int,
+        layers: int = LAYERS,
+        width: int = WIDTH,
+        heads: int = HEADS,
+        context: int = CONTEXT,
+    ) -> None:
         super().__init__()
-        self.embed = torch.nn.Embedding(vocabulary, WIDTH)
-        self.position = torch.nn.Embedding(CONTEXT, WIDTH)
-        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(WIDTH) for _ in range(2 * layers))
-        self.qkv = torch.nn.ModuleList(torch.nn.Linear(WIDTH, 3 * WIDTH) for _ in range(layers))
-        self.out = torch.nn.ModuleList(torch.nn.Linear(WIDTH, WIDTH) for _ in range(layers))
-        self.up = torch.nn.ModuleList(torch.nn.Linear(WIDTH, 4 * WIDTH) for _ in range(layers))
-        self.down = torch.nn.ModuleList(torch.nn.Linear(4 * WIDTH, WIDTH) for _ in range(layers))
-        self.final = torch.nn.LayerNorm(WIDTH)
-        self.head = torch.nn.Linear(WIDTH, vocabulary)
-        self.layers = layers
+        self.embed = torch.nn.Embedding(vocabulary, width)
+        self.position = torch.nn.Embedding(context, width)
+        self.norms = torch.nn.ModuleList(torch.nn.LayerNorm(width) for _ in range(2 * layers))
+        self.qkv = torch.nn.ModuleList(torch.nn.Linear(width, 3 * width) for _ in range(layers))
+        self.out = torch.nn.ModuleList(torch.nn.Linear(width, width) for _ in range(layers))
+        self.up = torch.nn.ModuleList(torch.nn.Linear(width, 4 * width) for _ in range(layers))
+        self.down = torch.nn.ModuleList(torch.nn.Linear(4 * width, width) for _ in range(layers))
+        self.final = torch.nn.LayerNorm(width)
+        self.head = torch.nn.Linear(width, vocabulary)
+        self.layers, self.width, self.heads = layers, width, heads
 
     def step(
         self,
@@ -63,20 +70,20 @@ class TinyDecoder(torch.nn.Module):
         allowed = causal[None, None] & (mask[:, None, None, :] != 0)
         bias = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
         presents: list[torch.Tensor] = []
-        size = WIDTH // HEADS
+        size = self.width // self.heads
         for i in range(self.layers):
-            q, k, v = self.qkv[i](self.norms[2 * i](x)).split(WIDTH, dim=-1)
-            q, k, v = (t.reshape(batch, new, HEADS, size).transpose(1, 2) for t in (q, k, v))
+            q, k, v = self.qkv[i](self.norms[2 * i](x)).split(self.width, dim=-1)
+            q, k, v = (t.reshape(batch, new, self.heads, size).transpose(1, 2) for t in (q, k, v))
             k = torch.cat([past[2 * i], k], dim=2)
             v = torch.cat([past[2 * i + 1], v], dim=2)
             presents += [k, v]
             weights = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(size) + bias, dim=-1)
-            x = x + self.out[i]((weights @ v).transpose(1, 2).reshape(batch, new, WIDTH))
+            x = x + self.out[i]((weights @ v).transpose(1, 2).reshape(batch, new, self.width))
             x = x + self.down[i](F.gelu(self.up[i](self.norms[2 * i + 1](x))))
         return self.head(self.final(x)), presents
 
     def empty_past(self, batch: int) -> list[torch.Tensor]:
-        return [torch.zeros(batch, HEADS, 0, WIDTH // HEADS) for _ in range(2 * self.layers)]
+        return [torch.zeros(batch, self.heads, 0, self.width // self.heads) for _ in range(2 * self.layers)]
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Plain teacher-forced logits (training and the torch reference loop)."""
@@ -136,8 +143,8 @@ def export(model: TinyDecoder, path: Path, *, cache: bool) -> Path:
     }
     outputs = ["logits"]
     if cache:
-        size = WIDTH // HEADS
-        past = tuple(torch.zeros(2, HEADS, 4, size) for _ in range(2 * model.layers))
+        size = model.width // model.heads
+        past = tuple(torch.zeros(2, model.heads, 4, size) for _ in range(2 * model.layers))
         args: tuple[torch.Tensor, ...] = (ids, torch.ones(2, 7, dtype=torch.int64), positions + 4, *past)
         for i in range(model.layers):
             for part in ("key", "value"):
