@@ -21,6 +21,7 @@ from tokenizers import Tokenizer
 from backend.api.app import create_app
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
 from backend.settings import Settings
+from kneeboard_client.thresholds import Limit, check_limit, output_metrics
 from tests.backend.test_typed_results import extras
 from tests.conftest import truncate_all
 from tests.engine.tiny_decoder import TinyDecoder, char_tokenizer, export, quantized
@@ -116,6 +117,10 @@ def test_a_generation_job_serves_its_typed_block_and_per_sample_values(
     assert set(generation["samples"][0]["golden"]) <= set(CHARS)  # decoded text, not ids
     assert served["gen_exact_match_rate"] == block["exact_match_rate"]
     assert served["gen_bleu_drop"] == block["bleu_drop"] and served["gen_bleu_drop"] is not None
+    _, metrics = output_metrics(summary, None)  # what `kneeboard check --min gen_bleu_vs_golden=...` reads
+    bleu = metrics["task"]["gen_bleu_vs_golden"]
+    assert check_limit(metrics, Limit("gen_bleu_vs_golden", "min", bleu - 1e-6)).passed
+    assert not check_limit(metrics, Limit("gen_bleu_vs_golden", "min", bleu + 1e-6)).passed
     report.task_per_sample.update(per_sample)
     check_task_proxy(api, job_id, report, set(with_deltas(report.task_per_sample)))
 
