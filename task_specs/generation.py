@@ -3,8 +3,8 @@ a 422 at launch that says what was expected, not a job that stops after its teac
 
 Options: `generate_tokens` (new tokens per prompt; 0, the default, generates nothing), `sampling` ("greedy",
 the default, or "seeded"), `seed` (the draws of seeded sampling, the same for both models), `prompt_ids` (the
-dataset array of prompt token ids (N, T), default the `input_ids` array; padding marked by `attention_mask`
-when it has the prompts' shape, or by `<prompt_ids>_mask` for another array), `eos_token_id` (a generation
+dataset array of prompt token ids (N, T), default the `input_ids` array; its padding is marked by
+`attention_mask` for `input_ids`, by `<prompt_ids>_mask` for another array, left or right, read per row), `eos_token_id` (a generation
 stops there), `tokenizer` ("model", the default: decode with the `tokenizer.json` inside the golden model's
 zip when it has one; "none": token ids joined by spaces), `references` (the dataset array of reference
 continuations, one string per sample; default "references" when the dataset has it).

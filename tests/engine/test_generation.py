@@ -269,6 +269,14 @@ def test_a_generation_request_refuses_what_cannot_generate(lm: dict[str, Any]) -
         generation_request({"generate_tokens": 0}, {"input_ids": ids}, runner, runner, TextDecoder(), 2)
         is None
     )
+    # another prompt array takes its own mask (right padding here), not the input_ids' attention_mask
+    own = np.tril(np.ones((3, 4), dtype=np.int64))
+    data = {"input_ids": ids, "attention_mask": mask, "q": ids, "q_mask": own}
+    request = generation_request(
+        {"generate_tokens": 2, "prompt_ids": "q"}, data, runner, runner, TextDecoder(), 2
+    )
+    assert request is not None and request.padding == "right"
+    assert [len(p) for p in request.prompts] == [1, 2, 3]
     window = _FixedWindow()
     with pytest.raises(OutputMismatchError, match="compressed model cannot generate"):
         generation_request({"generate_tokens": 2}, {"input_ids": ids}, runner, _NoLogits(), TextDecoder(), 2)

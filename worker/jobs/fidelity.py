@@ -97,7 +97,7 @@ class FidelityHandler:
             report.notes.append(batch_note)
         profile_start = (n + plan.n_rerun) / total_work
         runtime_outputs = kernel_gap_outputs(
-            ctx, plan, runners, arrays, report.outputs, fidelity_params, share, profile_start
+            ctx, plan, compared, arrays, report.outputs, fidelity_params, share, profile_start
         )
 
         def load_twin(model_id: uuid.UUID) -> Runner:

@@ -51,11 +51,17 @@ class GenerationRequest:
 
 
 def _prompt_mask(arrays: Mapping[str, Any], key: str, shape: tuple[int, ...]) -> np.ndarray | None:
-    for name in (f"{key}_mask", MASK_KEY) if key != "input_ids" else (MASK_KEY,):
-        mask = arrays.get(name)
-        if mask is not None and tuple(np.shape(mask)) == shape:
-            return np.asarray(mask)
-    return None
+    """`attention_mask` for the `input_ids` prompts, `<key>_mask` for another array; None without one (the
+    prompts are then unpadded). A mask of another shape is refused."""
+    name = MASK_KEY if key == "input_ids" else f"{key}_mask"
+    mask = arrays.get(name)
+    if mask is None:
+        return None
+    if tuple(np.shape(mask)) != shape:
+        raise DatasetMismatchError(
+            f"dataset array {name!r} is {np.shape(mask)}; the prompts {key!r} are {shape}"
+        )
+    return np.asarray(mask)
 
 
 def generation_request(
