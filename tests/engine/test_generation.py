@@ -277,6 +277,11 @@ def test_a_generation_request_refuses_what_cannot_generate(lm: dict[str, Any]) -
     )
     assert request is not None and request.padding == "right"
     assert [len(p) for p in request.prompts] == [1, 2, 3]
+    from tokenizers import Tokenizer
+
+    other = TextDecoder(Tokenizer.from_str(char_tokenizer([*lm["chars"], "\u00e9"])), "tokenizer.json")
+    with pytest.raises(OutputMismatchError, match=f"has {len(lm['chars']) + 1} tokens but the golden model"):
+        generation_request({"generate_tokens": 2}, {"input_ids": ids}, runner, runner, other, 2)
     window = _FixedWindow()
     with pytest.raises(OutputMismatchError, match="compressed model cannot generate"):
         generation_request({"generate_tokens": 2}, {"input_ids": ids}, runner, _NoLogits(), TextDecoder(), 2)

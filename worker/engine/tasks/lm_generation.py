@@ -64,6 +64,20 @@ def _prompt_mask(arrays: Mapping[str, Any], key: str, shape: tuple[int, ...]) ->
     return np.asarray(mask)
 
 
+def _check_vocabulary(decoder: TextDecoder, runner: Runner, logits: str, role: str) -> None:
+    """The tokenizer must have one token per logit (the launch check sees only inspected models)."""
+    if decoder.tokenizer is None:
+        return
+    size = decoder.tokenizer.get_vocab_size(with_added_tokens=True)
+    shape = next(spec.shape for spec in runner.outputs if spec.name == logits)
+    scores = shape[-1] if shape else None
+    if isinstance(scores, int) and not isinstance(scores, bool) and scores != size:
+        raise OutputMismatchError(
+            f"the tokenizer.json has {size} tokens but the {role} model's output {logits!r} scores {scores}: it "
+            "would decode the generated ids into the wrong text"
+        )
+
+
 def generation_request(
     options: Mapping[str, Any],
     arrays: Mapping[str, Any],
@@ -100,6 +114,7 @@ def generation_request(
         except OutputMismatchError as exc:
             raise OutputMismatchError(f"the {role} model cannot generate: {exc}") from exc
         check_context(layout, prompts, new_tokens)
+        _check_vocabulary(decoder, runner, layout.logits, role)
     reference_key = str(options.get("references") or REFERENCES)
     references = None
     if reference_key in arrays:
