@@ -293,3 +293,21 @@ class _NoLogits(_FixedWindow):
     def __init__(self) -> None:
         super().__init__()
         self.outputs = [TensorSpec("pooled", ("batch", 50), "float32")]
+
+
+def test_a_model_that_fails_mid_generation_says_which_prompts_and_lengths(lm: dict[str, Any]) -> None:
+    """The tiny decoder learnt 96 positions; a 90-token prompt + 12 new tokens runs past its table, which only
+    the runtime finds out: the error names the model, the prompts and the length reached."""
+    from worker.engine.errors import EngineError
+    from worker.engine.tasks.generation.tokenizer import TextDecoder
+    from worker.engine.tasks.lm_generation import generation_request, run_generation
+
+    text = corpus()
+    ids = np.array([[lm["chars"].index(c) for c in text[:90]]], dtype=np.int64)
+    runner = load_onnx(lm["cached"], 1)
+    request = generation_request(
+        {"generate_tokens": NEW}, {"input_ids": ids}, runner, runner, TextDecoder(), 2
+    )
+    assert request is not None
+    with pytest.raises(EngineError, match=r"golden model \(prompts 0 to 0, up to 102 tokens"):
+        run_generation(request, runner, runner)

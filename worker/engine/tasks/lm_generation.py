@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from task_specs.generation import REFERENCES
-from worker.engine.errors import DatasetMismatchError, OutputMismatchError
+from worker.engine.errors import DatasetMismatchError, EngineError, OutputMismatchError
 from worker.engine.tasks.generation import Generated, GenerationConfig, decoder_layout, generate, read_prompts
 from worker.engine.tasks.generation.plain import check_context
 from worker.engine.tasks.generation.prompts import Padding
@@ -129,7 +129,7 @@ def generation_request(
 
 
 def _generate_all(
-    runner: Runner, request: GenerationRequest, done: Callable[[int], None]
+    runner: Runner, request: GenerationRequest, done: Callable[[int], None], role: str
 ) -> tuple[Generated, list[np.ndarray]]:
     """Generate in chunks (progress after each); the loops' own counts and times summed."""
     chunk = max(request.config.batch_size, 16)
@@ -137,13 +137,20 @@ def _generate_all(
     total = Generated([], [], False)
     for start in range(0, len(request.prompts), chunk):
         part = request.prompts[start : start + chunk]
-        out = generate(
-            runner,
-            part,
-            request.config,
-            logits=request.logits,
-            sample_indices=range(start, start + len(part)),
-        )
+        try:
+            out = generate(
+                runner,
+                part,
+                request.config,
+                logits=request.logits,
+                sample_indices=range(start, start + len(part)),
+            )
+        except EngineError as exc:  # e.g. positions past what the model was exported for
+            longest = max(len(p) for p in part) + request.config.new_tokens
+            raise type(exc)(
+                f"generating text with the {role} model (prompts {start} to {start + len(part) - 1}, up to "
+                f"{longest} tokens with the new ones): {exc}"
+            ) from exc
         tokens += out.tokens
         total.stopped_at_eos += out.stopped_at_eos
         total.cached, total.model_calls = out.cached, total.model_calls + out.model_calls
@@ -171,8 +178,8 @@ def run_generation(
         if on_progress is not None:
             on_progress(progress[0], 2 * n)
 
-    g_run, g_tokens = _generate_all(golden, request, done)
-    c_run, c_tokens = _generate_all(compressed, request, done)
+    g_run, g_tokens = _generate_all(golden, request, done, "golden")
+    c_run, c_tokens = _generate_all(compressed, request, done, "compressed")
     decode = request.decoder
     g_texts, c_texts = [decode(t) for t in g_tokens], [decode(t) for t in c_tokens]
     block, per_sample = compare_generations(
