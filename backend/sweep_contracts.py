@@ -133,6 +133,11 @@ class SweepJobParams(BaseModel):
             raise ValueError("a sweep needs configs, mixed_precision or both")
         if any(not 1 <= b <= 4096 for b in self.latency_batch_sizes):
             raise ValueError("latency_batch_sizes must lie between 1 and 4096")
+        if self.task == "language_model" and self.task_options.get("generate_tokens"):
+            raise ValueError(
+                "a sweep does not generate text: its points are compared teacher-forced only; leave "
+                "generate_tokens out and run a fidelity job with it on the point's model"
+            )
         foreign = foreign_task_metrics(self.task, self.objectives + self.bounds)
         if foreign:
             raise ValueError(

@@ -32,5 +32,19 @@ def _declared_arrays(dataset: Dataset) -> dict[str, Declared]:
     }
 
 
+def _tokenizer_size(model: Model) -> int | None:
+    """The vocabulary of the tokenizer.json inside the model's zip, as its inspection read it (None: it has
+    none, or was inspected before tokenizers were read)."""
+    tokenizer = (model.inspection or {}).get("tokenizer")
+    size = tokenizer.get("vocab_size") if isinstance(tokenizer, dict) else None
+    return size if isinstance(size, int) and not isinstance(size, bool) else None
+
+
 def task_mapping_problems(task: str, options: dict[str, Any], golden: Model, dataset: Dataset) -> list[str]:
-    return launch_problems(task, options, _declared_outputs(golden), _declared_arrays(dataset))
+    return launch_problems(
+        task,
+        options,
+        _declared_outputs(golden),
+        _declared_arrays(dataset),
+        tokenizer_size=_tokenizer_size(golden),
+    )

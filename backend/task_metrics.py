@@ -73,6 +73,8 @@ TASK_METRICS: dict[str, tuple[str, ...]] = {
         "ppl_golden",
         "ppl_compressed",
         "ppl_delta",
+        # not the gen_* numbers of generated text: a sweep point does not generate (SweepJobParams refuses
+        # generate_tokens), so they would never hold a number there
     ),
 }
 """Task → the numeric top-level keys of its task block (`summary.outputs[primary].task`)."""

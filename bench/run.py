@@ -8,6 +8,7 @@ from bench import (
     bench_detection,
     bench_fidelity,
     bench_frontier,
+    bench_generation,
     bench_job_memory,
     bench_load,
     bench_pareto,
@@ -33,6 +34,8 @@ def main() -> None:
     bench_sensitivity.main()
     print()
     bench_detection.main()
+    print()
+    bench_generation.main()
     print()
     bench_profile.main()
     print()

@@ -12,10 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from task_specs.generation import GENERATION_OPTIONS, generation_problems
+
 TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "segmentation": ("output", "ignore_index", "boundary_tolerance"),
     "ctc": ("output", "vocabulary", "blank", "word_delimiter"),
-    "language_model": ("output", "input_ids", "top_k"),
+    "language_model": ("output", "input_ids", "top_k", *GENERATION_OPTIONS),
     "signal": ("output",),
     "detection": (
         "format",
@@ -283,13 +285,20 @@ def launch_problems(
     options: Mapping[str, Any],
     outputs: Sequence[Declared] | None,
     arrays: Mapping[str, Declared],
+    *,
+    tokenizer_size: int | None = None,
 ) -> list[str]:
     """What is wrong with running `task` with `options` on a golden model with these declared `outputs`
-    (None: not known yet) and a dataset with these `arrays`; [] when nothing is."""
+    (None: not known yet) and a dataset with these `arrays`; [] when nothing is. `tokenizer_size`: the
+    vocabulary of the tokenizer.json the golden model carries (None: none, or not known)."""
     known = TASK_OPTIONS.get(task, ())
     unknown = sorted(set(options) - set(known))
     if unknown:
         takes = f"its options are {', '.join(known)}" if known else "it takes no options"
         return [f"task {task!r} has no option {', '.join(map(repr, unknown))}; {takes}"]
     check = _CHECKS.get(task)
-    return [] if check is None else check(options, outputs, arrays)
+    problems = [] if check is None else check(options, outputs, arrays)
+    if task == "language_model":
+        output, _ = _output("language_model", options, outputs, _ctc_output, "(N, T, V) float logits")
+        problems += generation_problems(options, output, arrays, tokenizer_size)
+    return problems

@@ -152,6 +152,14 @@ def test_points_of_a_sweep_that_has_not_succeeded_are_a_conflict(
             "task.wer_delta is not a metric of task 'segmentation'; its task metrics: task.miou_vs_golden",
         ),
         ({"task": "segmentation", "objectives": ["task.miou_drop:lowest"]}, "params.objectives.0"),
+        (
+            {"task": "language_model", "task_options": {"generate_tokens": 8}},
+            "a sweep does not generate text",
+        ),
+        (
+            {"task": "language_model", "objectives": ["task.gen_bleu_vs_golden:max"]},
+            "task.gen_bleu_vs_golden is not a metric of task 'language_model'",
+        ),
     ],
 )
 def test_a_sweep_that_names_another_tasks_metric_is_refused_at_launch(

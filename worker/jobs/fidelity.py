@@ -26,6 +26,7 @@ from backend.db.models import Dataset, JobResult, SampleDivergence
 from backend.services.sample_inspector import RESULT_FIDELITY_SAMPLE_TOPK
 from backend.services.trend_spread import RESULT_FIDELITY_SPREAD, spread_document
 from worker.engine.types import ModelFormat, Runner
+from worker.jobs.generation_step import add_generation, comparison_runners, generation_request
 from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_dataset
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
 from worker.peak_memory import peak_rss_mib, reset_peak_rss
@@ -70,6 +71,7 @@ class FidelityHandler:
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
+        generation = generation_request(params, models[0], runners, arrays)  # checked before any model runs
         batch_size, batch_note = _comparison_batch(params.batch_size, models[0], runners[0], arrays)
         fidelity_params = FidelityParams(
             batch_size=batch_size,
@@ -84,16 +86,19 @@ class FidelityHandler:
         )
         topk = SampleTopK()  # each sample's top-k classes of both models, recorded as the comparison runs
         compare_start = time.perf_counter()
+        compared = comparison_runners(params, runners)  # a decoder's cache inputs filled in
         report = compare_models(
-            topk.wrap(runners[0], "golden"), topk.wrap(runners[1], "compressed"), arrays, labels,
+            topk.wrap(compared[0], "golden"), topk.wrap(compared[1], "compressed"), arrays, labels,
             fidelity_params, on_progress=on_progress,
         )  # fmt: skip
         compare_s = time.perf_counter() - compare_start
+        if generation is not None:
+            add_generation(ctx, generation, runners, report, share)
         if batch_note:
             report.notes.append(batch_note)
         profile_start = (n + plan.n_rerun) / total_work
         runtime_outputs = kernel_gap_outputs(
-            ctx, plan, runners, arrays, report.outputs, fidelity_params, share, profile_start
+            ctx, plan, compared, arrays, report.outputs, fidelity_params, share, profile_start
         )
 
         def load_twin(model_id: uuid.UUID) -> Runner:

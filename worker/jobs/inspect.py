@@ -28,6 +28,12 @@ class InspectHandler:
         ctx.progress(0.5, "inspecting layers, parameters and MACs")
         inspection, graph_model = inspect_with_graph(path, fmt, model.declared_input_shapes)
         report = json_safe(inspection.to_dict())
+        if fmt == "onnx_zip":  # a zipped export may carry its tokenizer.json: its size is checked at launch
+            from worker.engine.tasks.generation.tokenizer import tokenizer_facts
+
+            tokenizer = tokenizer_facts(path)
+            if tokenizer is not None:
+                report["tokenizer"] = tokenizer
         graph = json_safe(graph_model.to_dict())
 
         def write(session: Session) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag
 
 from backend.api.result_schemas.common import ResultModel
+from backend.api.result_schemas.generation_blocks import GenerationOut
 
 
 class ImageScoresOut(ResultModel):
@@ -275,6 +276,16 @@ class LanguageModelTaskOut(ResultModel):
     kl_by_position: list[float | None] = Field(
         default_factory=list, description="Mean KL at each position index; null where no token was kept."
     )
+    generation: GenerationOut | None = Field(
+        default=None, description="Generated text compared; null unless the job set generate_tokens."
+    )
+    gen_exact_match_rate: float | None = Field(
+        default=None, description="generation.exact_match_rate, here for budgets, sweeps and kneeboard check."
+    )
+    gen_bleu_vs_golden: float | None = None
+    gen_chrf_vs_golden: float | None = None
+    gen_rouge_l_vs_golden: float | None = None
+    gen_bleu_drop: float | None = None
 
 
 class SignalScoresOut(ResultModel):

@@ -3560,6 +3560,29 @@ export interface components {
              */
             type: string;
         };
+        /** FirstDivergenceOut */
+        FirstDivergenceOut: {
+            /**
+             * Histogram
+             * @description Samples whose two generations first differ at each position 0..new_tokens − 1.
+             */
+            histogram: number[];
+            /**
+             * Mean
+             * @description Mean first divergent position of the diverged samples.
+             */
+            mean: number | null;
+            /** Median */
+            median: number | null;
+            /**
+             * N Identical
+             * @description Samples whose two generations are equal.
+             * @default 0
+             */
+            n_identical: number;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * FloatCastIn
          * @description Round-trip cast of weights and outputs to a 16-bit float type.
@@ -3653,6 +3676,165 @@ export interface components {
             objectives: {
                 [key: string]: number | null;
             };
+        };
+        /** GeneratedSampleOut */
+        GeneratedSampleOut: {
+            /**
+             * Compressed
+             * @default
+             */
+            compressed: string;
+            /**
+             * First Divergence
+             * @description Null when the generations are equal.
+             */
+            first_divergence: number | null;
+            /**
+             * Golden
+             * @default
+             */
+            golden: string;
+            /** Index */
+            index: number;
+            /**
+             * Prompt
+             * @default
+             */
+            prompt: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * GenerationOut
+         * @description Greedy (or seeded-sampling) continuations of both models, compared. BLEU and chrF are sacrebleu's corpus
+         *     scores (0–100), ROUGE-L rouge-score's F measure (0–1), the golden text as the reference.
+         */
+        GenerationOut: {
+            /** Bleu Compressed Vs Reference */
+            bleu_compressed_vs_reference: number | null;
+            /**
+             * Bleu Drop
+             * @description Golden minus compressed BLEU against the references.
+             */
+            bleu_drop: number | null;
+            /**
+             * Bleu Golden Vs Reference
+             * @description Null without reference texts.
+             */
+            bleu_golden_vs_reference: number | null;
+            /** Bleu Vs Golden */
+            bleu_vs_golden: number | null;
+            /** Chrf Compressed Vs Reference */
+            chrf_compressed_vs_reference: number | null;
+            /** Chrf Drop */
+            chrf_drop: number | null;
+            /** Chrf Golden Vs Reference */
+            chrf_golden_vs_reference: number | null;
+            /** Chrf Vs Golden */
+            chrf_vs_golden: number | null;
+            /**
+             * Decoded With
+             * @description tokenizer.json (from the golden model's zip), or token ids joined by spaces.
+             * @default
+             */
+            decoded_with: string;
+            /** Eos Token Id */
+            eos_token_id: number | null;
+            /**
+             * Exact Match Rate
+             * @description Share of prompts with equal generations.
+             */
+            exact_match_rate: number | null;
+            first_divergence: components["schemas"]["FirstDivergenceOut"];
+            /**
+             * Kv Cache Compressed
+             * @default false
+             */
+            kv_cache_compressed: boolean;
+            /**
+             * Kv Cache Golden
+             * @default false
+             */
+            kv_cache_golden: boolean;
+            /** Ms Per Token Compressed */
+            ms_per_token_compressed: number | null;
+            /**
+             * Ms Per Token Golden
+             * @description Generation time per generated token.
+             */
+            ms_per_token_golden: number | null;
+            /**
+             * N Samples
+             * @default 0
+             */
+            n_samples: number;
+            /**
+             * New Tokens
+             * @description Tokens generated per prompt (fewer when EOS came first).
+             * @default 0
+             */
+            new_tokens: number;
+            /** Notes */
+            notes: string[];
+            /**
+             * Padding
+             * @description How the prompts were padded in the dataset (read from the attention mask).
+             * @default none
+             * @enum {string}
+             */
+            padding: "none" | "left" | "right";
+            /**
+             * Prompt Array
+             * @default
+             */
+            prompt_array: string;
+            repetition: components["schemas"]["RepetitionSidesOut"];
+            /** Rouge L Compressed Vs Reference */
+            rouge_l_compressed_vs_reference: number | null;
+            /** Rouge L Drop */
+            rouge_l_drop: number | null;
+            /** Rouge L Golden Vs Reference */
+            rouge_l_golden_vs_reference: number | null;
+            /** Rouge L Vs Golden */
+            rouge_l_vs_golden: number | null;
+            /**
+             * Samples
+             * @description The first samples' prompt and both generated texts.
+             */
+            samples: components["schemas"]["GeneratedSampleOut"][];
+            /**
+             * Sampling
+             * @default greedy
+             * @enum {string}
+             */
+            sampling: "greedy" | "seeded";
+            /**
+             * Seed
+             * @description The draws' seed of seeded sampling (the same for both).
+             */
+            seed: number | null;
+            /**
+             * Stopped At Eos Compressed
+             * @default 0
+             */
+            stopped_at_eos_compressed: number;
+            /**
+             * Stopped At Eos Golden
+             * @default 0
+             */
+            stopped_at_eos_golden: number;
+            /**
+             * Tokens Compressed
+             * @default 0
+             */
+            tokens_compressed: number;
+            /**
+             * Tokens Golden
+             * @default 0
+             */
+            tokens_golden: number;
+        } & {
+            [key: string]: unknown;
         };
         /** GraphEdgeOut */
         GraphEdgeOut: {
@@ -4157,6 +4339,21 @@ export interface components {
          *     teacher-forced on the dataset's token ids, compared over the whole vocabulary at every kept position.
          */
         LanguageModelTaskOut: {
+            /** Gen Bleu Drop */
+            gen_bleu_drop: number | null;
+            /** Gen Bleu Vs Golden */
+            gen_bleu_vs_golden: number | null;
+            /** Gen Chrf Vs Golden */
+            gen_chrf_vs_golden: number | null;
+            /**
+             * Gen Exact Match Rate
+             * @description generation.exact_match_rate, here for budgets, sweeps and kneeboard check.
+             */
+            gen_exact_match_rate: number | null;
+            /** Gen Rouge L Vs Golden */
+            gen_rouge_l_vs_golden: number | null;
+            /** @description Generated text compared; null unless the job set generate_tokens. */
+            generation: components["schemas"]["GenerationOut"] | null;
             /** Js Mean */
             js_mean: number | null;
             /**
@@ -5977,6 +6174,44 @@ export interface components {
              * @default false
              */
             sqnr_db_infinite: boolean;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * RepetitionOut
+         * @description Means over the generations (token ids) of one model, or the change compressed − golden.
+         */
+        RepetitionOut: {
+            /**
+             * Distinct 1
+             * @description Distinct tokens / tokens.
+             */
+            distinct_1: number | null;
+            /**
+             * Distinct 2
+             * @description Distinct bigrams / bigrams.
+             */
+            distinct_2: number | null;
+            /**
+             * Longest Repeated Span
+             * @description Tokens of the longest stretch that occurs twice in a generation.
+             */
+            longest_repeated_span: number | null;
+            /**
+             * Repeated 3Gram Rate
+             * @description Share of 3-grams already seen earlier in the same generation.
+             */
+            repeated_3gram_rate: number | null;
+            /** Repeated 4Gram Rate */
+            repeated_4gram_rate: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RepetitionSidesOut */
+        RepetitionSidesOut: {
+            compressed: components["schemas"]["RepetitionOut"];
+            delta: components["schemas"]["RepetitionOut"];
+            golden: components["schemas"]["RepetitionOut"];
         } & {
             [key: string]: unknown;
         };

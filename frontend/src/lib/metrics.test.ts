@@ -159,6 +159,12 @@ describe("metricCards", () => {
       ppl_compressed: 3.49,
       ppl_delta: 0.17,
       kl_by_position: [0.01, null],
+      generation: null,
+      gen_exact_match_rate: null,
+      gen_bleu_vs_golden: null,
+      gen_chrf_vs_golden: null,
+      gen_rouge_l_vs_golden: null,
+      gen_bleu_drop: null,
     };
     const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [32, 60], task };
     expect(metricCards(metrics).map((c) => [c.path, c.direction])).toEqual([

@@ -16,7 +16,9 @@ Memory: one sequence at a time (T × V float64 per model), never the batch or th
 Per-sample values: `kl_mean`, `top1_agreement`, `nll_golden`, `nll_compressed` of each sequence.
 
 task_options: `output` (default: the first output shaped (T, V)), `input_ids` (the dataset array of token ids
-(N, T) the logits predict from; default "input_ids"), `top_k` (default 5). Unknown keys are refused.
+(N, T) the logits predict from; default "input_ids"), `top_k` (default 5), and the generation options
+(`generate_tokens`... listed in task_specs/generation.py; read by the fidelity job's generation step, which puts
+its block under this one as `generation`). Unknown keys are refused.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from task_specs import TASK_OPTIONS
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.metrics import distributions
 from worker.engine.tasks.interface import TaskContext
+from worker.engine.tasks.lm_generation import HOISTED
 
 OPTION_KEYS = TASK_OPTIONS["language_model"]  # one list for the launch check (task_specs) and the adapter
 MASK_KEY = "attention_mask"
@@ -198,4 +201,8 @@ class LanguageModelTask:
                 float(total / count) if count else None
                 for total, count in zip(s.kl_at, s.tokens_at, strict=True)
             ],
+            # generated text: filled in by the fidelity job's generation step (worker/engine/tasks/lm_generation)
+            # when the job sets generate_tokens; null otherwise
+            "generation": None,
+            **{name: None for name in HOISTED.values()},
         }
