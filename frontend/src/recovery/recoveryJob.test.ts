@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { recoveryMethods, recoverySource } from "./recoveryJob";
+
+describe("recoveryMethods", () => {
+  it("names the methods in the order the job runs them, with the launch form's labels", () => {
+    const params = { methods: [{ name: "adaround", iterations: 50 }, { name: "bias_correction" }] };
+    expect(recoveryMethods(params)).toBe("AdaRound → Bias correction");
+  });
+
+  it("keeps a name it does not know, and says when there is none", () => {
+    expect(recoveryMethods({ methods: [{ name: "pruning_repair" }] })).toBe("pruning_repair");
+    expect(recoveryMethods({})).toBe("no method");
+  });
+});
+
+describe("recoverySource", () => {
+  it("names a sweep point by its index and its sweep's short id", () => {
+    const params = { sweep_point_id: "0f1e2d3c-0000-4000-8000-000000000000:5" };
+    expect(recoverySource(params)).toBe("point 5 of sweep 0f1e2d3c");
+  });
+
+  it("names a sensitivity plan by its average bits and its scan", () => {
+    const params = { sensitivity_plan: { job_id: "abcdef01-0000-4000-8000-000000000000", average_bits: 5.5 } };
+    expect(recoverySource(params)).toBe("the 5.5-bit plan of scan abcdef01");
+  });
+
+  it("describes a configuration given as such", () => {
+    const params = { config: { type: "weight_quant", bits: 4, per_channel: true } };
+    expect(recoverySource(params)).toBe("4-bit weights, symmetric, per channel");
+  });
+});
