@@ -239,7 +239,8 @@ export interface paths {
         };
         /**
          * List Jobs
-         * @description Jobs of your teams' projects, newest first; filtered by project, kind, status, tag and text.
+         * @description Jobs of your teams' projects, newest first; filtered by project, kind, status, tag, text and the sweep
+         *     point they were launched from.
          */
         get: operations["listJobs"];
         put?: never;
@@ -8360,6 +8361,8 @@ export interface operations {
                 /** @description Only jobs whose name or notes contain this text (any case). */
                 q?: string | null;
                 status?: components["schemas"]["JobStatus"] | null;
+                /** @description Only jobs launched from this sweep point ('<sweep job id>:<index>'): its recoveries. */
+                sweep_point_id?: string | null;
                 /** @description Only jobs with this tag. */
                 tag?: string | null;
             };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { recoveryMethods, recoverySource } from "./recoveryJob";
+import { pointRecovery, recoveryMethods, recoverySource } from "./recoveryJob";
 
 describe("recoveryMethods", () => {
   it("names the methods in the order the job runs them, with the launch form's labels", () => {
@@ -27,5 +27,27 @@ describe("recoverySource", () => {
   it("describes a configuration given as such", () => {
     const params = { config: { type: "weight_quant", bits: 4, per_channel: true } };
     expect(recoverySource(params)).toBe("4-bit weights, symmetric, per channel");
+  });
+});
+
+describe("pointRecovery", () => {
+  const job = (id: string, status: string, error: string | null = null) => ({ id, status, error });
+
+  it("says never recovered when the server lists no recovery of the point", () => {
+    expect(pointRecovery([])).toEqual({ state: "none" });
+  });
+
+  it("follows the newest recovery: succeeded after an older failure, still running, or failed with its reason", () => {
+    expect(pointRecovery([job("b", "succeeded"), job("a", "failed", "boom")])).toEqual({
+      state: "succeeded",
+      jobId: "b",
+      error: null,
+    });
+    expect(pointRecovery([job("c", "queued"), job("b", "succeeded")])).toMatchObject({ state: "running", jobId: "c" });
+    expect(pointRecovery([job("d", "cancelled", "cancelled by tester")])).toEqual({
+      state: "failed",
+      jobId: "d",
+      error: "cancelled by tester",
+    });
   });
 });

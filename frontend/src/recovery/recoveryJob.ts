@@ -1,6 +1,8 @@
 // How a recovery job is named where it is listed (the jobs table's What column, the recovery page's facts):
 // its methods in the order they run, the model it recovers, and what it recovers (a configuration, a sweep's
-// point or a sensitivity scan's mixed-precision plan). Pure functions over the job's parameters (tested).
+// point or a sensitivity scan's mixed-precision plan), and whether a sweep point was recovered. Pure functions
+// over the jobs' parameters and statuses (tested).
+import type { Job } from "../api/types";
 import { isObject } from "../lib/json";
 import { describeConfig } from "../lib/sensitivity";
 import { METHOD_LABELS, type MethodName } from "./training";
@@ -29,4 +31,21 @@ export function recoverySource(params: Record<string, unknown>): string {
     return `the ${bits}-bit plan of scan ${scan}`;
   }
   return isObject(params.config) ? describeConfig(params.config) : "?";
+}
+
+export type PointRecovery =
+  { state: "none" } | { state: "running" | "succeeded" | "failed"; jobId: string; error: string | null };
+
+/** What a sweep point's recoveries (newest first, as GET /jobs?sweep_point_id gives them) say about it: the
+ * newest one decides (running, succeeded, or failed/cancelled with its reason), none: never recovered. */
+export function pointRecovery(jobs: readonly Pick<Job, "id" | "status" | "error">[]): PointRecovery {
+  const newest = jobs[0];
+  if (!newest) return { state: "none" };
+  const state =
+    newest.status === "queued" || newest.status === "running"
+      ? "running"
+      : newest.status === "succeeded"
+        ? "succeeded"
+        : "failed";
+  return { state, jobId: newest.id, error: newest.error ?? null };
 }
