@@ -35,7 +35,10 @@ function JobFacts({ job }: { job: Job }) {
 
 export function RecoveryPage({ jobId }: { jobId: string }) {
   const page = useJobOfKind(jobId, "recovery");
-  const title = page.job.data?.name ?? "Recovery";
+  const name = useNames(page.projectId);
+  // a job's name is "" until someone names it
+  const title =
+    page.job.data?.name || (page.job.data ? `Recovery of ${name(page.job.data.params.golden_model_id)}` : "Recovery");
   return (
     <ResultPageShell
       page={page}
