@@ -5,10 +5,11 @@
 // and offer "Recover again", not "Recover this"; recover it again with QAT only (config.steps steps, never
 // stopping early) and read the live loss curve drawn from the job's progress while it trains. Last, the
 // project's jobs list: the first recovery's What text and its Results link to the recovery page (its before/
-// after table), and from there the recovered model's page with its graph drawn.
+// after table), and from there the recovered model's page with its graph drawn; then a recovery launched from
+// the golden model's page (its form: W8, AdaRound with 20 iterations), followed to its page.
 //
 //   node drive_recovered_frontier.mjs '{"base", "chromium", "artifacts", "username", "password", "sweep", "label",
-//                                       "steps", "index", "project", "recovery"}'
+//                                       "steps", "index", "project", "recovery", "model"}'
 import { join } from "node:path";
 import { runSignedIn, startDriver } from "./browser_support.mjs";
 
@@ -131,4 +132,21 @@ await runSignedIn(config, observations, step, async (page) => {
     errors: await page.locator(".graph-section .error").allInnerTexts(),
   };
   await page.screenshot({ path: join(config.artifacts, "recovered-model.png"), fullPage: true });
+
+  step("the golden model's page: launch a recovery from its form (W8, AdaRound with 20 iterations)");
+  await page.goto(`${config.base}/#/models/${config.model}`);
+  await page.getByText("Recover a compressed version").click();
+  const form = page.getByRole("form", { name: "Launch a recovery job" });
+  await form.getByLabel(/^Dataset/).selectOption({ index: 1 });
+  await form.getByLabel("Configuration to recover").selectOption("w8");
+  await form.getByLabel(/^AdaRound iterations/).fill("20");
+  await form.getByRole("button", { name: "Launch recovery" }).click();
+  await form.getByRole("status").getByRole("link", { name: "its page" }).click();
+  const launchedSteps = page.getByRole("table", { name: "Before and after recovery (held-out split)" });
+  await launchedSteps.waitFor({ timeout: 300_000 });
+  observations.formLaunch = {
+    hash: new URL(page.url()).hash,
+    rows: await launchedSteps.locator("tbody tr td:first-child").allInnerTexts(),
+  };
+  await page.screenshot({ path: join(config.artifacts, "recovery-from-form.png"), fullPage: true });
 });

@@ -7,7 +7,9 @@ was recovered (the server's record, issue 35) and offers "Recover again"; a QAT 
 draws its loss curve live from the job's progress; each sampled loss and held-out KL equals the stored
 curve's value at that step once the job ends. The project's jobs list names the first recovery (methods,
 model, point) and its Results link opens the recovery page with the stored before/after; the recovered
-model's page draws its graph (recorded when the job made it). Driven by drive_recovered_frontier.mjs."""
+model's page draws its graph (recorded when the job made it). A recovery launched from the golden model's
+form (W8, AdaRound at 20 iterations) reaches the API with those settings and its page shows its steps.
+Driven by drive_recovered_frontier.mjs."""
 
 from __future__ import annotations
 
@@ -86,6 +88,7 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
             index=point["index"],
             project=project["id"],
             recovery=recovery["id"],
+            model=model["id"],
         ),
         proc,
         timeout=300,
@@ -187,3 +190,15 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
     assert set(drawn["nodes"]) <= {n.id for n in engine.nodes} | {
         g for n in engine.nodes for g in n.group_path
     }
+
+    # The form on the golden model's page launched what it showed: W8 per channel, AdaRound at 20 iterations.
+    launched = seen["formLaunch"]
+    job_id = launched["hash"].removeprefix("#/jobs/").removesuffix("/recovery")
+    job = client.http.get(f"/jobs/{job_id}").json()
+    params = job["params"]
+    assert job["status"] == "succeeded" and params["golden_model_id"] == model["id"], job
+    config = params["config"]
+    assert (config["type"], config["bits"], config["per_channel"]) == ("weight_quant", 8, True), config
+    assert [m["name"] for m in params["methods"]] == ["equalization", "adaround", "bias_correction"]
+    assert params["methods"][1]["iterations"] == 20
+    assert launched["rows"] == ["compressed (no recovery)", "equalization", "adaround", "bias correction"]
