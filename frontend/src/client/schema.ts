@@ -911,8 +911,8 @@ export interface paths {
         /**
          * Get Model Graph
          * @description The model's compute graph: nodes (canonical ids, op types, aliases, module and group paths, parameters,
-         *     MACs, QDQ folded in) and edges. 409 while the model is inspected, when it is invalid, or when it was
-         *     inspected before graphs were recorded.
+         *     MACs, QDQ folded in) and edges. 409 while the model is inspected, when it is invalid, or when no graph is
+         *     stored (inspected before graphs were recorded, or its inspect job deleted), saying how to get one.
          */
         get: operations["getModelGraph"];
         put?: never;
