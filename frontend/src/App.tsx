@@ -13,6 +13,7 @@ import { ComparePage } from "./pages/ComparePage";
 import { ModelPage } from "./pages/ModelPage";
 import { ProjectPage } from "./pages/ProjectPage";
 import { ProjectsPage } from "./pages/ProjectsPage";
+import { RecoveryPage } from "./pages/RecoveryPage";
 import { ReportPage } from "./pages/ReportPage";
 import { SensitivityPage } from "./pages/SensitivityPage";
 import { SignInPage } from "./pages/SignInPage";
@@ -44,6 +45,8 @@ function Page({ route }: { route: Route }) {
       return <SensitivityPage key={route.jobId} jobId={route.jobId} query={route.query} />;
     case "sweep":
       return <SweepPage key={route.jobId} jobId={route.jobId} query={route.query} />;
+    case "recovery":
+      return <RecoveryPage key={route.jobId} jobId={route.jobId} />;
     case "notFound":
       return (
         <Layout crumbs={[{ label: "Projects", href: href({ page: "projects" }) }]} title="Page not found">
@@ -67,6 +70,7 @@ const TITLES: Record<Route["page"], string> = {
   report: "Fidelity report",
   sensitivity: "Sensitivity scan",
   sweep: "Sweep",
+  recovery: "Recovery",
   notFound: "Not found",
 };
 

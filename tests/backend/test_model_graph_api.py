@@ -1,6 +1,8 @@
 """GET /api/v1/models/{id}/graph over the real app and Postgres, with the real inspect handler run in-process
 on the demo's int8 QDQ CNN: 409 while inspecting, the stored graph afterwards (the same as the engine's, ids
-the same as the model page's layers), and a clear 409 for a model inspected before graphs were stored."""
+the same as the model page's layers), and a clear 409 for a model inspected before graphs were stored. A model
+the product makes (a recovery job's) is inspected like an upload (worker/jobs/made_models.py): its graph is
+served, outlives the job that made it, and the 409 without one gives advice that fits the model."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from sqlalchemy import delete
 
 from backend.accounts import Role
 from backend.api.app import create_app
-from backend.contracts import RESULT_MODEL_GRAPH
-from backend.db.models import JobResult, Model
+from backend.contracts import RESULT_MODEL_GRAPH, JobKind
+from backend.db.models import Artifact, JobResult, JobStatus, Model, ModelStatus
 from backend.db.session import session_factory
+from backend.services.jobs import new_job
 from backend.settings import Settings
 from tests.conftest import truncate_all
 from tests.support.accounts import TestAccount, add_account
@@ -24,6 +27,7 @@ from tests.support.services import stack_settings
 from worker.demo.models import write_demo_bundle
 from worker.engine.inspection.graph import model_graph
 from worker.jobs.inspect import InspectHandler
+from worker.jobs.made_models import add_made_model, inspect_made_model
 from worker.runtime import execute_job
 
 
@@ -90,3 +94,105 @@ def test_graph_is_stored_by_the_inspect_job_and_served(
     old = http.get(url, headers=admin.headers)
     assert old.status_code == 409 and "before Kneeboard recorded graphs" in old.json()["detail"]
     assert http.get(f"/api/v1/models/{uuid.uuid4()}/graph", headers=admin.headers).status_code == 404
+
+    assert "Delete the model and upload the file again" in old.json()["detail"]
+    assert "relaunch" not in old.json()["detail"].lower()
+
+
+def lineage(job_id: uuid.UUID, parent: str) -> dict[str, object]:
+    """A recovered model's lineage as worker/jobs/recovery.py writes it (the fields ModelOut requires)."""
+    return {
+        "kind": "recovery",
+        "job_id": str(job_id),
+        "parent_model_id": parent,
+        "dataset_id": str(uuid.uuid4()),
+        "heldout_fraction": 0.3,
+        "point_id": "w4-sym-channel",
+    }
+
+
+def test_a_made_model_is_inspected_like_an_upload(
+    http: TestClient, settings: Settings, int8_onnx: Path
+) -> None:
+    """The recovery job's path (add_made_model after inspect_made_model, as worker/jobs/recovery.py calls them)
+    on the demo's int8 CNN standing for a recovered model: ready, with an inspect job of its own holding the
+    graph (the engine's, computed here directly), which deleting the recovery job keeps."""
+    admin, upload_id, _ = upload(http, settings, int8_onnx)
+    with session_factory(settings.resolved_database_url)() as s:
+        golden = s.get_one(Model, uuid.UUID(upload_id))
+        maker = new_job(golden.project_id, JobKind.recovery, {"golden_model_id": upload_id}, admin.user_id)
+        maker.status = JobStatus.succeeded.value
+        s.add(maker)
+        s.flush()
+        made = Model(
+            id=uuid.uuid4(),
+            project_id=golden.project_id,
+            name="cnn · w4 · recovered",
+            filename="model.onnx",
+            format="onnx",
+            artifact_sha256=golden.artifact_sha256,
+            size_bytes=golden.size_bytes,
+            status=ModelStatus.ready.value,
+            lineage=lineage(maker.id, upload_id),
+        )
+        assert s.get(Artifact, golden.artifact_sha256) is not None
+        inspector = add_made_model(s, made, inspect_made_model(int8_onnx, "onnx"), maker.id)
+        s.commit()
+        model_id, maker_id, inspector_id = made.id, maker.id, inspector.id
+        assert (inspector.kind, inspector.status, inspector.created_by) == (
+            "inspect",
+            "succeeded",
+            admin.user_id,
+        )
+        assert inspector.started_at is not None and inspector.finished_at is not None
+        assert inspector.started_at <= inspector.finished_at and inspector.finished_at.tzinfo is not None
+
+    url = f"/api/v1/models/{model_id}/graph"
+    engine = model_graph(int8_onnx, "onnx")
+    for _ in range(2):  # served; and still served once the recovery job that made it is deleted
+        answer = http.get(url, headers=admin.headers)
+        assert answer.status_code == 200, answer.text
+        assert [n["id"] for n in answer.json()["nodes"]] == [n.id for n in engine.nodes]
+        assert http.delete(f"/api/v1/jobs/{maker_id}", headers=admin.headers).status_code in (204, 404)
+    shown = http.get(f"/api/v1/models/{model_id}", headers=admin.headers).json()
+    assert shown["status"] == "ready" and len(shown["inspection"]["layers"]) == len(
+        [n for n in engine.nodes if n.params]
+    )
+
+    # Its inspect job deleted too: the 409 says so, and a made model is made again, never "uploaded again".
+    assert http.delete(f"/api/v1/jobs/{inspector_id}", headers=admin.headers).status_code == 204
+    gone = http.get(url, headers=admin.headers)
+    detail = gone.json()["detail"]
+    assert gone.status_code == 409 and f"({inspector_id}) was deleted" in detail, detail
+    assert f"recovery job {maker_id}, since deleted" in detail and "upload" not in detail, detail
+
+
+def test_a_made_model_without_a_graph_is_told_to_relaunch_its_job(
+    http: TestClient, settings: Settings, int8_onnx: Path
+) -> None:
+    """A model a recovery job made before made models were inspected (no inspect job): relaunch that job."""
+    admin, upload_id, _ = upload(http, settings, int8_onnx)
+    with session_factory(settings.resolved_database_url)() as s:
+        golden = s.get_one(Model, uuid.UUID(upload_id))
+        maker = new_job(golden.project_id, JobKind.recovery, {}, admin.user_id)
+        s.add(maker)
+        s.flush()
+        made = Model(
+            project_id=golden.project_id,
+            name="old recovered",
+            filename="model.onnx",
+            format="onnx",
+            artifact_sha256=golden.artifact_sha256,
+            size_bytes=golden.size_bytes,
+            status=ModelStatus.ready.value,
+            inspection=golden.inspection,
+            lineage=lineage(maker.id, upload_id),
+        )
+        s.add(made)
+        s.commit()
+        model_id, maker_id = made.id, maker.id
+    answer = http.get(f"/api/v1/models/{model_id}/graph", headers=admin.headers)
+    detail = answer.json()["detail"]
+    assert answer.status_code == 409
+    assert "stored before Kneeboard inspected models it makes" in detail, detail
+    assert f"made by recovery job {maker_id}: relaunch that job" in detail and "upload" not in detail, detail

@@ -2,9 +2,14 @@
 .pt2 digits CNN trained here is swept (4- and 8-bit weights) and its 4-bit point recovered (SmoothQuant then
 bias correction) through the real worker; the sweep page then draws the recovered model as a "recovered"
 marker at the point's size and the recovery's held-out KL "after", dotted to the point it recovered, with
-the methods and KL before → after in its hover. A QAT recovery launched from the point's "Recover this"
+the methods and KL before → after in its hover. Opened by its permalink (?point=N, a reload), the point says it
+was recovered (the server's record, issue 35) and offers "Recover again"; a QAT recovery launched from it
 draws its loss curve live from the job's progress; each sampled loss and held-out KL equals the stored
-curve's value at that step once the job ends. Driven by drive_recovered_frontier.mjs."""
+curve's value at that step once the job ends. The project's jobs list names the first recovery (methods,
+model, point) and its Results link opens the recovery page with the stored before/after; the recovered
+model's page draws its graph (recorded when the job made it). A recovery launched from the golden model's
+form (W8, AdaRound at 20 iterations) reaches the API with those settings and its page shows its steps.
+Driven by drive_recovered_frontier.mjs."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import pytest
 from backend.client import KneeboardClient
 from tests.browser.support import DemoStack, driver_config, run_driver
 from worker.demo.models import export_torch_program, load_digits_split, train_digits_cnn
+from worker.engine.inspection.graph import model_graph
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -73,7 +79,16 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
         node,
         DRIVER,
         driver_config(
-            base, chromium, "recovered_frontier", sweep=sweep["id"], label=point["label"], steps=STEPS
+            base,
+            chromium,
+            "recovered_frontier",
+            sweep=sweep["id"],
+            label=point["label"],
+            steps=STEPS,
+            index=point["index"],
+            project=project["id"],
+            recovery=recovery["id"],
+            model=model["id"],
         ),
         proc,
         timeout=300,
@@ -97,6 +112,12 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
     assert "Green diamonds: 1 recovered model" in seen["caption"]
     # the recovery did recover: its KL after is below its own "before" on the same held-out samples
     assert after < summary["before"]["kl_mean"]
+
+    # the point by its permalink: recovered (the server's record), linked to the recovery, "Recover again"
+    state = seen["pointState"]
+    assert state["state"] == "succeeded" and "This point was recovered" in state["text"], state
+    assert state["link"] == f"#/jobs/{recovery['id']}/recovery"
+    assert state["buttons"] == ["Recover again"], state
 
     # the live curve: sampled while the QAT job trained, each value the stored curve's at that step
     live = seen["live"]
@@ -141,3 +162,43 @@ def test_a_recovered_point_is_drawn_linked_to_its_sweep_point(demo: DemoStack, t
         assert [by_name[row["name"]] for row in rows] == pytest.approx(
             [row["accumulated"]["sqnr_db"] for row in rows]
         )
+
+    # The jobs list names the first recovery and links its page, which shows the before/after it stored.
+    what = seen["jobRow"]["what"]
+    assert what.startswith("SmoothQuant scale migration → Bias correction on cnn"), what
+    assert f"point {point['index']} of sweep {sweep['id'][:8]}" in what and "—" not in what, what
+    page = seen["recoveryPage"]
+    assert page["hash"] == f"#/jobs/{recovery['id']}/recovery"
+    assert page["heading"] == f"Recovery of {model['name']}", page["heading"]
+    assert "SmoothQuant scale migration → Bias correction" in page["facts"], page["facts"]
+    rows = page["rows"]
+    assert [r[0] for r in rows] == ["compressed (no recovery)", "smoothquant", "bias correction"], rows
+    for row, step in zip(rows, summary["steps"], strict=True):
+        assert row[3] == f"{step['fidelity']['top1_agreement'] * 100:.2f} %", (row, step["fidelity"])
+        kl = float(row[1].removesuffix(" nats"))  # four significant digits
+        assert kl == pytest.approx(step["fidelity"]["kl_mean"], rel=1e-3), (row, step["fidelity"])
+
+    # The recovered model was inspected like an upload: its graph is the engine's graph of its file, and drawn.
+    graph = client.http.get(f"/models/{summary['model_id']}/graph")
+    assert graph.status_code == 200, graph.text
+    recovered_file = tmp_path / "recovered.onnx"
+    recovered_file.write_bytes(client.http.get(f"/jobs/{recovery['id']}/recovery/model").content)
+    engine = model_graph(recovered_file, "onnx")
+    assert [n["id"] for n in graph.json()["nodes"]] == [n.id for n in engine.nodes]
+    drawn = seen["recoveredGraph"]
+    assert drawn["errors"] == [] and drawn["nodes"], drawn
+    assert set(drawn["nodes"]) <= {n.id for n in engine.nodes} | {
+        g for n in engine.nodes for g in n.group_path
+    }
+
+    # The form on the golden model's page launched what it showed: W8 per channel, AdaRound at 20 iterations.
+    launched = seen["formLaunch"]
+    job_id = launched["hash"].removeprefix("#/jobs/").removesuffix("/recovery")
+    job = client.http.get(f"/jobs/{job_id}").json()
+    params = job["params"]
+    assert job["status"] == "succeeded" and params["golden_model_id"] == model["id"], job
+    config = params["config"]
+    assert (config["type"], config["bits"], config["per_channel"]) == ("weight_quant", 8, True), config
+    assert [m["name"] for m in params["methods"]] == ["equalization", "adaround", "bias_correction"]
+    assert params["methods"][1]["iterations"] == 20
+    assert launched["rows"] == ["compressed (no recovery)", "equalization", "adaround", "bias correction"]

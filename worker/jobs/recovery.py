@@ -9,7 +9,7 @@ stopping). Training methods report every step (loss, held-out KL) through the jo
 and their loss curve is stored in the step's details. The recovered model is exported as sweeps export
 their points (the real runtime form where the configuration has one, e.g. int8 weights + DequantizeLinear
 for 4- and 8-bit weights), that file is run in onnxruntime against the golden model, and its figures are
-stored too.
+stored too. The recovered model is inspected like an upload, graph included (worker/jobs/made_models.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.storage import copy_file_to_staging
 from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadError
 from worker.jobs.inputs import detached_row, read_dataset
+from worker.jobs.made_models import add_made_model, inspect_made_model
 from worker.jobs.model_files import model_file
 from worker.jobs.recovery_layers import layers_before_after
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -89,7 +90,6 @@ class RecoveryHandler:
         import torch
 
         from worker.engine.compression import open_compressible
-        from worker.engine.inspection import inspect_model
         from worker.engine.recovery import MethodSpec, export_recovered, export_unrecovered, recover
 
         params = RecoveryJobParams.model_validate(ctx.params)
@@ -133,7 +133,7 @@ class RecoveryHandler:
             path, manifest = export_recovered(
                 golden, outcome, Path(tmp), calib, held, held_labels, batch_size=params.batch_size
             )
-            inspection = json_safe(inspect_model(path, "onnx", None).to_dict())
+            made = inspect_made_model(path, "onnx")  # like an upload: inspection and graph
             staged = copy_file_to_staging(path, ctx.store)
             ctx.store.put(staged)
             before = export_unrecovered(
@@ -190,21 +190,19 @@ class RecoveryHandler:
             if session.get(Artifact, staged.sha256) is None:
                 session.add(Artifact(sha256=staged.sha256, size_bytes=staged.size_bytes))
                 session.flush()
-            session.add(
-                Model(
-                    id=model_id,
-                    project_id=golden_row.project_id,
-                    name=name[:200],
-                    filename=manifest["file"][:500],
-                    format="onnx",
-                    artifact_sha256=staged.sha256,
-                    size_bytes=staged.size_bytes,
-                    status=ModelStatus.ready.value,
-                    inspection=inspection,
-                    lineage=lineage,
-                    created_by=None,
-                )
+            recovered = Model(
+                id=model_id,
+                project_id=golden_row.project_id,
+                name=name[:200],
+                filename=manifest["file"][:500],
+                format="onnx",
+                artifact_sha256=staged.sha256,
+                size_bytes=staged.size_bytes,
+                status=ModelStatus.ready.value,
+                lineage=lineage,
+                created_by=None,
             )
+            add_made_model(session, recovered, made, ctx.job_id)
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_RECOVERY_SUMMARY, payload=summary))
             session.add(JobResult(job_id=ctx.job_id, key=RESULT_RECOVERY_LAYERS, payload=layers))
 

@@ -37,6 +37,7 @@ from backend.errors import (
     QueueUnavailable,
     UploadTooLarge,
 )
+from backend.recovery_contracts import SWEEP_POINT_ID
 from backend.services.artifacts import job_artifacts, release
 from backend.services.jobs import dispatch, new_job
 from backend.task_launch import task_mapping_problems
@@ -211,10 +212,18 @@ def list_jobs(
             description="Only jobs whose name or notes contain this text (any case).",
         ),
     ] = None,
+    sweep_point_id: Annotated[
+        str | None,
+        Query(
+            pattern=SWEEP_POINT_ID,
+            description="Only jobs launched from this sweep point ('<sweep job id>:<index>'): its recoveries.",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Offset = 0,
 ) -> Page[JobOut]:
-    """Jobs of your teams' projects, newest first; filtered by project, kind, status, tag and text."""
+    """Jobs of your teams' projects, newest first; filtered by project, kind, status, tag, text and the sweep
+    point they were launched from."""
     conditions: list[ColumnElement[bool]] = [
         Job.project_id.in_(select(Project.id).where(Project.team_id.in_(list(caller.roles))))
     ]
@@ -235,6 +244,8 @@ def list_jobs(
                 func.lower(Job.notes).contains(needle, autoescape=True),
             )
         )
+    if sweep_point_id is not None:
+        conditions.append(Job.params["sweep_point_id"].as_string() == sweep_point_id)
     total = session.execute(select(func.count()).select_from(Job).where(*conditions)).scalar_one()
     rows = session.execute(
         select(Job, User.username)

@@ -239,7 +239,8 @@ export interface paths {
         };
         /**
          * List Jobs
-         * @description Jobs of your teams' projects, newest first; filtered by project, kind, status, tag and text.
+         * @description Jobs of your teams' projects, newest first; filtered by project, kind, status, tag, text and the sweep
+         *     point they were launched from.
          */
         get: operations["listJobs"];
         put?: never;
@@ -931,8 +932,8 @@ export interface paths {
         /**
          * Get Model Graph
          * @description The model's compute graph: nodes (canonical ids, op types, aliases, module and group paths, parameters,
-         *     MACs, QDQ folded in) and edges. 409 while the model is inspected, when it is invalid, or when it was
-         *     inspected before graphs were recorded.
+         *     MACs, QDQ folded in) and edges. 409 while the model is inspected, when it is invalid, or when no graph is
+         *     stored (inspected before graphs were recorded, or its inspect job deleted), saying how to get one.
          */
         get: operations["getModelGraph"];
         put?: never;
@@ -8739,6 +8740,8 @@ export interface operations {
                 /** @description Only jobs whose name or notes contain this text (any case). */
                 q?: string | null;
                 status?: components["schemas"]["JobStatus"] | null;
+                /** @description Only jobs launched from this sweep point ('<sweep job id>:<index>'): its recoveries. */
+                sweep_point_id?: string | null;
                 /** @description Only jobs with this tag. */
                 tag?: string | null;
             };

@@ -26,7 +26,7 @@ const page = (data: Job | undefined, succeeded: boolean): JobOfKind => ({
   projectName: "Demo",
 });
 
-const render = (p: JobOfKind) =>
+const render = (p: JobOfKind, downloadable?: boolean) =>
   renderToStaticMarkup(
     <QueryClientProvider client={new QueryClient()}>
       <ResultPageShell
@@ -39,6 +39,7 @@ const render = (p: JobOfKind) =>
         noun="sweep"
         results="the chart appears when it succeeds"
         after={() => <p>chunks</p>}
+        downloadable={downloadable}
       >
         {() => <p>results</p>}
       </ResultPageShell>
@@ -52,6 +53,12 @@ describe("ResultPageShell", () => {
     expect(html).toContain('<a class="button" href="#/projects/p1/compare">Compare sweeps</a>');
     expect(html).toContain("Download report (HTML)");
     expect(html).toContain('<dl class="facts">j1</dl><p>results</p><p>chunks</p>');
+  });
+
+  it("offers no download for a kind the HTML export does not serve (a recovery job)", () => {
+    const html = render(page(job("sweep", "succeeded"), true), false);
+    expect(html).toContain("<p>results</p>");
+    expect(html).not.toContain("Download report");
   });
 
   it("says when the job has not succeeded yet, and still shows what comes after", () => {

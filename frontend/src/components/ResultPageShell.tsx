@@ -1,4 +1,4 @@
-// The frame of a job's result page (fidelity report, sensitivity scan, sweep): the title and crumbs, the
+// The frame of a job's result page (fidelity report, sensitivity scan, sweep, recovery): the title and crumbs, the
 // download and compare buttons, the job's facts, then its results; or, before them, the job loading, a job of
 // another kind, or one that has not succeeded.
 import type { ReactNode } from "react";
@@ -20,6 +20,7 @@ export function ResultPageShell({
   results,
   children,
   after,
+  downloadable = true,
 }: {
   /** The job, from useJobOfKind. */
   page: JobOfKind;
@@ -38,6 +39,8 @@ export function ResultPageShell({
   children: (job: Job) => ReactNode;
   /** Under the results, for any job of the page's kind (e.g. its chunks, live while it runs). */
   after?: (job: Job) => ReactNode;
+  /** Whether the job's page can be downloaded as one HTML file (GET /jobs/{id}/export.html serves its kind). */
+  downloadable?: boolean;
 }) {
   const { jobId, kind, job, succeeded, projectId, projectName } = page;
   return (
@@ -46,7 +49,7 @@ export function ResultPageShell({
       title={title}
       actions={
         <div className="actions" style={{ marginTop: 0 }}>
-          {succeeded && <DownloadReportButton jobId={jobId} />}
+          {succeeded && downloadable && <DownloadReportButton jobId={jobId} />}
           {projectId && (
             <a className="button" href={compare.href(projectId)}>
               {compare.label}

@@ -4,7 +4,7 @@ import { parseHash } from "./route";
 
 describe("jobPageHref", () => {
   it("links each kind with a page to that page, with its default view", () => {
-    const pages = ["fidelity", "sensitivity", "sweep"].map((kind) => {
+    const pages = ["fidelity", "sensitivity", "sweep", "recovery"].map((kind) => {
       const link = jobPageHref("j-1", kind);
       expect(link).not.toBeNull();
       return parseHash(link ?? "");
@@ -13,12 +13,12 @@ describe("jobPageHref", () => {
       ["report", "j-1"],
       ["sensitivity", "j-1"],
       ["sweep", "j-1"],
+      ["recovery", "j-1"],
     ]);
   });
 
   it("has no page for kinds shown only in the jobs table", () => {
     expect(jobPageHref("j-1", "inspect")).toBeNull();
-    expect(jobPageHref("j-1", "recovery")).toBeNull();
   });
 });
 

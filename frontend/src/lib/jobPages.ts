@@ -1,5 +1,5 @@
-// Where a job's results are shown, and the breadcrumbs of a job's page: shared by the report, sensitivity and
-// sweep pages and the launch forms.
+// Where a job's results are shown, and the breadcrumbs of a job's page: shared by the report, sensitivity,
+// sweep and recovery pages and the launch forms.
 import type { Crumb } from "../components/Layout";
 import { DEFAULT_SAMPLE_QUERY, DEFAULT_SENSITIVITY_QUERY, DEFAULT_SWEEP_QUERY, href } from "./route";
 
@@ -8,6 +8,7 @@ export function jobPageHref(jobId: string, kind: string): string | null {
   if (kind === "fidelity") return href({ page: "report", jobId, query: DEFAULT_SAMPLE_QUERY });
   if (kind === "sensitivity") return href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY });
   if (kind === "sweep") return href({ page: "sweep", jobId, query: DEFAULT_SWEEP_QUERY });
+  if (kind === "recovery") return href({ page: "recovery", jobId });
   return null;
 }
 

@@ -40,6 +40,7 @@ describe("hash routes", () => {
         },
       },
       { page: "sweep", jobId: "j1", query: DEFAULT_SWEEP_QUERY },
+      { page: "recovery", jobId: "j1" },
       {
         page: "sweep",
         jobId: "j1",

@@ -60,6 +60,7 @@ export type Route =
   | { page: "report"; jobId: string; query: SampleQuery }
   | { page: "sensitivity"; jobId: string; query: SensitivityQuery }
   | { page: "sweep"; jobId: string; query: SweepQuery }
+  | { page: "recovery"; jobId: string }
   | { page: "notFound"; path: string };
 
 export const DEFAULT_SAMPLE_QUERY: SampleQuery = {
@@ -197,6 +198,7 @@ export function parseHash(hash: string): Route {
   if (first === "jobs" && id && sub === "sweep" && parts.length === 3) {
     return { page: "sweep", jobId: id, query: parseSweepQuery(new URLSearchParams(search)) };
   }
+  if (first === "jobs" && id && sub === "recovery" && parts.length === 3) return { page: "recovery", jobId: id };
   return { page: "notFound", path };
 }
 
@@ -223,6 +225,8 @@ export function href(route: Route): string {
       return `#/jobs/${e(route.jobId)}/sensitivity${formatSensitivityQuery(route.query)}`;
     case "sweep":
       return `#/jobs/${e(route.jobId)}/sweep${formatSweepQuery(route.query)}`;
+    case "recovery":
+      return `#/jobs/${e(route.jobId)}/recovery`;
     case "notFound":
       return `#${route.path}`;
   }

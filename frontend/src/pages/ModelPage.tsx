@@ -14,6 +14,10 @@ import { EditButton } from "../project/ManageActions";
 import { ModelFileLink } from "../project/ModelFileLink";
 import { Trends } from "../project/Trends";
 import { ModelLineage } from "../recovery/ModelLineage";
+import { RecoveryForm } from "../recovery/RecoveryForm";
+import { methodsFor } from "../recovery/training";
+import { useCurrentUser } from "../auth/context";
+import { canWrite } from "../auth/roles";
 
 interface Tensor {
   name: string;
@@ -99,7 +103,24 @@ function LayerTable({ inspection }: { inspection: unknown }) {
   );
 }
 
-function ModelDetails({ model }: { model: Model }) {
+/** Recover what compressing this model loses: the recovery launcher with this model as the golden one. */
+function RecoverModel({ model }: { model: Model }) {
+  if (model.status !== "ready" || methodsFor(model.format).length === 0) return null;
+  return (
+    <details className="panel recover-model">
+      <summary>
+        <h2 id="recover-model-heading">Recover a compressed version</h2>
+      </summary>
+      <p className="muted small-text">
+        Compress this model by a configuration and recover the fidelity it loses; the recovered model joins the project
+        with its before/after report.
+      </p>
+      <RecoveryForm projectId={model.project_id} modelId={model.id} />
+    </details>
+  );
+}
+
+function ModelDetails({ model, canLaunch }: { model: Model; canLaunch: boolean }) {
   const inspection = model.inspection;
   return (
     <>
@@ -171,12 +192,14 @@ function ModelDetails({ model }: { model: Model }) {
           <LayerTable inspection={inspection} />
         </>
       )}
+      {canLaunch && <RecoverModel model={model} />}
       <Trends projectId={model.project_id} goldenModelId={model.id} />
     </>
   );
 }
 
 export function ModelPage({ modelId }: { modelId: string }) {
+  const me = useCurrentUser();
   const model = useModel(modelId);
   const projectId = model.data?.project_id ?? "";
   const project = useProject(projectId);
@@ -190,7 +213,7 @@ export function ModelPage({ modelId }: { modelId: string }) {
       title={model.data?.name ?? "Model"}
     >
       <QueryView query={model} what="the model">
-        {(m) => <ModelDetails model={m} />}
+        {(m) => <ModelDetails model={m} canLaunch={!!project.data && canWrite(me, project.data.team_id)} />}
       </QueryView>
     </Layout>
   );

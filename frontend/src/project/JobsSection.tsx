@@ -14,6 +14,7 @@ import { JobFiltersForm } from "./JobFilters";
 import { ManageButtons, NotesText, TagList } from "./ManageActions";
 import { NO_FILTERS, hasFilters, useFilteredJobs, useRelaunchJob, type JobFilters } from "./manageQueries";
 import { useNames } from "./names";
+import { recoveryMethods, recoverySource } from "../recovery/recoveryJob";
 
 const RELAUNCHABLE = new Set(["fidelity", "sensitivity", "sweep", "recovery"]);
 
@@ -22,7 +23,7 @@ export function jobLabel(job: Job): string {
   return job.name ? `job “${job.name}”` : `${job.kind} job ${job.id.slice(0, 8)}`;
 }
 
-function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) {
+export function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) {
   if (job.kind === "fidelity") {
     return (
       <>
@@ -68,6 +69,16 @@ function JobSubject({ job, name }: { job: Job; name: (id: unknown) => string }) 
     );
   }
   if (job.kind === "inspect") return <>{name(job.params.model_id)}</>;
+  if (job.kind === "recovery") {
+    return (
+      <>
+        {recoveryMethods(job.params)} <span className="muted">on</span> {name(job.params.golden_model_id)}{" "}
+        <span className="muted">
+          · {recoverySource(job.params)} · on {name(job.params.dataset_id)}
+        </span>
+      </>
+    );
+  }
   return <span className="muted">—</span>;
 }
 
@@ -141,6 +152,14 @@ function JobRow({
               Sweep
             </a>
           )}
+          {job.kind === "recovery" && (
+            <a
+              href={href({ page: "recovery", jobId: job.id })}
+              aria-label={`Recovery of ${name(job.params.golden_model_id)}: its results`}
+            >
+              Results
+            </a>
+          )}
           {active && canCancel && (
             <button
               type="button"
@@ -201,7 +220,7 @@ export function JobsSection({ projectId, canCancel }: { projectId: string; canCa
             <Empty>
               {filtered
                 ? "No job matches these filters."
-                : "No jobs yet. Uploading a model starts its inspection; launch a fidelity, sensitivity or sweep job above."}
+                : "No jobs yet. Uploading a model starts its inspection; launch a fidelity, sensitivity, sweep or recovery job above."}
             </Empty>
           ) : (
             <>

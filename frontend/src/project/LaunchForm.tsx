@@ -1,4 +1,4 @@
-// The job launcher: a fidelity job (golden vs compressed; optionally a calibration set, robustness slices
+// The job launcher (a recovery job too: RecoveryForm): a fidelity job (golden vs compressed; optionally a calibration set, robustness slices
 // with an out-of-distribution set and a PyTorch twin of an ONNX golden model), a sensitivity scan (which layers of one model
 // tolerate which compression) or a sweep (whole-model configurations on a Pareto frontier). Models and datasets come from the project; numeric parameters (defaults,
 // bounds, help) and the compression configs' defaults from the kind's schema in GET /job-kinds.
@@ -13,6 +13,7 @@ import { DatasetSelect, ModelSelect, NumberField, Queued } from "./fields";
 import { eligibleTwins, fidelityOptions, isOnnx } from "./fidelityOptions";
 import { SensitivityForm } from "./SensitivityForm";
 import { SweepForm } from "./SweepForm";
+import { RecoveryForm } from "../recovery/RecoveryForm";
 
 /** The numeric parameters the fidelity form offers, with their labels; the rest keep the API's defaults. */
 const FIDELITY_NUMERIC = {
@@ -22,12 +23,17 @@ const FIDELITY_NUMERIC = {
   calibration_samples: "Calibration samples",
 } as const;
 
-type Kind = "fidelity" | "sensitivity" | "sweep";
+type Kind = "fidelity" | "sensitivity" | "sweep" | "recovery";
 const KINDS: { kind: Kind; label: string }[] = [
   { kind: "fidelity", label: "Fidelity" },
   { kind: "sensitivity", label: "Sensitivity" },
   { kind: "sweep", label: "Sweep" },
+  { kind: "recovery", label: "Recovery" },
 ];
+// Recovery has its own route (POST /recovery-jobs), not a kind of GET /job-kinds: its form is typed from the spec.
+const RECOVERY_DESCRIPTION =
+  "Recover the fidelity a compression configuration loses (equalization, SmoothQuant, AdaRound, distillation, " +
+  "QAT, bias correction, in that order) and store the recovered model with a before/after report on a held-out split.";
 
 function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonObject }) {
   const params = Object.keys(FIDELITY_NUMERIC)
@@ -167,9 +173,10 @@ export function LaunchForm({ projectId }: { projectId: string }) {
   const [kind, setKind] = useState<Kind>("fidelity");
   if (kinds.isPending) return <Loading what="job parameters" />;
   if (kinds.isError) return <ErrorMessage error={kinds.error} />;
-  const offered = KINDS.filter((k) => kinds.data.some((d) => d.kind === k.kind));
+  const offered = KINDS.filter((k) => k.kind === "recovery" || kinds.data.some((d) => d.kind === k.kind));
   const current = kinds.data.find((k) => k.kind === kind);
   const schema = current?.params_schema;
+  const description = kind === "recovery" ? RECOVERY_DESCRIPTION : current?.description;
   return (
     <section className="panel launch" aria-labelledby="launch-heading">
       <div className="launch-head">
@@ -193,8 +200,10 @@ export function LaunchForm({ projectId }: { projectId: string }) {
           </div>
         )}
       </div>
-      {current && <p className="muted small-text kind-description">{current.description}</p>}
-      {!isObject(schema) ? (
+      {description && <p className="muted small-text kind-description">{description}</p>}
+      {kind === "recovery" ? (
+        <RecoveryForm key="recovery" projectId={projectId} />
+      ) : !isObject(schema) ? (
         <ErrorMessage error={`The API offers no ${kind} job kind.`} />
       ) : kind === "fidelity" ? (
         <FidelityForm key="fidelity" projectId={projectId} schema={schema} />

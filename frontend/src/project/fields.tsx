@@ -149,7 +149,9 @@ export function Queued({ jobId, kind }: { jobId: string; kind: string }) {
       ? href({ page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY })
       : kind === "sweep"
         ? href({ page: "sweep", jobId, query: DEFAULT_SWEEP_QUERY })
-        : null;
+        : kind === "recovery"
+          ? href({ page: "recovery", jobId })
+          : null;
   return (
     <span className="ok" role="status">
       Job queued; follow it in the jobs table

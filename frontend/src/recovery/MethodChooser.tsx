@@ -1,10 +1,12 @@
-// The methods of a recovery launch (run in METHOD_ORDER) and, when chosen, SmoothQuant's α and the training
-// parameters of distillation or QAT.
+// The methods of a recovery launch (run in METHOD_ORDER) and, when chosen, SmoothQuant's α, AdaRound's
+// settings (iterations, batch, learning rate, regulariser, samples per layer) and the training parameters of
+// distillation or QAT.
 import { useId } from "react";
 import {
   METHOD_LABELS,
   METHOD_ORDER,
   TRAINING_METHODS,
+  type AdaRoundChoice,
   type MethodChoice,
   type MethodName,
   type TrainingChoice,
@@ -16,6 +18,14 @@ const FIELDS: { key: keyof TrainingChoice; label: string; step: string; hint: st
   { key: "temperature", label: "Temperature", step: "any", hint: "T of the KL (scaled by T²)" },
   { key: "alpha", label: "Cross-entropy weight", step: "any", hint: "on labels, when the dataset has them" },
   { key: "patience", label: "Patience", step: "1", hint: "held-out checks without improvement; 0: never stop early" },
+];
+
+const ADAROUND_FIELDS: { key: keyof AdaRoundChoice; label: string; step: string; hint: string }[] = [
+  { key: "iterations", label: "AdaRound iterations", step: "1", hint: "Adam steps per layer" },
+  { key: "batch_size", label: "AdaRound batch size", step: "1", hint: "calibration inputs per step" },
+  { key: "learning_rate", label: "AdaRound learning rate", step: "any", hint: "Adam, on the rounding variables" },
+  { key: "reg_weight", label: "Rounding regulariser λ", step: "any", hint: "pushes each weight to round up or down" },
+  { key: "max_samples", label: "Samples per layer", step: "1", hint: "calibration inputs kept for each layer" },
 ];
 
 export function MethodChooser({
@@ -74,6 +84,26 @@ export function MethodChooser({
           />
           <span className="muted small-text">migration strength: s = max|X|^α / max|W|^(1−α) per input channel</span>
         </label>
+      )}
+      {choice.chosen.has("adaround") && (
+        <div className="recovery-training" aria-label="AdaRound settings">
+          {ADAROUND_FIELDS.map((f) => (
+            <label key={f.key} htmlFor={`${id}-adaround-${f.key}`}>
+              {f.label}
+              <input
+                id={`${id}-adaround-${f.key}`}
+                type="number"
+                inputMode="decimal"
+                step={f.step}
+                value={Number.isNaN(choice.adaround[f.key]) ? "" : choice.adaround[f.key]}
+                onChange={(e) => {
+                  onChange({ ...choice, adaround: { ...choice.adaround, [f.key]: e.target.valueAsNumber } });
+                }}
+              />
+              <span className="muted small-text">{f.hint}</span>
+            </label>
+          ))}
+        </div>
       )}
       {training && (
         <div className="recovery-training" aria-label="Training parameters">

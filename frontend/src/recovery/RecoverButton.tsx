@@ -1,13 +1,18 @@
 // "Recover this" on a sweep point or a sensitivity job's mixed-precision plan: choose the methods (by default equalization → AdaRound → bias correction;
-// SmoothQuant with its α, distillation and QAT with their training parameters), launch a recovery job on the
-// sweep's model and dataset, watch its progress (a training step's loss and held-out KL, drawn live), then its
-// before/after result and loss curve. Shown for torch.export (.pt2) golden models (every method) and ONNX ones
-// (the training-free methods), the golden models recovery runs on.
+// SmoothQuant with its α, AdaRound with its settings, distillation and QAT with their training parameters),
+// launch a recovery job on the sweep's model and dataset, watch its progress (a training step's loss and
+// held-out KL, drawn live), then its before/after result and loss curve. Shown for torch.export (.pt2) golden
+// models (every method) and ONNX ones (the training-free methods), the golden models recovery runs on.
+// A sweep point's recoveries come from the server (GET /jobs?sweep_point_id=…): a reload, a permalink or
+// another browser shows the point recovered (or recovering) with "Recover again", never "Recover this" anew.
 import { useState } from "react";
 import { useJob } from "../api/jobs";
 import { isActive } from "../api/polling";
-import { ErrorMessage } from "../components/QueryView";
-import { useCreateRecovery, useModelWhenKnown } from "./queries";
+import { ErrorMessage, Loading } from "../components/QueryView";
+import { href } from "../lib/route";
+import { isOffline } from "../offline/mode";
+import { useCreateRecovery, useModelWhenKnown, usePointRecoveries } from "./queries";
+import { pointRecovery, type PointRecovery } from "./recoveryJob";
 import { LiveLossCurve } from "./LiveLossCurve";
 import { MethodChooser } from "./MethodChooser";
 import { RecoveryResult } from "./RecoveryResult";
@@ -43,18 +48,41 @@ function Launched({ jobId }: { jobId: string }) {
 
 type Source = { sweep_point_id: string } | { sensitivity_plan: { job_id: string; average_bits: number } };
 
-/** "Recover this" on a sweep point. */
+/** "Recover this" on a sweep point, or what the server says of its recoveries. */
 export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index: number }) {
   const sweep = useJob(sweepJobId);
   const params = sweep.data?.params as { model_id?: string; dataset_id?: string } | undefined;
-  if (index === 0 || !sweep.data || !params?.model_id || !params.dataset_id) return null;
+  const pointId = `${sweepJobId}:${index.toString()}`;
+  const recoveries = usePointRecoveries(sweep.data?.project_id ?? "", pointId);
+  // an exported report has no server to ask, nor one to launch on
+  if (isOffline() || index === 0 || !sweep.data || !params?.model_id || !params.dataset_id) return null;
+  if (recoveries.isPending) return <Loading what="this point's recoveries" />;
+  if (recoveries.isError) return <ErrorMessage error={recoveries.error} />;
   return (
     <RecoverLauncher
       projectId={sweep.data.project_id}
       modelId={params.model_id}
       datasetId={params.dataset_id}
-      source={{ sweep_point_id: `${sweepJobId}:${index.toString()}` }}
+      source={{ sweep_point_id: pointId }}
+      recorded={pointRecovery(recoveries.data.items)}
     />
+  );
+}
+
+/** The server's record of the point in words: its newest recovery (running, succeeded or failed), its page. */
+function Recorded({ recorded }: { recorded: PointRecovery }) {
+  if (recorded.state === "none") return null;
+  const page = <a href={href({ page: "recovery", jobId: recorded.jobId })}>its page</a>;
+  if (recorded.state === "failed")
+    return (
+      <p className="muted" data-recovery-state="failed">
+        The last recovery of this point did not succeed{recorded.error ? `: ${recorded.error}` : ""} ({page}).
+      </p>
+    );
+  return (
+    <p className="muted" data-recovery-state={recorded.state}>
+      {recorded.state === "running" ? "A recovery of this point is running" : "This point was recovered"} ({page}).
+    </p>
   );
 }
 
@@ -80,12 +108,15 @@ function RecoverLauncher({
   datasetId,
   source,
   label = "Recover this",
+  recorded,
 }: {
   projectId: string;
   modelId: string;
   datasetId: string;
   source: Source;
   label?: string;
+  /** What the server records of this source's recoveries (sweep points); a launch then shows through it. */
+  recorded?: PointRecovery;
 }) {
   const create = useCreateRecovery(projectId);
   const [launched, setLaunched] = useState<string | null>(null);
@@ -96,9 +127,16 @@ function RecoverLauncher({
   const available = methodsFor(golden.data?.format);
   if (available.length === 0) return null;
   const problem = choiceProblem(choice);
+  // A launch shows at once; the server's newest recovery of the point otherwise (a reload sees it too). One
+  // <Launched> at one place in the tree, so its live loss curve keeps its samples when the record catches up.
+  const recordedJob = recorded && recorded.state !== "none" ? recorded : null;
+  const current = launched ?? (recordedJob && recordedJob.state !== "failed" ? recordedJob.jobId : null);
+  const busy = current !== null && (current !== recordedJob?.jobId || recordedJob.state === "running");
   return (
     <div className="recover">
-      {launched === null && !open ? (
+      {recordedJob && (launched === null || launched === recordedJob.jobId) && <Recorded recorded={recordedJob} />}
+      {current !== null && <Launched key={current} jobId={current} />}
+      {busy ? null : !open ? (
         <button
           type="button"
           onClick={() => {
@@ -106,9 +144,9 @@ function RecoverLauncher({
             setOpen(true);
           }}
         >
-          {label}
+          {recordedJob || launched ? "Recover again" : label}
         </button>
-      ) : launched === null ? (
+      ) : (
         <form
           className="recover-form"
           onSubmit={(e) => {
@@ -123,6 +161,7 @@ function RecoverLauncher({
               {
                 onSuccess: (job) => {
                   setLaunched(job.id);
+                  setOpen(false);
                 },
               },
             );
@@ -142,8 +181,6 @@ function RecoverLauncher({
             Cancel
           </button>
         </form>
-      ) : (
-        <Launched jobId={launched} />
       )}
       {create.isError && <ErrorMessage error={create.error} />}
     </div>

@@ -2,6 +2,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "../api/http";
 import { keys } from "../api/keys";
+import { POLL_MS, isActive } from "../api/polling";
+import { isOffline } from "../offline/mode";
 import type { components } from "../client/schema";
 
 type Params = components["schemas"]["RecoveryJobParams"];
@@ -32,6 +34,26 @@ export function useModelWhenKnown(modelId: string | undefined) {
     queryKey: keys.model(modelId ?? ""),
     queryFn: () => unwrap(api.GET("/api/v1/models/{model_id}", { params: { path: { model_id: modelId ?? "" } } })),
     enabled: !!modelId,
+  });
+}
+
+/** The recovery jobs launched from one sweep point, newest first (the server's record: a reload or another
+ * browser sees the same); polled while the newest still runs. Keyed under the project's jobs, so a launch
+ * (useCreateRecovery) asks again. */
+export function usePointRecoveries(projectId: string, pointId: string) {
+  return useQuery({
+    queryKey: [...keys.jobs(projectId), "sweep-point", pointId] as const,
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/jobs", {
+          params: { query: { project_id: projectId, kind: "recovery", sweep_point_id: pointId, limit: 20 } },
+        }),
+      ),
+    enabled: projectId !== "" && !isOffline(),
+    refetchInterval: (query) => {
+      const newest = query.state.data?.items[0];
+      return newest && isActive(newest) ? POLL_MS : false;
+    },
   });
 }
 

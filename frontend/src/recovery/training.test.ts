@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { RecoverySummary } from "./recovery";
 import {
   choiceProblem,
+  adaroundProblem,
+  DEFAULT_ADAROUND,
   DEFAULT_CHOICE,
   DEFAULT_TRAINING,
   defaultChoice,
@@ -42,7 +44,19 @@ describe("methodsToLaunch", () => {
   it("sends SmoothQuant after equalization and before AdaRound, with its α", () => {
     const chosen = new Set<MethodName>(["adaround", "smoothquant", "equalization"]);
     const methods = methodsToLaunch({ ...DEFAULT_CHOICE, chosen, smoothAlpha: 0.75 });
-    expect(methods).toEqual([{ name: "equalization" }, { name: "smoothquant", alpha: 0.75 }, { name: "adaround" }]);
+    expect(methods).toEqual([
+      { name: "equalization" },
+      { name: "smoothquant", alpha: 0.75 },
+      { name: "adaround", ...DEFAULT_ADAROUND },
+    ]);
+  });
+
+  it("sends AdaRound with its settings", () => {
+    const chosen = new Set<MethodName>(["adaround"]);
+    const methods = methodsToLaunch({ ...DEFAULT_CHOICE, chosen, adaround: { ...DEFAULT_ADAROUND, iterations: 40 } });
+    expect(methods).toEqual([
+      { name: "adaround", iterations: 40, batch_size: 64, learning_rate: 1e-2, reg_weight: 0.01, max_samples: 512 },
+    ]);
   });
 
   it("defaults to the training-free chain", () => {
@@ -109,5 +123,20 @@ describe("lossCurves", () => {
       bestStep: 2,
       stoppedEarly: true,
     });
+  });
+});
+
+describe("adaroundProblem", () => {
+  it("refuses what the API would refuse", () => {
+    expect(adaroundProblem(DEFAULT_ADAROUND)).toBeNull();
+    expect(adaroundProblem({ ...DEFAULT_ADAROUND, iterations: 0 })).toMatch(/iterations/);
+    expect(adaroundProblem({ ...DEFAULT_ADAROUND, iterations: 100_001 })).toMatch(/iterations/);
+    expect(adaroundProblem({ ...DEFAULT_ADAROUND, batch_size: 1.5 })).toMatch(/batch size/);
+    expect(adaroundProblem({ ...DEFAULT_ADAROUND, learning_rate: 0 })).toMatch(/learning rate/);
+    expect(adaroundProblem({ ...DEFAULT_ADAROUND, reg_weight: Number.NaN })).toMatch(/λ/);
+    expect(adaroundProblem({ ...DEFAULT_ADAROUND, max_samples: 0 })).toMatch(/samples/);
+    expect(choiceProblem({ ...DEFAULT_CHOICE, adaround: { ...DEFAULT_ADAROUND, iterations: 0 } })).toMatch(
+      /iterations/,
+    );
   });
 });

@@ -43,9 +43,27 @@ export const DEFAULT_TRAINING: TrainingChoice = {
   patience: 5,
 };
 
+/** AdaRound's settings the launch form offers (the API's defaults; β's schedule and warm-up keep theirs). */
+export interface AdaRoundChoice {
+  iterations: number;
+  batch_size: number;
+  learning_rate: number;
+  reg_weight: number;
+  max_samples: number;
+}
+
+export const DEFAULT_ADAROUND: AdaRoundChoice = {
+  iterations: 1200,
+  batch_size: 64,
+  learning_rate: 1e-2,
+  reg_weight: 0.01,
+  max_samples: 512,
+};
+
 export interface MethodChoice {
   chosen: ReadonlySet<MethodName>;
   training: TrainingChoice;
+  adaround: AdaRoundChoice;
   /** SmoothQuant's migration strength α (0: activations kept, 1: their whole range moved into the weights). */
   smoothAlpha: number;
 }
@@ -53,6 +71,7 @@ export interface MethodChoice {
 export const DEFAULT_CHOICE: MethodChoice = {
   chosen: new Set<MethodName>(["equalization", "adaround", "bias_correction"]),
   training: DEFAULT_TRAINING,
+  adaround: DEFAULT_ADAROUND,
   smoothAlpha: 0.5,
 };
 
@@ -78,17 +97,19 @@ export function defaultChoice(format: string | undefined): MethodChoice {
   return { ...DEFAULT_CHOICE, chosen: new Set([...DEFAULT_CHOICE.chosen].filter((m) => available.has(m))) };
 }
 
-export type LaunchMethod = { name: MethodName } & Partial<TrainingChoice>;
+export type LaunchMethod = { name: MethodName } & Partial<TrainingChoice> & Partial<AdaRoundChoice>;
 
 /** The request's method list: the chosen methods in METHOD_ORDER, the training ones with their parameters,
- * SmoothQuant with its α. */
+ * SmoothQuant with its α, AdaRound with its settings. */
 export function methodsToLaunch(choice: MethodChoice): LaunchMethod[] {
   return METHOD_ORDER.filter((m) => choice.chosen.has(m)).map((name) =>
     TRAINING_METHODS.has(name)
       ? { name, ...choice.training }
       : name === "smoothquant"
         ? { name, alpha: choice.smoothAlpha }
-        : { name },
+        : name === "adaround"
+          ? { name, ...choice.adaround }
+          : { name },
   );
 }
 
@@ -97,7 +118,23 @@ export function choiceProblem(choice: MethodChoice): string | null {
   if (choice.chosen.size === 0) return "choose at least one method";
   if (choice.chosen.has("smoothquant") && !(choice.smoothAlpha >= 0 && choice.smoothAlpha <= 1))
     return "SmoothQuant α: from 0 to 1";
+  if (choice.chosen.has("adaround")) {
+    const problem = adaroundProblem(choice.adaround);
+    if (problem) return problem;
+  }
   return [...choice.chosen].some((m) => TRAINING_METHODS.has(m)) ? trainingProblem(choice.training) : null;
+}
+
+const wholeIn = (v: number, low: number, high: number) => Number.isInteger(v) && v >= low && v <= high;
+
+/** Why AdaRound's settings cannot be sent (the API's ranges), or null. */
+export function adaroundProblem(a: AdaRoundChoice): string | null {
+  if (!wholeIn(a.iterations, 1, 100_000)) return "AdaRound iterations: a whole number from 1 to 100000";
+  if (!wholeIn(a.batch_size, 1, 65_536)) return "AdaRound batch size: a whole number from 1 to 65536";
+  if (!(a.learning_rate > 0 && a.learning_rate <= 1)) return "AdaRound learning rate: above 0, at most 1";
+  if (!(a.reg_weight >= 0 && a.reg_weight <= 100)) return "AdaRound rounding regulariser λ: from 0 to 100";
+  if (!wholeIn(a.max_samples, 1, 1_000_000)) return "AdaRound samples per layer: a whole number from 1";
+  return null;
 }
 
 /** Why the training parameters cannot be sent (the API's ranges), or null. */
