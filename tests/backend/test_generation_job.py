@@ -8,25 +8,21 @@ launch. (The numbers themselves are checked against sacrebleu, rouge-score and t
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 import torch
 from fastapi.testclient import TestClient
 from tokenizers import Tokenizer
 
-from backend.api.app import create_app
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
 from backend.settings import Settings
 from kneeboard_client.thresholds import Limit, check_limit, output_metrics
 from tests.backend.test_typed_results import extras
-from tests.conftest import truncate_all
 from tests.engine.tiny_decoder import TinyDecoder, char_tokenizer, export, quantized
+from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
-from tests.support.services import stack_settings
 from tests.support.task_proxy_checks import check_task_proxy
 from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders.onnx_runner import load_onnx
@@ -40,17 +36,7 @@ NEW = 6
 TIMINGS = {"ms_per_token_golden", "ms_per_token_compressed"}
 
 
-@pytest.fixture(scope="module")
-def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return stack_settings(pg_url, tmp_path_factory.mktemp("generation_job"), "generation-job")
-
-
-@pytest.fixture
-def http(settings: Settings, pg_url: str) -> Iterator[TestClient]:
-    truncate_all(pg_url)
-    with TestClient(create_app(settings, run_reaper=False)) as client:
-        yield client
-    truncate_all(pg_url)
+settings, http = app_fixtures("generation-job")
 
 
 def _zip(onnx: Path, tokenizer: str, path: Path) -> Path:

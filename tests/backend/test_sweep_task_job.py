@@ -7,7 +7,6 @@ drops the points themselves measured."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +15,12 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from backend.api.app import create_app
 from backend.api.result_schemas.sweep import SweepPointDocOut
 from backend.settings import Settings
 from tests.backend.test_typed_results import extras
-from tests.conftest import truncate_all
+from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
 from tests.support.segmentation import IGNORE, scenes, trained_segmenter
-from tests.support.services import stack_settings
 from worker import fanout
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
@@ -33,17 +30,7 @@ from worker.jobs.sweep import SweepHandler
 BITS = (8, 2)
 
 
-@pytest.fixture(scope="module")
-def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return stack_settings(pg_url, tmp_path_factory.mktemp("sweep_task"), "sweep-task")
-
-
-@pytest.fixture
-def http(settings: Settings, pg_url: str) -> Iterator[TestClient]:
-    truncate_all(pg_url)
-    with TestClient(create_app(settings, run_reaper=False)) as client:
-        yield client
-    truncate_all(pg_url)
+settings, http = app_fixtures("sweep-task")
 
 
 def _run_sweep(api: FidelityApi, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> str:

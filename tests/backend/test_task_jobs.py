@@ -8,24 +8,20 @@ tests/engine/test_segmentation_task.py and tests/engine/test_ctc_task.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from backend.api.app import create_app
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
 from backend.api.routes.report_export import DATA_OPEN
 from backend.settings import Settings
 from backend.task_metrics import TASK_METRICS
 from tests.backend.test_typed_results import extras
-from tests.conftest import truncate_all
+from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
-from tests.support.services import stack_settings
 from tests.support.task_proxy_checks import check_task_proxy
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
@@ -67,17 +63,7 @@ def _pair(model: torch.nn.Module, sample: np.ndarray, folder: Path, input_name: 
     return golden, compressed
 
 
-@pytest.fixture(scope="module")
-def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return stack_settings(pg_url, tmp_path_factory.mktemp("task_jobs"), "task-jobs")
-
-
-@pytest.fixture
-def http(settings: Settings, pg_url: str) -> Iterator[TestClient]:
-    truncate_all(pg_url)
-    with TestClient(create_app(settings, run_reaper=False)) as client:
-        yield client
-    truncate_all(pg_url)
+settings, http = app_fixtures("task-jobs")
 
 
 def _served_task(api: FidelityApi, job_id: str) -> dict[str, Any]:
