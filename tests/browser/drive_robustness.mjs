@@ -30,6 +30,20 @@ await runSignedIn(config, observations, step, async (page) => {
     .getByLabel("Out-of-distribution data (optional)")
     .count();
   await launch.getByLabel(/Robustness slices/).check();
+  // choose: every offered slice but JPEG, severities 1 and 2 (issue 35: not all 9 x 3 from one checkbox)
+  const slices = launch.getByRole("group", {
+    name: "Robustness slices to run",
+  });
+  observations.offeredSlices = await slices.locator("label").allInnerTexts();
+  observations.notOffered = await launch
+    .getByTestId("slices-not-offered")
+    .innerText()
+    .catch(() => "");
+  await slices.getByLabel("JPEG").uncheck();
+  await launch
+    .getByRole("group", { name: "Severities" })
+    .getByLabel("3")
+    .uncheck();
   const ood = launch.getByLabel("Out-of-distribution data (optional)");
   observations.oodOptions = await ood.locator("option").allInnerTexts();
   await ood.selectOption(ids.ood);
@@ -37,19 +51,24 @@ await runSignedIn(config, observations, step, async (page) => {
   await launch.getByRole("status").filter({ hasText: "Job queued" }).waitFor();
 
   step("find the job through the API and wait for it in the jobs table");
-  const jobId = await page.evaluate(
+  const launched = await page.evaluate(
     async ({ project, oodId }) => {
       const r = await fetch(`/api/v1/jobs?project_id=${project}&kind=fidelity`);
       const jobs = (await r.json()).items;
-      return (
-        jobs.find((j) => j.params?.robustness?.ood_dataset_id === oodId)?.id ??
-        null
+      const found = jobs.find(
+        (j) => j.params?.robustness?.ood_dataset_id === oodId,
       );
+      return found
+        ? { id: found.id, robustness: found.params.robustness }
+        : null;
     },
     { project: ids.project, oodId: ids.ood },
   );
-  if (!jobId) throw new Error("the launched job is not in the project's jobs");
+  if (!launched)
+    throw new Error("the launched job is not in the project's jobs");
+  const jobId = launched.id;
   observations.jobId = jobId;
+  observations.launchedRobustness = launched.robustness;
   const row = page.locator(`tr[data-job-id="${jobId}"]`);
   await row
     .and(page.locator('[data-status="succeeded"]'))

@@ -56,7 +56,15 @@ def test_robustness_with_ood_data_from_the_form_to_the_report(demo: DemoStack, t
     clean_name = client.dataset(params["dataset_id"])["name"]
     assert not any(o.startswith(f"{clean_name} (") for o in seen["oodOptions"])  # not the job's own dataset
 
+    # The slices the form offered for the digits (pictures; a PyTorch golden model: the attacks too), the
+    # choice sent as made, and only those slices x severities run.
+    chosen = [s for s in seen["offeredSlices"] if s.strip() != "JPEG"]
+    assert "JPEG" in [s.strip() for s in seen["offeredSlices"]] and "Token replacement" in seen["notOffered"]
+    sent = seen["launchedRobustness"]
+    assert sent["severities"] == [1, 2] and "jpeg" not in sent["slices"] and len(sent["slices"]) == len(chosen)
     served = client.http.get(f"/jobs/{seen['jobId']}/robustness").json()
+    ran = {p["severity"] for s in served["slices"] for p in s["points"]}
+    assert ran == {1, 2} and "jpeg" not in {s["name"] for s in served["slices"]}
     assert served["error"] is None and served["ood"]["error"] is None
     assert seen["ratioRows"] == sum(len(s["points"]) for s in served["slices"]) > 0
     name, severity = seen["worstPoint"].split(":")

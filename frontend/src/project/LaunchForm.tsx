@@ -10,7 +10,9 @@ import { ErrorMessage, Loading } from "../components/QueryView";
 import { isObject, type JsonObject } from "../lib/json";
 import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";
 import { DatasetSelect, ModelSelect, NumberField, Queued } from "./fields";
-import { eligibleTwins, fidelityOptions, isOnnx } from "./fidelityOptions";
+import { eligibleTwins, fidelityOptions, isOnnx, isPyTorch } from "./fidelityOptions";
+import { RobustnessFields } from "./RobustnessFields";
+import { SEVERITIES, SLICE_LABELS, robustnessChoice, sliceOffers, type RobustnessSlice } from "./robustnessSlices";
 import { SensitivityForm } from "./SensitivityForm";
 import { SweepForm } from "./SweepForm";
 import { RecoveryForm } from "../recovery/RecoveryForm";
@@ -54,16 +56,30 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
   const [ood, setOod] = useState("");
   const [twin, setTwin] = useState("");
   const [calibration, setCalibration] = useState("");
+  const [slices, setSlices] = useState<Set<RobustnessSlice>>(
+    () => new Set(Object.keys(SLICE_LABELS) as RobustnessSlice[]),
+  );
+  const [severities, setSeverities] = useState<Set<number>>(() => new Set(SEVERITIES));
   const goldenIsOnnx = isOnnx(models.find((m) => m.id === golden));
   const twins = eligibleTwins(models, golden);
+  const attacks = isPyTorch(models.find((m) => m.id === golden)) || twins.some((m) => m.id === twin);
+  const offers = sliceOffers(
+    datasets.find((d) => d.id === dataset),
+    attacks,
+  );
 
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
+    const chosen = robustness ? robustnessChoice(offers, slices, severities, ood !== "") : undefined;
+    if (typeof chosen === "string") {
+      setProblem(chosen);
+      return;
+    }
     const body: Record<string, unknown> = {
       golden_model_id: golden,
       compressed_model_id: compressed,
       dataset_id: dataset,
-      ...fidelityOptions({ calibration, robustness, ood, twin }, models, golden),
+      ...fidelityOptions({ calibration, robustness, ood, twin, slices: chosen }, models, golden),
     };
     for (const param of params) {
       const parsed = parseParam(param, values[param.name] ?? "");
@@ -106,9 +122,9 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
       </div>
       <label
         title={
-          "Each slice that applies, at 3 severities: noise; brightness, contrast, blur, occlusion and JPEG for " +
-          "images; token replacement for token ids; FGSM and PGD (10 steps) against a PyTorch golden model. " +
-          "Up to 27 more passes of both models, and PGD's gradient steps"
+          "The slices you choose that apply, at the severities you choose: noise; brightness, contrast, blur, " +
+          "occlusion and JPEG for images; token replacement for token ids; FGSM and PGD (10 steps) against a " +
+          "PyTorch golden model. One more pass of both models per slice and severity, and PGD's gradient steps"
         }
       >
         <input
@@ -120,6 +136,15 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
         />{" "}
         Robustness slices (both models on corrupted copies of the dataset)
       </label>
+      {robustness && (
+        <RobustnessFields
+          offers={offers}
+          slices={slices}
+          onSlices={setSlices}
+          severities={severities}
+          onSeverities={setSeverities}
+        />
+      )}
       {robustness && (
         <div className="launch-grid">
           <DatasetSelect

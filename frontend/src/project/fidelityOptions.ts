@@ -11,6 +11,10 @@ export function isOnnx(model: Model | undefined): boolean {
   return model !== undefined && ONNX_FORMATS.has(model.format);
 }
 
+export function isPyTorch(model: Model | undefined): boolean {
+  return model !== undefined && PYTORCH_FORMATS.has(model.format);
+}
+
 /** The models that can be the twin of `goldenId`: none unless the golden model is ONNX; else the project's
  * PyTorch models (.pt2 or TorchScript) that are not invalid. */
 export function eligibleTwins(models: readonly Model[], goldenId: string): Model[] {
@@ -23,6 +27,8 @@ export interface FidelityChoices {
   robustness: boolean;
   ood: string;
   twin: string;
+  /** The slices and severities chosen (robustnessChoice); absent: every slice at every severity. */
+  slices?: { slices: string[]; severities: number[] };
 }
 
 /** The parameters these choices add to a fidelity job ("" = not chosen). A twin is sent only while it is
@@ -36,8 +42,9 @@ export function fidelityOptions(
   if (choices.calibration) body.calibration_dataset_id = choices.calibration;
   if (choices.robustness) {
     const twin = eligibleTwins(models, goldenId).some((m) => m.id === choices.twin) ? choices.twin : "";
-    // every slice at every severity (the API's defaults)
+    // without a choice, every slice at every severity (the API's defaults)
     body.robustness = {
+      ...(choices.slices ?? {}),
       ...(choices.ood ? { ood_dataset_id: choices.ood } : {}),
       ...(twin ? { twin_model_id: twin } : {}),
     };
