@@ -21,6 +21,7 @@ import onnx
 import pytest
 from fastapi.testclient import TestClient
 from onnx import numpy_helper
+from scipy.special import rel_entr, softmax
 
 from backend.api.app import create_app
 from backend.api.result_schemas.sweep import SweepPointDocOut
@@ -31,7 +32,10 @@ from tests.conftest import truncate_all
 from tests.engine.test_activation_shift import capture
 from tests.support.fidelity_api import FidelityApi
 from tests.support.services import stack_settings
+from tests.support.sweep_exports import run_onnx
+from worker import fanout
 from worker.demo.models import DemoBundle, write_demo_bundle
+from worker.jobs.sensitivity import SensitivityHandler
 
 A8 = {"type": "activation_quant", "bits": 8}
 W8 = {"type": "weight_quant", "bits": 8}
@@ -171,11 +175,25 @@ def test_a_named_calibration_set_calibrates_and_the_whole_evaluation_set_is_eval
     )
 
 
-def _refusal(api: FidelityApi, params: dict[str, Any]) -> str:
+def _run_fanout(
+    api: FidelityApi, kind: str, params: dict[str, Any], handler: Any, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    job = api.post("/jobs", json={"project_id": api.project, "kind": kind, "params": params})
+    sent: list[int] = []
+    monkeypatch.setattr(
+        fanout, "enqueue_chunk", lambda settings, job_id, index, queue=None: sent.append(index)
+    )
+    assert fanout.execute_fanout_job(job["id"], handler, api.settings) == "fanned out"
+    outcomes = [fanout.execute_chunk(job["id"], index, handler, api.settings) for index in sorted(sent)]
+    assert outcomes[-1] == "succeeded", outcomes
+    return str(job["id"])
+
+
+def _refusal(api: FidelityApi, params: dict[str, Any], kind: str = "sweep") -> str:
     answer = api.http.post(
         "/api/v1/jobs",
         headers=api.headers,
-        json={"project_id": api.project, "kind": "sweep", "params": params},
+        json={"project_id": api.project, "kind": kind, "params": params},
     )
     assert answer.status_code == 422, answer.text
     return str(answer.json())
@@ -207,3 +225,40 @@ def test_bad_calibration_requests_are_refused_at_launch_with_words(
     assert "no configuration of this sweep quantizes activations" in _refusal(
         api, _params(api, configs=[W8], calibration_dataset_id=three)
     )
+    scan = {"model_id": api.golden, "dataset_id": three, "configs": [A8]}
+    assert "has 3 samples: too few to hold out calibration samples" in _refusal(api, scan, "sensitivity")
+    scan |= {"dataset_id": api.dataset, "calibration_dataset_id": flat}
+    assert "expects shape (?, 1, 8, 8)" in _refusal(api, scan, "sensitivity")
+
+
+def _kl_mean(golden: np.ndarray, compressed: np.ndarray) -> float:
+    """scipy's KL(P‖Q) per sample over softmaxed logits, averaged."""
+    p, q = softmax(golden.astype(np.float64), axis=1), softmax(compressed.astype(np.float64), axis=1)
+    return float(np.mean(rel_entr(p, q).sum(axis=1)))
+
+
+def test_a_scan_calibrates_on_held_out_samples_too(
+    api: FidelityApi, bundle: DemoBundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan's whole-model a8 divergence equals scipy's KL between the golden model and the sweep's a8
+    export (whose scales the test above checks against onnxruntime captures) on the evaluated samples."""
+    x = np.load(bundle.test_npz)["input"]
+    held, max_samples = min(128, len(x) // 4), 100
+    common = {"configs": [A8, W8], "max_samples": max_samples}
+    scan_params = {"model_id": api.golden, "dataset_id": api.dataset, "mixed_precision_bits": []} | common
+    scan_id = _run_fanout(api, "sensitivity", scan_params, SensitivityHandler(), monkeypatch)
+    report = api.get(f"/jobs/{scan_id}/sensitivity").json()
+    calibration = report["calibration"]
+    assert (calibration["source"], calibration["start"], calibration["stop"]) == ("held_out", 0, held)
+    assert (calibration["evaluation_start"], calibration["evaluation_stop"]) == (held, held + max_samples)
+    assert calibration["disjoint"] is True and report["n_samples"] == max_samples
+    assert api.get(f"/jobs/{scan_id}/sensitivity/plans").json()["calibration"] == calibration
+
+    sweep_id = _run_sweep(api, _params(api, **common), monkeypatch)
+    answer = api.get(f"/jobs/{sweep_id}/sweep/points/1/export")
+    with zipfile.ZipFile(io.BytesIO(answer.content)) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".onnx"))
+        (tmp_path / "a8.onnx").write_bytes(archive.read(name))
+    evaluated = x[held : held + max_samples]
+    expected = _kl_mean(run_onnx(bundle.golden_onnx, evaluated), run_onnx(tmp_path / "a8.onnx", evaluated))
+    assert report["whole_model"]["a8-minmax"]["kl_mean"] == pytest.approx(expected, rel=1e-4, abs=1e-9)

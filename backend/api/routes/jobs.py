@@ -78,9 +78,7 @@ def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
         twin = params.robustness.twin_model_id if params.robustness is not None else None
         models = [params.golden_model_id, params.compressed_model_id] + ([twin] if twin is not None else [])
         return models, datasets
-    if isinstance(params, SensitivityJobParams):
-        return [params.model_id], [params.dataset_id]
-    if isinstance(params, SweepJobParams):
+    if isinstance(params, SensitivityJobParams | SweepJobParams):
         calibration = [params.calibration_dataset_id] if params.calibration_dataset_id is not None else []
         return [params.model_id], [params.dataset_id, *calibration]
     return [], []
@@ -128,23 +126,23 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
                 f"params.mixed_precision.sensitivity_job_id: job {source_id} scanned another model "
                 f"({source.params.get('model_id')}), not {params.model_id}"
             )
-    if isinstance(params, SweepJobParams):
+    if isinstance(params, SweepJobParams | SensitivityJobParams):
         _check_calibration(session, project_id, params, caller)
 
 
 def _check_calibration(
-    session: SessionDep, project_id: uuid.UUID, params: SweepJobParams, caller: Caller
+    session: SessionDep, project_id: uuid.UUID, params: SweepJobParams | SensitivityJobParams, caller: Caller
 ) -> None:
-    """A sweep that quantizes activations calibrates on samples it does not evaluate (issue 33): the split
-    must exist and a named calibration set must fit the golden model (422 with words otherwise)."""
+    """A sweep or scan that quantizes activations calibrates on samples it does not evaluate (issue 33):
+    the split must exist and a named calibration set must fit the golden model (422 with words otherwise)."""
     configs = [c.model_dump(mode="json") for c in params.configs]
-    if params.mixed_precision is not None:
+    if isinstance(params, SweepJobParams) and params.mixed_precision is not None:
         source = session.get(Job, params.mixed_precision.sensitivity_job_id)
         configs += list((source.params if source is not None else {}).get("configs") or [])
     if not any_quantizes_activations(configs):
         if params.calibration_dataset_id is not None or params.calibration_samples is not None:
             raise InvalidRequest(
-                "params.calibration_dataset_id: no configuration of this sweep quantizes activations, so "
+                f"params.calibration_dataset_id: no configuration of this {'sweep' if isinstance(params, SweepJobParams) else 'scan'} quantizes activations, so "
                 "nothing would be calibrated; drop calibration_dataset_id and calibration_samples"
             )
         return
