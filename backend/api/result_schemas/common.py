@@ -117,6 +117,11 @@ class CalibrationSamplesOut(ResultModel):
     evaluation_start: int | None = Field(default=None, description="First evaluated sample.")
     evaluation_stop: int | None = Field(default=None, description="One past the last evaluated sample.")
     evaluation_count: int | None = None
+    indices: list[int] | None = Field(
+        default=None,
+        description="The calibration samples' indices when they are not one range (a recovery job's seeded "
+        "permutation split); null when start/stop say it.",
+    )
     disjoint: bool | None = Field(
         default=None, description="True when no calibration sample was evaluated (always, for jobs)."
     )
