@@ -19,7 +19,7 @@ import {
 import { TextField, describeParam } from "./fields";
 import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
 
-const NUMERIC = { max_samples: "Calibration samples", batch_size: "Batch size", chunks: "Chunks" } as const;
+const NUMERIC = { max_samples: "Samples measured", batch_size: "Batch size", chunks: "Chunks" } as const;
 const METHODS = [
   { id: "l1", label: "L1 norm" },
   { id: "l2", label: "L2 norm" },
