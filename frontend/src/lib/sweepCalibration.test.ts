@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { calibrationSentence, quantizesActivations } from "./sweepCalibration";
+import { calibrationSentence, chosenCalibrationSet, quantizesActivations } from "./sweepCalibration";
 
 describe("quantizesActivations", () => {
   it("finds activation quantizers at every level", () => {
@@ -30,5 +30,15 @@ describe("calibrationSentence", () => {
       "The first 256 samples of train calibrate the activation ranges.",
     );
     expect(calibrationSentence(false, 360, 100, null, null)).toBeNull();
+  });
+});
+
+describe("chosenCalibrationSet", () => {
+  const sets = [{ id: "eval" }, { id: "train" }];
+  it("names a chosen set only when something is calibrated and it is not the evaluation set", () => {
+    expect(chosenCalibrationSet(sets, "eval", "train", true)).toEqual({ id: "train" });
+    expect(chosenCalibrationSet(sets, "eval", "train", false)).toBeNull();
+    expect(chosenCalibrationSet(sets, "eval", "eval", true)).toBeNull();
+    expect(chosenCalibrationSet(sets, "eval", "", true)).toBeNull();
   });
 });

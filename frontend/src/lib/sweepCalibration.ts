@@ -38,3 +38,14 @@ export function calibrationSentence(
   const evaluated = Math.min(evaluationSamples - held, maxSamples);
   return `${first}; the next ${evaluated.toLocaleString("en-US")} are evaluated.`;
 }
+
+/** The calibration set a request names: the chosen one, when something is calibrated and it is not the
+ * evaluation dataset (the API would refuse both). */
+export function chosenCalibrationSet<D extends { id: string }>(
+  datasets: readonly D[],
+  evaluation: string,
+  chosen: string,
+  calibrates: boolean,
+): D | null {
+  return calibrates ? (datasets.find((d) => d.id === chosen && d.id !== evaluation) ?? null) : null;
+}

@@ -20,9 +20,10 @@ import {
   parseBatchSizes,
   sweepPresetConfigs,
 } from "../lib/sweepParams";
-import { calibrationSentence, quantizesActivations } from "../lib/sweepCalibration";
+import { chosenCalibrationSet, quantizesActivations } from "../lib/sweepCalibration";
 import { parseTaskOptions, taskFrontier, taskMetrics } from "../lib/sweepTask";
-import { DatasetSelect, TextField, describeParam } from "./fields";
+import { CalibrationFields } from "./CalibrationFields";
+import { TextField, describeParam } from "./fields";
 import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
 import { NO_TASK, SweepTaskFields, type TaskChoice } from "./SweepTaskFields";
 
@@ -89,8 +90,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   const scanConfigs = sameModel.find((j) => j.id === chosenScan)?.params.configs;
   const calibrates =
     configs.some(quantizesActivations) || (Array.isArray(scanConfigs) && scanConfigs.some(quantizesActivations));
-  const calibrationSets = datasets.filter((d) => d.id !== dataset);
-  const calibrationSet = calibrates ? (calibrationSets.find((d) => d.id === calibration) ?? null) : null;
+  const calibrationSet = chosenCalibrationSet(datasets, dataset, calibration, calibrates);
 
   const presetKeys = useMemo(() => new Set(SWEEP_PRESETS.map((p) => key(p.config))), [key]);
   const chosen = new Set(configs.map(key));
@@ -212,29 +212,15 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
             help="Comma-separated; one point per budget."
           />
         </fieldset>
-        <fieldset className="fields">
-          <legend>Calibration</legend>
-          <DatasetSelect
-            label="Calibration set (optional)"
-            optional
-            datasets={calibrationSets}
-            value={calibrationSet?.id ?? ""}
-            onChange={setCalibration}
-          />
-          {numbers.field("calibration_samples", !calibrates)}
-          <span className="muted small-text">
-            {calibrates
-              ? calibrationSentence(
-                  true,
-                  datasets.find((d) => d.id === dataset)?.n_samples ?? null,
-                  null,
-                  calibrationSet,
-                  null,
-                )
-              : "No configuration quantizes activations: nothing is calibrated."}{" "}
-            Calibration samples are never evaluated.
-          </span>
-        </fieldset>
+        <CalibrationFields
+          datasets={datasets}
+          evaluation={dataset}
+          value={calibration}
+          onChange={setCalibration}
+          calibrates={calibrates}
+          samples={numbers.field("calibration_samples", !calibrates)}
+          what="evaluated"
+        />
         <fieldset className="fields">
           <legend>Latency</legend>
           <Checkbox checked={latency} onChange={setLatency}>
