@@ -38,7 +38,12 @@ class ActivationQuantIn(_Config):
 
     type: Literal["activation_quant"] = "activation_quant"
     bits: int = Field(default=8, ge=4, le=16)
-    calibration: Literal["minmax", "percentile", "mse"] = "minmax"
+    calibration: Literal["minmax", "percentile", "mse", "entropy"] = Field(
+        default="minmax",
+        description="minmax: the observed range; percentile: the (100-p)th and p-th percentiles; mse: the "
+        "clipping range with the least quantization MSE; entropy: TensorRT's KL threshold search (2048-bin "
+        "symmetric histogram, 2^bits - 1 levels), as onnxruntime's Entropy calibrator.",
+    )
     percentile: float | None = Field(
         default=None, gt=50, le=100, description='Only with calibration "percentile" (default 99.99).'
     )

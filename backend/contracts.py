@@ -176,7 +176,20 @@ class SensitivityJobParams(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model_id: uuid.UUID = Field(description="The golden model.")
-    dataset_id: uuid.UUID = Field(description="The calibration set (its first max_samples samples are used).")
+    dataset_id: uuid.UUID = Field(
+        description="The samples the scan measures (its first max_samples). When a configuration quantizes "
+        "activations and no calibration_dataset_id is named, its first calibration_samples samples (default "
+        "min(128, N // 4)) are held out to calibrate them and the next max_samples are measured."
+    )
+    calibration_dataset_id: uuid.UUID | None = Field(
+        default=None,
+        description="A dataset of the same project whose first calibration_samples samples (default "
+        "min(256, its length)) calibrate activation ranges; null holds out the dataset's first samples. Only "
+        "for scans whose configurations quantize activations.",
+    )
+    calibration_samples: int | None = Field(
+        default=None, ge=1, le=100_000, description="Samples that calibrate activation ranges (see above)."
+    )
     configs: list[CompressionConfigIn] = Field(
         default_factory=_default_sensitivity_configs,
         min_length=1,
@@ -193,7 +206,7 @@ class SensitivityJobParams(BaseModel):
     whole_model: bool = Field(
         default=True, description="Also measure each configuration applied to every layer at once."
     )
-    max_samples: int = Field(default=256, ge=1, le=100_000, description="Calibration samples used.")
+    max_samples: int = Field(default=256, ge=1, le=100_000, description="Samples measured (at most).")
     batch_size: int | None = Field(
         default=None,
         ge=1,

@@ -70,7 +70,11 @@ class SweepJobParams(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model_id: uuid.UUID = Field(description="The golden model.")
-    dataset_id: uuid.UUID = Field(description="Evaluation data; also the calibration data of activations.")
+    dataset_id: uuid.UUID = Field(
+        description="Evaluation data. When a configuration quantizes activations and no calibration_dataset_id "
+        "is named, its first calibration_samples samples (default min(128, N // 4)) are held out to calibrate "
+        "and the next max_samples are evaluated: never the same samples."
+    )
     configs: list[CompressionConfigIn] = Field(
         default_factory=_default_sweep_configs,
         max_length=64,
@@ -79,7 +83,20 @@ class SweepJobParams(BaseModel):
     mixed_precision: MixedPrecisionSource | None = Field(
         default=None, description="Also the mixed-precision plans of a sensitivity job of the same model."
     )
-    max_samples: int = Field(default=512, ge=1, le=100_000)
+    max_samples: int = Field(default=512, ge=1, le=100_000, description="Samples evaluated (at most).")
+    calibration_dataset_id: uuid.UUID | None = Field(
+        default=None,
+        description="A dataset of the same project, inputs shaped like the model's, whose first "
+        "calibration_samples samples calibrate the activation ranges (default min(256, its length)); null "
+        "holds out the evaluation dataset's first samples instead. Only for sweeps that quantize activations.",
+    )
+    calibration_samples: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="Samples that calibrate activation ranges; null: min(256, length) of a calibration dataset, "
+        "min(128, N // 4) held out of the evaluation dataset.",
+    )
     batch_size: int = Field(default=64, ge=1, le=65536)
     latency: bool = Field(
         default=True,

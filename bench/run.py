@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bench import (
     bench_auth,
+    bench_calibration,
     bench_detection,
     bench_fidelity,
     bench_frontier,
@@ -40,6 +41,8 @@ def main() -> None:
     bench_profile.main()
     print()
     bench_sweep.main()
+    print()
+    bench_calibration.main()
     print()
     bench_recovery.main([])
     print()

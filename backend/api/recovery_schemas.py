@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from backend.api.recovery_smoothquant_schemas import SmoothQuantDetailsFields
 from backend.api.recovery_training_schemas import TrainingDetailsFields, TrainingMethodFields
-from backend.api.result_schemas.common import CompressionConfigOut, ResultModel
+from backend.api.result_schemas.common import CalibrationSamplesOut, CompressionConfigOut, ResultModel
 from backend.api.result_schemas.sweep import PointFidelityOut
 from backend.api.schemas.layer_profile import LayerProfileOut
 from backend.recovery_contracts import RecoveryJobParams, SensitivityPlanRef
@@ -144,6 +144,11 @@ class RecoverySummaryOut(ResultModel):
     per_sample: RecoveryPerSampleOut = Field(
         default_factory=RecoveryPerSampleOut,
         description="Per held-out sample, before and after (empty lists for jobs run before it was recorded).",
+    )
+    calibration: CalibrationSamplesOut | None = Field(
+        default=None,
+        description="Which samples calibrated activation ranges and the methods (the calibration split), "
+        "disjoint from the held-out ones measured (null for jobs run before it was recorded).",
     )
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from backend.api.result_schemas.common import CompressionConfigOut, DivergenceOut
+from backend.api.result_schemas.common import CalibrationSamplesOut, CompressionConfigOut, DivergenceOut
 from backend.api.result_schemas.sensitivity import (
     PlanMeasurementOut,
     SensitivityCellOut,
@@ -85,6 +85,11 @@ class SensitivityReportOut(BaseModel):
         description="Every cell with all its numbers and what was compressed (only with ?cells=true).",
     )
     notes: list[str]
+    calibration: CalibrationSamplesOut | None = Field(
+        default=None,
+        description="Which samples calibrated the activation-quantized cells (disjoint from the measured "
+        "ones); null when no configuration quantizes activations.",
+    )
 
 
 class ChannelScoreOut(BaseModel):
@@ -133,6 +138,11 @@ class MixedPrecisionPlanOut(BaseModel):
 class MixedPrecisionPlansOut(BaseModel):
     job_id: uuid.UUID
     plans: list[MixedPrecisionPlanOut]
+    calibration: CalibrationSamplesOut | None = Field(
+        default=None,
+        description="Which samples calibrated the plans' activation ranges when they quantize activations "
+        "(disjoint from the measured ones); null otherwise.",
+    )
 
 
 class ProfileLayerOut(BaseModel):

@@ -316,7 +316,7 @@ try {
       (boxes) => boxes.map((b) => b.closest("label").textContent.trim())),
     defaultBits: await scan.getByLabel(/^Mixed-precision average bits/).inputValue(),
   };
-  await scan.getByLabel("Calibration samples").fill("100");
+  await scan.getByLabel(/^Samples measured/).fill("100");
   await presets.getByLabel("W6", { exact: true }).uncheck(); // W8, W4 and noise-4 remain
   await presets.getByRole("button", { name: "Edit as JSON" }).click();
   observations.sensitivityForm.json = JSON.parse(await scan.getByLabel("Configurations (JSON)").inputValue());

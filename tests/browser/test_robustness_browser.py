@@ -61,7 +61,9 @@ def test_robustness_with_ood_data_from_the_form_to_the_report(demo: DemoStack, t
     chosen = [s for s in seen["offeredSlices"] if s.strip() != "JPEG"]
     assert "JPEG" in [s.strip() for s in seen["offeredSlices"]] and "Token replacement" in seen["notOffered"]
     sent = seen["launchedRobustness"]
-    assert sent["severities"] == [1, 2] and "jpeg" not in sent["slices"] and len(sent["slices"]) == len(chosen)
+    assert (
+        sent["severities"] == [1, 2] and "jpeg" not in sent["slices"] and len(sent["slices"]) == len(chosen)
+    )
     served = client.http.get(f"/jobs/{seen['jobId']}/robustness").json()
     ran = {p["severity"] for s in served["slices"] for p in s["points"]}
     assert ran == {1, 2} and "jpeg" not in {s["name"] for s in served["slices"]}

@@ -151,6 +151,10 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
         assert np.mean(samples["kl_after"]) == pytest.approx(doc["after"]["kl_mean"], rel=1e-9)
         assert np.mean(samples["top1_after"]) == pytest.approx(doc["after"]["top1_agreement"], rel=1e-9)
     assert sorted(summary["heldout_index"]) == sorted(int(i) for i in held)
+    # the calibration split is the rest of the first N samples: named, counted and never measured (issue 33)
+    calibration = summary["calibration"]
+    assert calibration["indices"] == sorted(set(range(N)) - {int(i) for i in held})
+    assert calibration["count"] == summary["n_calibration"] and calibration["disjoint"] is True
     # Per layer: the ONNX golden model's layers profiled against both exported models, matched by name; the
     # recovered model is closer to the golden one at the output.
     # A mixed-precision plan of a sensitivity scan of the ONNX golden model, recovered as such.

@@ -1,5 +1,9 @@
 """What sensitivity and sweep jobs load first, alike: the model opened as a CompressibleModel and prepared,
-and the first `max_samples` samples of the dataset bound to its inputs (labels kept apart)."""
+and the first `max_samples` samples of the dataset bound to its inputs (labels kept apart).
+
+When the job quantizes activations (`CalibrationRequest`), the samples that calibrate them are kept apart
+from the evaluated ones by `backend.calibration_split.plan_split`: a named calibration set, or the
+evaluation dataset's first samples held out (then the evaluated samples start after them)."""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from backend.calibration_split import CalibrationSplit, CalibrationSplitError, plan_split
 from backend.db.models import Dataset, Model, ModelStatus
-from worker.engine.errors import ModelLoadError
+from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.jobs.inputs import detached_row, read_dataset
 from worker.jobs.model_files import model_file
 from worker.runtime import JobContext
@@ -23,10 +28,25 @@ class PreparedModel:
     feeds: dict[str, np.ndarray]
     labels: np.ndarray | None  # the same samples' labels, None when the dataset has none
     annotations: dict[str, np.ndarray] = field(default_factory=dict)  # the other arrays (masks, targets...)
+    calibration_feeds: dict[str, np.ndarray] | None = None  # bound to the inputs; disjoint from `feeds`
+    split: CalibrationSplit | None = None  # which samples calibrate and which are evaluated
+
+
+@dataclass(frozen=True)
+class CalibrationRequest:
+    """A job that quantizes activations: its calibration set (None: held out of the evaluation set)."""
+
+    dataset_id: uuid.UUID | None
+    samples: int | None
 
 
 def open_prepared(
-    ctx: JobContext, model_id: uuid.UUID, dataset_id: uuid.UUID, max_samples: int, threads: int | None
+    ctx: JobContext,
+    model_id: uuid.UUID,
+    dataset_id: uuid.UUID,
+    max_samples: int,
+    threads: int | None,
+    calibration: CalibrationRequest | None = None,
 ) -> PreparedModel:
     from worker.engine.compression import open_compressible
     from worker.engine.compression.model import first_sample
@@ -45,9 +65,18 @@ def open_prepared(
     dataset = detached_row(ctx, Dataset, dataset_id)
     arrays = read_dataset(ctx, dataset)
     labels = arrays.pop("labels", None)
-    arrays = {name: a[:max_samples] for name, a in arrays.items()}
+    split, held = _split(ctx, dataset, arrays, max_samples, calibration)
+    start, stop = (0, max_samples) if split is None else (split.evaluation_start, split.evaluation_stop)
+    arrays = {name: a[start:stop] for name, a in arrays.items()}
+    labels = None if labels is None else labels[start:stop]
     handle = open_compressible(*model_file(ctx, model), intra_op_threads=threads)
     feeds = bind_inputs(arrays, handle.inputs)
+    calibration_feeds = None
+    if held is not None:
+        try:
+            calibration_feeds = bind_inputs(held, handle.inputs)
+        except DatasetMismatchError as exc:
+            raise DatasetMismatchError(f"the calibration samples do not fit the model: {exc}") from exc
     handle.prepare(first_sample(feeds))
     # the arrays no input took (masks, transcripts, targets), read by a task; when the dataset's one array was
     # bound to the model's one input under another name, only the arrays never taken for an input remain
@@ -55,4 +84,37 @@ def open_prepared(
     annotations = {
         name: a for name, a in arrays.items() if name not in feeds and (by_name or name == TARGETS_KEY)
     }
-    return PreparedModel(model, handle, feeds, None if labels is None else labels[:max_samples], annotations)
+    return PreparedModel(model, handle, feeds, labels, annotations, calibration_feeds, split)
+
+
+def _split(
+    ctx: JobContext,
+    dataset: Dataset,
+    arrays: dict[str, np.ndarray],
+    max_samples: int,
+    request: CalibrationRequest | None,
+) -> tuple[CalibrationSplit | None, dict[str, np.ndarray] | None]:
+    """The split (the rule the API checked, now on the arrays read) and the calibration arrays."""
+    if request is None:
+        return None, None
+    n = min((len(a) for a in arrays.values()), default=0)
+    named = None if request.dataset_id is None else detached_row(ctx, Dataset, request.dataset_id)
+    try:
+        split = plan_split(
+            evaluation_dataset_id=str(dataset.id),
+            evaluation_samples=n,
+            max_samples=max_samples,
+            calibration_dataset_id=None if named is None else str(named.id),
+            calibration_dataset_samples=None if named is None else named.n_samples,
+            calibration_samples=request.samples,
+            same_content=named is not None and named.artifact_sha256 == dataset.artifact_sha256,
+        )
+    except CalibrationSplitError as exc:
+        raise DatasetMismatchError(str(exc)) from exc
+    if named is None:
+        source = arrays
+    else:
+        source = read_dataset(ctx, named, split.calibration_stop)
+        source.pop("labels", None)
+    held = {name: a[split.calibration_start : split.calibration_stop] for name, a in source.items()}
+    return split, held

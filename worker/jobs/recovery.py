@@ -47,6 +47,22 @@ def split_indices(n: int, heldout_fraction: float) -> tuple[np.ndarray, np.ndarr
     return np.sort(order[held:]), np.sort(order[:held])
 
 
+def _calibration_block(dataset_id: str, calib_index: np.ndarray, held_index: np.ndarray) -> dict[str, Any]:
+    """The summary's `calibration` (served as CalibrationSamplesOut): the calibration split's indices, which
+    calibrated activation ranges and fitted the methods, and the held-out ones measured; never shared."""
+    return {
+        "source": "held_out",
+        "dataset_id": dataset_id,
+        "count": len(calib_index),
+        "indices": [int(i) for i in calib_index],
+        "evaluation_dataset_id": dataset_id,
+        "evaluation_count": len(held_index),
+        "disjoint": not set(calib_index.tolist()) & set(held_index.tolist()),
+        "rule": f"a permutation of the dataset's samples seeded with {SPLIT_SEED}: the first share heldout_fraction "
+        "is held out and measured (heldout_index), the rest calibrate",
+    }
+
+
 def _configuration(ctx: JobContext, params: RecoveryJobParams) -> Any:
     if params.config is not None:
         return params.config.model_dump(mode="json")
@@ -173,6 +189,7 @@ class RecoveryHandler:
                 "n_calibration": len(calib_index),
                 "n_heldout": len(held_index),
                 "heldout_index": [int(i) for i in held_index],
+                "calibration": _calibration_block(str(params.dataset_id), calib_index, held_index),
                 "labelled": held_labels is not None,
                 "export": {
                     "kind": manifest["kind"],

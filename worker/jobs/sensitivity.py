@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from backend.calibration_split import any_quantizes_activations
 from backend.contracts import (
     RESULT_SENSITIVITY,
     RESULT_SENSITIVITY_ALL_BUT,
@@ -33,7 +34,7 @@ from backend.db.models import JobResult
 from worker.engine.errors import EngineError
 from worker.engine.jsonable import json_safe
 from worker.fanout import ChunkResults
-from worker.jobs.compressible import open_prepared
+from worker.jobs.compressible import CalibrationRequest, open_prepared
 from worker.jobs.sensitivity_chunks import balanced_chunks
 from worker.runtime import JobContext, ResultWriter
 
@@ -48,6 +49,8 @@ class _Loaded:
     feeds: dict[str, np.ndarray]
     batch_size: int
     """params.batch_size, or the engine's choice for this model (the same on every worker)."""
+    activation_feeds: dict[str, np.ndarray] | None  # calibrate activation ranges; disjoint from `feeds`
+    split: dict[str, Any] | None  # which samples calibrated (CalibrationSplit.to_dict); None: nothing did
 
 
 class SensitivityHandler:
@@ -67,9 +70,18 @@ class SensitivityHandler:
         params = SensitivityJobParams.model_validate(ctx.params)
         from worker.engine.sensitivity.scan import scan_batch_size
 
-        prepared = open_prepared(ctx, params.model_id, params.dataset_id, params.max_samples, params.threads)
+        configs = [c.model_dump(mode="json") for c in params.configs]
+        request = (
+            CalibrationRequest(params.calibration_dataset_id, params.calibration_samples)
+            if any_quantizes_activations(configs)
+            else None
+        )
+        prepared = open_prepared(
+            ctx, params.model_id, params.dataset_id, params.max_samples, params.threads, request
+        )
         batch = params.batch_size or scan_batch_size(prepared.handle)
-        loaded = _Loaded(params, prepared.handle, prepared.feeds, batch)
+        split = None if prepared.split is None else prepared.split.to_dict()
+        loaded = _Loaded(params, prepared.handle, prepared.feeds, batch, prepared.calibration_feeds, split)
         self._last = (ctx.job_id, loaded)
         return loaded
 
@@ -183,8 +195,9 @@ class SensitivityHandler:
             whole_model=params.whole_model and bool(spec.get("whole_model")),
             on_progress=progress,
             reference=reference,
+            activation_feeds=loaded.activation_feeds,
         )
-        result: dict[str, Any] = {"only": only.to_dict()}
+        result: dict[str, Any] = {"only": only.to_dict(), "calibration": loaded.split}
         if params.all_but:
             result["all_but"] = layer_sensitivity(
                 handle,
@@ -195,6 +208,7 @@ class SensitivityHandler:
                 batch_size=loaded.batch_size,
                 on_progress=progress,
                 reference=reference,
+                activation_feeds=loaded.activation_feeds,
             ).to_dict()
         importance: dict[str, dict[str, Any]] = {}
         for layer in layers:
@@ -220,13 +234,15 @@ class SensitivityHandler:
         for _, result in chunks:
             importance |= result.get("importance", {})
         plans = self._plans(ctx, params, only, plan_mixed_precision, measure_plan)
+        # which samples calibrated the activation-quantized cells and plans (the same on every chunk)
+        split = next((result.get("calibration") for _, result in chunks), None)
         documents = {
-            RESULT_SENSITIVITY: only.to_dict(),
-            RESULT_SENSITIVITY_PLANS: {"plans": plans},
+            RESULT_SENSITIVITY: only.to_dict() | {"calibration": split},
+            RESULT_SENSITIVITY_PLANS: {"plans": plans, "calibration": split},
             RESULT_SENSITIVITY_IMPORTANCE: {"layers": importance},
         }
         if all_but is not None:
-            documents[RESULT_SENSITIVITY_ALL_BUT] = all_but.to_dict()
+            documents[RESULT_SENSITIVITY_ALL_BUT] = all_but.to_dict() | {"calibration": split}
 
         def write(session: Session) -> None:
             for key, payload in documents.items():
@@ -264,7 +280,13 @@ class SensitivityHandler:
                 plans.append({"average_bits": bits, "budget_bytes": budget, "error": str(exc)})
                 continue
             loaded = self._load(ctx)
-            measured = measure_fn(loaded.handle, loaded.feeds, plan, batch_size=loaded.batch_size)
+            measured = measure_fn(
+                loaded.handle,
+                loaded.feeds,
+                plan,
+                batch_size=loaded.batch_size,
+                activation_feeds=loaded.activation_feeds,
+            )
             plans.append(
                 {
                     "average_bits": bits,

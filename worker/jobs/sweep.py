@@ -19,14 +19,15 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from backend.calibration_split import any_quantizes_activations
 from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
-from backend.db.models import JobResult, SweepPoint
+from backend.db.models import Job, JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
 from backend.task_metrics import TASK_PREFIX
 from worker.engine.errors import EngineError
 from worker.fanout import ChunkResults
-from worker.jobs.compressible import open_prepared
+from worker.jobs.compressible import CalibrationRequest, open_prepared
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 GOLDEN_LABEL = "fp32"
@@ -60,6 +61,7 @@ class _Loaded:
     reference: Any  # GoldenReference
     calibration: Any  # Calibration
     source_sha256: str
+    split: dict[str, Any] | None  # which samples calibrated (CalibrationSplit.to_dict), None: nothing is
 
 
 class SweepHandler:
@@ -74,14 +76,26 @@ class SweepHandler:
         from worker.engine.sweep import GoldenReference
 
         params = SweepJobParams.model_validate(ctx.params)
-        prepared = open_prepared(ctx, params.model_id, params.dataset_id, params.max_samples, params.threads)
+        request = _calibration_request(ctx, params)
+        prepared = open_prepared(
+            ctx, params.model_id, params.dataset_id, params.max_samples, params.threads, request
+        )
         handle, feeds = prepared.handle, prepared.feeds
         reference = GoldenReference(handle, feeds, params.batch_size)
-        calibration = Calibration(handle, feeds, params.batch_size)
+        # the held-out or named calibration samples; a sweep that quantizes no activation calibrates nothing
+        calibration = Calibration(handle, prepared.calibration_feeds or feeds, params.batch_size)
         if params.task != "auto":  # the task reads its annotations (masks, targets, transcripts) too
             feeds = feeds | prepared.annotations
+        split = None if prepared.split is None else prepared.split.to_dict()
         loaded = _Loaded(
-            params, handle, feeds, prepared.labels, reference, calibration, prepared.model.artifact_sha256
+            params,
+            handle,
+            feeds,
+            prepared.labels,
+            reference,
+            calibration,
+            prepared.model.artifact_sha256,
+            split,
         )
         self._last = (ctx.job_id, loaded)
         return loaded
@@ -154,6 +168,9 @@ class SweepHandler:
                 fidelity_params=_fidelity_params(params),
             )
             doc: dict[str, Any] = json_safe(point.to_dict())
+            doc["calibration"] = loaded.split if _calibrates(target) else None
+            for manifest in doc.get("exports") or []:  # each file says which samples calibrated it
+                manifest["calibration"] = doc["calibration"]
             if params.attribution and not isinstance(target, dict):
                 doc["attribution"] = json_safe(self._attribution(ctx, loaded, target, doc, spec["label"]))
             export = self._chosen_export(doc)
@@ -243,6 +260,29 @@ class SweepHandler:
 
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
         return None
+
+
+def _calibration_request(ctx: JobContext, params: SweepJobParams) -> CalibrationRequest | None:
+    """A request for disjoint calibration samples when any configuration (the sweep's own, or those of the
+    sensitivity job its mixed-precision plans come from) quantizes activations; None otherwise."""
+    configs = [c.model_dump(mode="json") for c in params.configs]
+    if params.mixed_precision is not None:
+        with ctx.sessions() as session:
+            source = session.get(Job, params.mixed_precision.sensitivity_job_id)
+            configs += list((source.params if source is not None else {}).get("configs") or [])
+    if not any_quantizes_activations(configs):
+        return None
+    return CalibrationRequest(params.calibration_dataset_id, params.calibration_samples)
+
+
+def _calibrates(target: Any) -> bool:
+    """Whether a point (a config, a layer → config plan, or None for fp32) quantizes activations."""
+    from worker.engine.compression.configs import needs_activation_stats
+
+    if target is None:
+        return False
+    configs = target.values() if isinstance(target, dict) else [target]
+    return any(needs_activation_stats(config) is not None for config in configs)
 
 
 def _fidelity_params(params: SweepJobParams) -> Any:

@@ -99,3 +99,30 @@ class DivergenceOut(ResultModel):
     mse: float | None = None
     n_samples: int = 0
     n_nonfinite: int = Field(default=0, description="Samples whose compressed output held NaN/Inf.")
+
+
+class CalibrationSamplesOut(ResultModel):
+    """Which samples calibrated an activation-quantized result's ranges, and which were evaluated
+    (backend/calibration_split.py): a named calibration dataset, or the evaluation dataset's first samples
+    held out; the two sets never overlap."""
+
+    source: str = Field(
+        default="", description="calibration_dataset or held_out (of the evaluation dataset)."
+    )
+    dataset_id: str | None = Field(default=None, description="The dataset the calibration samples come from.")
+    start: int | None = Field(default=None, description="First calibration sample (index into that dataset).")
+    stop: int | None = Field(default=None, description="One past the last calibration sample.")
+    count: int | None = Field(default=None, description="Calibration samples (stop - start).")
+    evaluation_dataset_id: str | None = None
+    evaluation_start: int | None = Field(default=None, description="First evaluated sample.")
+    evaluation_stop: int | None = Field(default=None, description="One past the last evaluated sample.")
+    evaluation_count: int | None = None
+    indices: list[int] | None = Field(
+        default=None,
+        description="The calibration samples' indices when they are not one range (a recovery job's seeded "
+        "permutation split); null when start/stop say it.",
+    )
+    disjoint: bool | None = Field(
+        default=None, description="True when no calibration sample was evaluated (always, for jobs)."
+    )
+    rule: str | None = Field(default=None, description="The split in words.")

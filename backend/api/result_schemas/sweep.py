@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from backend.api.result_schemas.common import CompressionConfigOut, ResultModel, StoredShape
+from backend.api.result_schemas.common import (
+    CalibrationSamplesOut,
+    CompressionConfigOut,
+    ResultModel,
+    StoredShape,
+)
 
 
 class PointFidelityOut(ResultModel):
@@ -157,6 +162,9 @@ class ExportManifestOut(ResultModel):
     source_model_sha256: str | None = Field(
         default=None, description="The uploaded model's sha256 (the stored manifest of the chosen export)."
     )
+    calibration: CalibrationSamplesOut | None = Field(
+        default=None, description="The samples that calibrated it (the stored manifest); null: none needed."
+    )
 
 
 class LatencyEnvironmentOut(ResultModel):
@@ -255,6 +263,11 @@ class SweepPointDocOut(ResultModel):
     attribution: PointAttributionOut | None = Field(
         default=None,
         description="Cause attribution; null for a single technique or when the sweep had it off.",
+    )
+    calibration: CalibrationSamplesOut | None = Field(
+        default=None,
+        description="Which samples calibrated the point's activation ranges (disjoint from the evaluated "
+        "ones); null when the point quantizes no activation.",
     )
 
 

@@ -19,6 +19,8 @@ from backend.api.routes.annotate import apply_update
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
 from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Offset, Page, ResourceUpdate, Tag
 from backend.audit import AuditAction, record
+from backend.calibration_launch import launch_split
+from backend.calibration_split import any_quantizes_activations
 from backend.contracts import (
     PARAMS_BY_KIND,
     USER_JOB_KINDS,
@@ -77,10 +79,9 @@ def _references(params: BaseModel) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
         twin = params.robustness.twin_model_id if params.robustness is not None else None
         models = [params.golden_model_id, params.compressed_model_id] + ([twin] if twin is not None else [])
         return models, datasets
-    if isinstance(params, SensitivityJobParams):
-        return [params.model_id], [params.dataset_id]
-    if isinstance(params, SweepJobParams):
-        return [params.model_id], [params.dataset_id]
+    if isinstance(params, SensitivityJobParams | SweepJobParams):
+        calibration = [params.calibration_dataset_id] if params.calibration_dataset_id is not None else []
+        return [params.model_id], [params.dataset_id, *calibration]
     return [], []
 
 
@@ -126,6 +127,34 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
                 f"params.mixed_precision.sensitivity_job_id: job {source_id} scanned another model "
                 f"({source.params.get('model_id')}), not {params.model_id}"
             )
+    if isinstance(params, SweepJobParams | SensitivityJobParams):
+        _check_calibration(session, project_id, params, caller)
+
+
+def _check_calibration(
+    session: SessionDep, project_id: uuid.UUID, params: SweepJobParams | SensitivityJobParams, caller: Caller
+) -> None:
+    """A sweep or scan that quantizes activations calibrates on samples it does not evaluate (issue 33):
+    the split must exist and a named calibration set must fit the golden model (422 with words otherwise)."""
+    configs = [c.model_dump(mode="json") for c in params.configs]
+    if isinstance(params, SweepJobParams) and params.mixed_precision is not None:
+        source = session.get(Job, params.mixed_precision.sensitivity_job_id)
+        configs += list((source.params if source is not None else {}).get("configs") or [])
+    if not any_quantizes_activations(configs):
+        if params.calibration_dataset_id is not None or params.calibration_samples is not None:
+            raise InvalidRequest(
+                f"params.calibration_dataset_id: no configuration of this {'sweep' if isinstance(params, SweepJobParams) else 'scan'} quantizes activations, so "
+                "nothing would be calibrated; drop calibration_dataset_id and calibration_samples"
+            )
+        return
+    golden = get_in_project_or_404(session, Model, params.model_id, project_id, caller)
+    evaluation = get_in_project_or_404(session, Dataset, params.dataset_id, project_id, caller)
+    calibration = (
+        None
+        if params.calibration_dataset_id is None
+        else get_in_project_or_404(session, Dataset, params.calibration_dataset_id, project_id, caller)
+    )
+    launch_split(golden, evaluation, calibration, params.max_samples, params.calibration_samples)
 
 
 @router.post(

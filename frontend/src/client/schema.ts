@@ -1424,10 +1424,11 @@ export interface components {
             bits: number;
             /**
              * Calibration
+             * @description minmax: the observed range; percentile: the (100-p)th and p-th percentiles; mse: the clipping range with the least quantization MSE; entropy: TensorRT's KL threshold search (2048-bin symmetric histogram, 2^bits - 1 levels), as onnxruntime's Entropy calibrator.
              * @default minmax
              * @enum {string}
              */
-            calibration: "minmax" | "percentile" | "mse";
+            calibration: "minmax" | "percentile" | "mse" | "entropy";
             /**
              * Percentile
              * @description Only with calibration "percentile" (default 99.99).
@@ -1972,6 +1973,71 @@ export interface components {
              */
             ece_shift: number | null;
             golden: components["schemas"]["CalibrationOut"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * CalibrationSamplesOut
+         * @description Which samples calibrated an activation-quantized result's ranges, and which were evaluated
+         *     (backend/calibration_split.py): a named calibration dataset, or the evaluation dataset's first samples
+         *     held out; the two sets never overlap.
+         */
+        CalibrationSamplesOut: {
+            /**
+             * Count
+             * @description Calibration samples (stop - start).
+             */
+            count: number | null;
+            /**
+             * Dataset Id
+             * @description The dataset the calibration samples come from.
+             */
+            dataset_id: string | null;
+            /**
+             * Disjoint
+             * @description True when no calibration sample was evaluated (always, for jobs).
+             */
+            disjoint: boolean | null;
+            /** Evaluation Count */
+            evaluation_count: number | null;
+            /** Evaluation Dataset Id */
+            evaluation_dataset_id: string | null;
+            /**
+             * Evaluation Start
+             * @description First evaluated sample.
+             */
+            evaluation_start: number | null;
+            /**
+             * Evaluation Stop
+             * @description One past the last evaluated sample.
+             */
+            evaluation_stop: number | null;
+            /**
+             * Indices
+             * @description The calibration samples' indices when they are not one range (a recovery job's seeded permutation split); null when start/stop say it.
+             */
+            indices: number[] | null;
+            /**
+             * Rule
+             * @description The split in words.
+             */
+            rule: string | null;
+            /**
+             * Source
+             * @description calibration_dataset or held_out (of the evaluation dataset).
+             * @default
+             */
+            source: string;
+            /**
+             * Start
+             * @description First calibration sample (index into that dataset).
+             */
+            start: number | null;
+            /**
+             * Stop
+             * @description One past the last calibration sample.
+             */
+            stop: number | null;
         } & {
             [key: string]: unknown;
         };
@@ -3203,6 +3269,8 @@ export interface components {
          * @description An exported ONNX file of a point (also manifest.json in the download).
          */
         ExportManifestOut: {
+            /** @description The samples that calibrated it (the stored manifest); null: none needed. */
+            calibration: components["schemas"]["CalibrationSamplesOut"] | null;
             config: components["schemas"]["CompressionConfigOut"] | null;
             /**
              * File
@@ -4886,6 +4954,8 @@ export interface components {
         };
         /** MixedPrecisionPlansOut */
         MixedPrecisionPlansOut: {
+            /** @description Which samples calibrated the plans' activation ranges when they quantize activations (disjoint from the measured ones); null otherwise. */
+            calibration?: components["schemas"]["CalibrationSamplesOut"] | null;
             /**
              * Job Id
              * Format: uuid
@@ -6079,6 +6149,8 @@ export interface components {
             after: components["schemas"]["PointFidelityOut"];
             /** @description The compressed model without recovery (held-out split). */
             before: components["schemas"]["PointFidelityOut"];
+            /** @description Which samples calibrated activation ranges and the methods (the calibration split), disjoint from the held-out ones measured (null for jobs run before it was recorded). */
+            calibration: components["schemas"]["CalibrationSamplesOut"] | null;
             export: components["schemas"]["RecoveryExportOut"];
             /**
              * Heldout Index
@@ -7033,6 +7105,8 @@ export interface components {
              * @description Samples per run the scan used: the job's batch_size, or the worker's choice when it was null (null for scans made before this was recorded).
              */
             batch_size?: number | null;
+            /** @description Which samples calibrated the activation-quantized cells (disjoint from the measured ones); null when no configuration quantizes activations. */
+            calibration?: components["schemas"]["CalibrationSamplesOut"] | null;
             /**
              * Cells
              * @description Every cell with all its numbers and what was compressed (only with ?cells=true).
@@ -7226,6 +7300,8 @@ export interface components {
         SweepPointDocOut: {
             /** @description Cause attribution; null for a single technique or when the sweep had it off. */
             attribution: components["schemas"]["PointAttributionOut"] | null;
+            /** @description Which samples calibrated the point's activation ranges (disjoint from the evaluated ones); null when the point quantizes no activation. */
+            calibration: components["schemas"]["CalibrationSamplesOut"] | null;
             config: components["schemas"]["CompressionConfigOut"] | null;
             cost: components["schemas"]["PointCostOut"] | null;
             /** Exports */

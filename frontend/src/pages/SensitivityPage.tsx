@@ -28,7 +28,15 @@ function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undef
   return (
     <dl className="facts">
       <Fact label="Model">{name(p.model_id)}</Fact>
-      <Fact label="Calibration set">{name(p.dataset_id)}</Fact>
+      <Fact label="Dataset">{name(p.dataset_id)}</Fact>
+      {report?.calibration && (
+        <Fact label="Calibrated on">
+          {report.calibration.count?.toLocaleString("en-US")} samples{" "}
+          {report.calibration.source === "held_out"
+            ? `held out of ${name(p.dataset_id)} (not measured)`
+            : `of ${name(report.calibration.dataset_id ?? "")}`}
+        </Fact>
+      )}
       <Fact label="Samples">
         {report
           ? report.n_samples.toLocaleString("en-US")

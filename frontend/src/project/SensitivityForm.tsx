@@ -1,7 +1,9 @@
-// The sensitivity launcher: a model and a calibration set, the compression configurations (presets to tick,
+// The sensitivity launcher: a model and the samples measured, the compression configurations (presets to tick,
 // or the raw JSON for experts, kept in step), the all-but view, mixed-precision average bit-widths, channel
-// importance methods and the scan's size. Defaults and bounds come from SensitivityJobParams' schema.
+// importance methods, the calibration set of activation quantizers (CalibrationFields) and the scan's size.
+// Defaults and bounds come from SensitivityJobParams' schema.
 import { useMemo, useState, type SubmitEvent } from "react";
+import { useDatasets } from "../api/datasets";
 import { useCreateJob } from "../api/jobs";
 import { Checkbox } from "../components/Checkbox";
 import type { JsonObject } from "../lib/json";
@@ -16,10 +18,17 @@ import {
   presetConfigs,
   togglePreset,
 } from "../lib/sensitivityParams";
+import { chosenCalibrationSet, quantizesActivations } from "../lib/sweepCalibration";
+import { CalibrationFields } from "./CalibrationFields";
 import { TextField, describeParam } from "./fields";
 import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
 
-const NUMERIC = { max_samples: "Calibration samples", batch_size: "Batch size", chunks: "Chunks" } as const;
+const NUMERIC = {
+  max_samples: "Samples measured",
+  calibration_samples: "Calibration samples",
+  batch_size: "Batch size",
+  chunks: "Chunks",
+} as const;
 const METHODS = [
   { id: "l1", label: "L1 norm" },
   { id: "l2", label: "L2 norm" },
@@ -45,7 +54,12 @@ export function SensitivityForm({ projectId, schema }: { projectId: string; sche
   const [bits, setBits] = useState(DEFAULT_BITS);
   const [methods, setMethods] = useState<string[]>(DEFAULT_METHODS);
   const [problem, setProblem] = useState<string | null>(null);
+  const [calibration, setCalibration] = useState("");
+  const datasets = useDatasets(projectId).data ?? [];
   const { configs } = editor;
+  // activation ranges are calibrated on samples the scan does not measure (a calibration set, or held out)
+  const calibrates = configs.some(quantizesActivations);
+  const calibrationSet = chosenCalibrationSet(datasets, dataset, calibration, calibrates);
 
   const custom = configs.filter((c) => !PRESETS.some((p) => hasConfig([c], p.config, defaults)));
 
@@ -73,7 +87,9 @@ export function SensitivityForm({ projectId, schema }: { projectId: string; sche
       mixed_precision_bits: averageBits,
       importance_methods: methods,
     };
+    if (calibrationSet) body.calibration_dataset_id = calibrationSet.id;
     const wrong = numbers.collect(body);
+    if (!calibrates) delete body.calibration_samples; // nothing is calibrated: the API would refuse it
     setProblem(wrong);
     if (wrong === null) create.mutate({ kind: "sensitivity", params: body });
   };
@@ -119,6 +135,15 @@ export function SensitivityForm({ projectId, schema }: { projectId: string; sche
             Whole model per configuration
           </Checkbox>
         </div>
+        <CalibrationFields
+          datasets={datasets}
+          evaluation={dataset}
+          value={calibration}
+          onChange={setCalibration}
+          calibrates={calibrates}
+          samples={numbers.field("calibration_samples", !calibrates)}
+          what="measured"
+        />
         <fieldset className="fields checks">
           <legend>Channel importance</legend>
           {METHODS.map((m) => (

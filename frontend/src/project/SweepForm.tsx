@@ -4,6 +4,7 @@
 // task the points are scored on (SweepTaskFields: its metrics become frontier axes and bounds).
 // Defaults and bounds come from SweepJobParams' schema in GET /job-kinds.
 import { useMemo, useState, type SubmitEvent } from "react";
+import { useDatasets } from "../api/datasets";
 import { useCreateJob } from "../api/jobs";
 import { useSensitivityJobs } from "../api/sensitivity";
 import { Checkbox } from "../components/Checkbox";
@@ -19,13 +20,16 @@ import {
   parseBatchSizes,
   sweepPresetConfigs,
 } from "../lib/sweepParams";
+import { chosenCalibrationSet, quantizesActivations } from "../lib/sweepCalibration";
 import { parseTaskOptions, taskFrontier, taskMetrics } from "../lib/sweepTask";
+import { CalibrationFields } from "./CalibrationFields";
 import { TextField, describeParam } from "./fields";
 import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
 import { NO_TASK, SweepTaskFields, type TaskChoice } from "./SweepTaskFields";
 
 const NUMERIC = {
   max_samples: "Evaluation samples",
+  calibration_samples: "Calibration samples",
   batch_size: "Batch size",
   latency_repeats: "Timing repeats",
   threads: "Threads",
@@ -74,11 +78,19 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   const [exported, setExported] = useState(() => boolDefault(schema, "export", true));
   const [task, setTask] = useState<TaskChoice>(NO_TASK);
   const [problem, setProblem] = useState<string | null>(null);
+  const [calibration, setCalibration] = useState("");
+  const datasets = useDatasets(projectId).data ?? [];
   const { configs } = editor;
 
   // Mixed precision plans come from a succeeded scan of the same model.
   const sameModel = (scans.data?.items ?? []).filter((j) => j.params.model_id === model);
   const chosenScan = sameModel.some((j) => j.id === scan) ? scan : "";
+
+  // Activation ranges are calibrated on samples the sweep does not evaluate (a calibration set, or held out).
+  const scanConfigs = sameModel.find((j) => j.id === chosenScan)?.params.configs;
+  const calibrates =
+    configs.some(quantizesActivations) || (Array.isArray(scanConfigs) && scanConfigs.some(quantizesActivations));
+  const calibrationSet = chosenCalibrationSet(datasets, dataset, calibration, calibrates);
 
   const presetKeys = useMemo(() => new Set(SWEEP_PRESETS.map((p) => key(p.config))), [key]);
   const chosen = new Set(configs.map(key));
@@ -91,6 +103,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
       return;
     }
     const body: Record<string, unknown> = { model_id: model, dataset_id: dataset, configs, latency, export: exported };
+    if (calibrationSet) body.calibration_dataset_id = calibrationSet.id;
     if (chosenScan) {
       const averageBits = parseBits(bits, 16);
       if (typeof averageBits === "string") {
@@ -121,6 +134,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
       return;
     }
     const wrong = numbers.collect(body);
+    if (!calibrates) delete body.calibration_samples; // nothing is calibrated: the API would refuse it
     setProblem(wrong);
     if (wrong === null) create.mutate({ kind: "sweep", params: body });
   };
@@ -198,6 +212,15 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
             help="Comma-separated; one point per budget."
           />
         </fieldset>
+        <CalibrationFields
+          datasets={datasets}
+          evaluation={dataset}
+          value={calibration}
+          onChange={setCalibration}
+          calibrates={calibrates}
+          samples={numbers.field("calibration_samples", !calibrates)}
+          what="evaluated"
+        />
         <fieldset className="fields">
           <legend>Latency</legend>
           <Checkbox checked={latency} onChange={setLatency}>

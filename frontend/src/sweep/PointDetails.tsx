@@ -215,6 +215,12 @@ export function PointDetails({
         )}
       </div>
       <RecoverButton sweepJobId={row.jobId} index={row.index} />
+      {row.point?.calibration?.rule && (
+        <p className="note small-text point-calibration">
+          Calibration: {row.point.calibration.rule}
+          {row.point.calibration.disjoint ? " (no calibration sample was evaluated)." : "."}
+        </p>
+      )}
       {[...notes, ...warnings].map((n) => (
         <p key={n} className="note small-text">
           {n}

@@ -16,7 +16,8 @@ backends (activations); the conventions are summarised here:
 * ActivationQuant: asymmetric unsigned fake quantization of the layer's output(s), per tensor, with a
   range calibrated on the golden model's activations over the calibration set: "minmax" (observed range),
   "percentile" (the (100−p)th and p-th percentiles), "mse" (the clipping range minimising the
-  quantization MSE over a histogram of the activations).
+  quantization MSE over a histogram of the activations), "entropy" (TensorRT's KL threshold search over
+  a symmetric histogram, `entropy_calibration`).
 * FloatCast: round-trip cast (float32 → fp16/bf16 → float32) of the weights, biases and outputs.
 * MagnitudePrune: zero the round(sparsity·n) smallest-|w| entries of each weight tensor (like
   torch.nn.utils.prune.l1_unstructured).
@@ -50,7 +51,7 @@ from worker.engine.compression.config_fields import (
 
 __all__ = ["CompressionConfigError"]  # re-exported: callers catch it from here
 
-CalibrationMethod = Literal["minmax", "percentile", "mse"]
+CalibrationMethod = Literal["minmax", "percentile", "mse", "entropy"]
 FloatDtype = Literal["fp16", "bf16"]
 Norm = Literal["l1", "l2"]
 
@@ -108,7 +109,9 @@ class ActivationQuant:
 
     def __post_init__(self) -> None:
         check_int("ActivationQuant", "bits", self.bits, 4, 16)
-        check_choice("ActivationQuant", "calibration", self.calibration, ("minmax", "percentile", "mse"))
+        check_choice(
+            "ActivationQuant", "calibration", self.calibration, ("minmax", "percentile", "mse", "entropy")
+        )
         if self.calibration == "percentile":
             if self.percentile is None:
                 object.__setattr__(self, "percentile", DEFAULT_PERCENTILE)

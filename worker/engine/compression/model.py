@@ -152,7 +152,9 @@ class Calibration:
     def ensure_for(self, plan: Mapping[str, Config]) -> None:
         need = {name: needs_activation_stats(config) for name, config in plan.items()}
         self.ensure([n for n, kind in need.items() if kind == "minmax"], histogram=False)
-        self.ensure([n for n, kind in need.items() if kind in ("percentile", "mse")], histogram=True)
+        self.ensure(
+            [n for n, kind in need.items() if kind in ("percentile", "mse", "entropy")], histogram=True
+        )
 
     def stats(self, layer: str, key: str) -> ops.ActivationStats:
         found = self._stats.get((layer, key))

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from worker.engine.compression.configs import ActivationQuant
+from worker.engine.compression.entropy_calibration import entropy_threshold, symmetric_histogram
 
 HISTOGRAM_BINS = 2048
 """Bins of the activation histograms used by percentile and MSE calibration."""
@@ -204,6 +205,9 @@ class ActivationStats:
     hi: float = -math.inf
     count: int = 0
     histogram: np.ndarray | None = None
+    symmetric: np.ndarray | None = None
+    """Entropy calibration's histogram over [−max|x|, max|x|] (entropy_calibration.ENTROPY_BINS bins)."""
+    symmetric_edges: np.ndarray | None = None
 
     def update_range(self, x: np.ndarray) -> None:
         values = x[np.isfinite(x)]
@@ -216,9 +220,15 @@ class ActivationStats:
         """Second pass: bins over [lo, hi] of the first pass."""
         if not self.count:
             return
-        values = x[np.isfinite(x)].astype(np.float64, copy=False)
+        finite = x[np.isfinite(x)]
+        values = finite.astype(np.float64, copy=False)
         counts, _ = np.histogram(values, bins=HISTOGRAM_BINS, range=self._range())
         self.histogram = counts if self.histogram is None else self.histogram + counts
+        threshold = max(abs(self.lo), abs(self.hi))
+        if threshold > 0:
+            sym, edges = symmetric_histogram(finite, threshold)
+            self.symmetric = sym if self.symmetric is None else self.symmetric + sym
+            self.symmetric_edges = edges
 
     def _range(self) -> tuple[float, float]:
         return (self.lo, self.hi) if self.hi > self.lo else (self.lo - 0.5, self.lo + 0.5)
@@ -301,6 +311,12 @@ def activation_qparams(stats: ActivationStats, config: ActivationQuant) -> Activ
         lo, hi = _percentile_range(stats, config.percentile)
     elif config.calibration == "mse":
         lo, hi = _mse_range(stats, config.bits)
+    elif config.calibration == "entropy":
+        if stats.symmetric is None or stats.symmetric_edges is None:
+            lo, hi = stats.lo, stats.hi
+        else:
+            levels = 2**config.bits - 1
+            lo, hi = entropy_threshold(stats.symmetric, stats.symmetric_edges, levels, stats.lo, stats.hi)
     else:
         lo, hi = stats.lo, stats.hi
     return _qparams_for_range(lo, hi, config.bits)

@@ -183,13 +183,19 @@ def measure_plan(
     plan: MixedPrecisionPlan | Mapping[str, Config],
     *,
     batch_size: int = 64,
+    activation_feeds: Feeds | None = None,
 ) -> PlanMeasurement:
-    """Compress every layer of the plan at once and measure the real divergence (vs the prediction)."""
+    """Compress every layer of the plan at once and measure the real divergence (vs the prediction).
+    activation_feeds: the samples activation ranges are calibrated on (disjoint from the measured
+    `calibration_feeds`); None: the measured samples themselves."""
     model: CompressibleModel = as_compressible(golden)
     model.prepare(first_sample(calibration_feeds))
     configs = plan.plan() if isinstance(plan, MixedPrecisionPlan) else dict(plan)
     reference = golden_outputs(model, calibration_feeds, batch_size)
-    with compressed(model, configs, Calibration(model, calibration_feeds, batch_size)) as (runner, outcome):
+    calibration = Calibration(
+        model, calibration_feeds if activation_feeds is None else activation_feeds, batch_size
+    )
+    with compressed(model, configs, calibration) as (runner, outcome):
         measured = measure(runner, calibration_feeds, reference)
     predicted = plan.predicted_kl if isinstance(plan, MixedPrecisionPlan) else None
     return PlanMeasurement(predicted, measured, list(outcome.notes))

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from worker.engine.compression import as_compressible
-from worker.engine.compression.configs import Config, config_from_dict
+from worker.engine.compression.configs import Config, config_from_dict, needs_activation_stats
 from worker.engine.compression.divergence import Divergence, Golden, golden_outputs, measure
 from worker.engine.compression.importance import ChannelImportance, ImportanceMethod, channel_importance
 from worker.engine.compression.layers import CompressionOutcome
@@ -110,6 +110,7 @@ def layer_sensitivity(
     on_progress: Progress | None = None,
     reuse_prefix: bool = True,
     reference: Golden | None = None,
+    activation_feeds: Feeds | None = None,
 ) -> SensitivityResult:
     """Sensitivity of each layer in `layers` (default: every compressible layer) to each config.
 
@@ -121,6 +122,9 @@ def layer_sensitivity(
     False re-runs the whole model for every cell (the reference the fast path is tested against).
     reference: golden outputs computed beforehand in batches of `batch_size` (shared by fan-out chunks).
     batch_size: samples per run; None: `scan_batch_size(golden)`.
+    activation_feeds: the samples activation ranges are calibrated on, disjoint from `calibration_feeds`
+    (which are the samples measured); None calibrates on the measured samples themselves (noted when a
+    config quantizes activations).
     """
     if mode not in ("only", "all_but"):
         raise EngineError(f"mode must be 'only' or 'all_but', got {mode!r}")
@@ -139,7 +143,9 @@ def layer_sensitivity(
         raise EngineError(
             f"the golden outputs were computed in batches of {reference.batch_size}, not {batch_size}"
         )
-    calibration = Calibration(model, calibration_feeds, batch_size)
+    calibration = Calibration(
+        model, calibration_feeds if activation_feeds is None else activation_feeds, batch_size
+    )
     cells: dict[tuple[str, str], SensitivityCell] = {}
     total = len(targets) * len(parsed) + (len(parsed) if whole_model else 0)
     done = 0
@@ -159,6 +165,11 @@ def layer_sensitivity(
             done += 1
             if on_progress is not None:
                 on_progress(done, total)
+    notes = list(model.notes)
+    if activation_feeds is None and any(needs_activation_stats(c) for c in parsed):
+        notes.append(
+            "activation ranges calibrated on the measured samples themselves (no separate calibration set)"
+        )
     return SensitivityResult(
         mode=mode,
         configs=parsed,
@@ -173,7 +184,7 @@ def layer_sensitivity(
             "golden_digest": reference.digest(),
         },
         whole_model=whole,
-        notes=list(model.notes),
+        notes=notes,
         batch_size=reference.batch_size,
     )
 

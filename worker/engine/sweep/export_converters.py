@@ -117,6 +117,11 @@ def qdq(
     if aq.calibration == "percentile":
         method = CalibrationMethod.Percentile
         extra["CalibPercentile"] = aq.percentile
+    elif aq.calibration == "entropy":
+        notes.append(
+            "quantize_static does not pass a bin count to onnxruntime's Entropy calibrator, whose default (128 "
+            "bins, 128 levels: one window) is the min-max range: MinMax used for the QDQ export"
+        )
     elif aq.calibration == "mse":
         notes.append("onnxruntime has no MSE calibration: MinMax used for the QDQ export")
     weight_type = QuantType.QInt8 if wq.symmetric else QuantType.QUInt8
