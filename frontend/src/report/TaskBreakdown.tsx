@@ -6,6 +6,7 @@ import type { OutputMetrics } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
 import { formatNumber } from "../lib/format";
+import { GeneratedText } from "./GeneratedText";
 import {
   RECALL_POINTS,
   classApSeries,
@@ -187,7 +188,16 @@ function Ctc({ task }: { task: CtcTask }) {
 
 function LanguageModel({ task }: { task: LanguageModelTask }) {
   const s = klByPosition(task);
-  if (s.y.every((v) => v === null)) return null;
+  return (
+    <>
+      {s.y.some((v) => v !== null) && <KlByPosition task={task} />}
+      <GeneratedText task={task} />
+    </>
+  );
+}
+
+function KlByPosition({ task }: { task: LanguageModelTask }) {
+  const s = klByPosition(task);
   return (
     <ChartPanel
       title="KL by position"
