@@ -64,8 +64,8 @@ await runSignedIn(config, seen, step, async (page) => {
   step("colour by the sensitivity scan");
   await page.getByLabel("Colour by").selectOption(`sens:${config.scan}`);
   await page.getByTestId("legend-max").filter({ hasText: "nats" }).waitFor();
-  seen.configs = await page.getByLabel("Configuration").locator("option").allTextContents();
-  seen.config = await page.getByLabel("Configuration").inputValue();
+  seen.configs = await page.getByLabel("Configuration", { exact: true }).locator("option").allTextContents();
+  seen.config = await page.getByLabel("Configuration", { exact: true }).inputValue();
   seen.legend = [await page.getByTestId("legend-min").textContent(), await page.getByTestId("legend-max").textContent()];
   seen.scanFills = await fills(page);
 
