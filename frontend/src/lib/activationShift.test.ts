@@ -19,6 +19,7 @@ import {
   shiftCsv,
   shiftFigure,
   shiftRows,
+  shiftSummary,
 } from "./activationShift";
 
 const stats: LayerStats = { sqnr_db: 30, sqnr_db_infinite: false, cosine_mean: 0.99, cosine_min: 0.9 };
@@ -228,5 +229,31 @@ describe("calibration threshold", () => {
       expect(noCauseNote(none)).not.toContain("calibration");
       expect(noCauseNote(none)).toContain("local SQNR 20 dB).");
     }
+  });
+});
+
+describe("shiftSummary (the section's own lead)", () => {
+  it("counts the layers past the causes' floors and names the worst by canonical id", () => {
+    const rows = shiftRows(
+      profile([
+        layer("relu", 0, shift({ clip_rate: 0.221, dead_unit_rate: 0.01, error_amplification: 1 }), "conv1"),
+        layer("relu_1", 1, shift({ clip_rate: 0.005, dead_unit_rate: 0.12, error_amplification: 6.7 }), "conv2"),
+      ]),
+    );
+    expect(shiftSummary(rows)).toBe(
+      "Of 2 layers with activations compared, 1 clip more than 1 % of their values (most: conv1, 22.10 %); " +
+        "1 lost more than 5 % of their firing units (most: conv2, 12.00 %); " +
+        "the error is amplified most into conv2 (6.7×).",
+    );
+  });
+
+  it("says so in words when nothing crosses a floor", () => {
+    const rows = shiftRows(
+      profile([layer("a", 0, shift({ clip_rate: 0.001, dead_unit_rate: 0, error_amplification: 1 }))]),
+    );
+    expect(shiftSummary(rows)).toBe(
+      "Of 1 layer with activations compared, no layer clips more than 1 % of its values; none lost more than 5 % of its firing units.",
+    );
+    expect(shiftSummary([])).toBe("");
   });
 });

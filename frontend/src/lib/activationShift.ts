@@ -297,3 +297,48 @@ export function causeNumbers(cause: LikelyCause): string[] {
     key.endsWith("_rate") ? `${key} = ${formatPercent(value, 2)}` : `${key} = ${formatNumber(value)}`,
   );
 }
+
+/** The engine's floors for the clipping and dead-unit causes (worker/engine/layer_profile/causes.py). */
+export const CLIP_RATE = 0.01;
+export const DEAD_UNIT_RATE = 0.05;
+
+function worstBy(rows: readonly ShiftRow[], value: (r: ShiftRow) => number | null | undefined) {
+  let worst: { row: ShiftRow; value: number } | null = null;
+  for (const row of rows) {
+    const v = value(row);
+    if (v != null && Number.isFinite(v) && (worst === null || v > worst.value)) worst = { row, value: v };
+  }
+  return worst;
+}
+
+/** The section's lead in words: how many layers clip or lost units past the causes' floors and which is worst,
+ * and where the error is amplified most ("" without rows). */
+export function shiftSummary(rows: readonly ShiftRow[]): string {
+  if (rows.length === 0) return "";
+  const n = rows.length;
+  const parts: string[] = [];
+  if (hasClipping(rows)) {
+    const clipping = rows.filter((r) => (r.shift.clip_rate ?? 0) > CLIP_RATE).length;
+    const worst = worstBy(rows, (r) => r.shift.clip_rate);
+    parts.push(
+      clipping === 0
+        ? `no layer clips more than ${formatPercent(CLIP_RATE, 0)} of its values`
+        : `${clipping.toString()} clip more than ${formatPercent(CLIP_RATE, 0)} of their values (most: ${worst?.row.label ?? "—"}, ${formatPercent(worst?.value ?? null, 2)})`,
+    );
+  }
+  if (hasDeadUnits(rows)) {
+    const dead = rows.filter((r) => (r.shift.dead_unit_rate ?? 0) > DEAD_UNIT_RATE).length;
+    const worst = worstBy(rows, (r) => r.shift.dead_unit_rate);
+    parts.push(
+      dead === 0
+        ? `none lost more than ${formatPercent(DEAD_UNIT_RATE, 0)} of its firing units`
+        : `${dead.toString()} lost more than ${formatPercent(DEAD_UNIT_RATE, 0)} of their firing units (most: ${worst?.row.label ?? "—"}, ${formatPercent(worst?.value ?? null, 2)})`,
+    );
+  }
+  const amplified = worstBy(rows, (r) => r.shift.error_amplification);
+  if (amplified && amplified.value > 1)
+    parts.push(`the error is amplified most into ${amplified.row.label} (${formatAmplification(amplified.value)})`);
+  const layers = `${n.toLocaleString("en-US")} layer${n === 1 ? "" : "s"}`;
+  if (parts.length === 0) return `How the activations of ${layers} moved: ranges and histograms below.`;
+  return `Of ${layers} with activations compared, ${parts.join("; ")}.`;
+}

@@ -100,3 +100,27 @@ describe("the own quantizer's error (qdq_err)", () => {
     expect(scatter(trace).y).toEqual([null, 38.5, null, null, null]);
   });
 });
+
+describe("one name per layer (issue 35)", () => {
+  const named: LayerProfile = {
+    ...PROFILE,
+    layers: LAYERS.map((l, i) =>
+      i === 1 ? { ...l, name: "relu", canonical_id: "conv1", aliases: ["node_Conv_0", "relu"] } : l,
+    ),
+  };
+
+  it("labels the ticks with the canonical id, as the activation-shift table does", () => {
+    const { layout } = sqnrFigure(named);
+    const ticks = (layout.xaxis as { ticktext?: string[] }).ticktext;
+    expect(ticks?.[1]).toBe("conv1");
+    expect(ticks).not.toContain("relu");
+  });
+
+  it("keeps the other names for the hover", () => {
+    const layer1 = named.layers?.[1];
+    if (!layer1) throw new Error("fixture");
+    const text = hoverText(layer1, 5);
+    expect(text.startsWith("<b>conv1</b>")).toBe(true);
+    expect(text).toContain("also: relu, layer_1_DequantizeLinear_Output, node_Conv_0");
+  });
+});

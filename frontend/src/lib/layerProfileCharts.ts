@@ -16,6 +16,7 @@ import {
   worstLayer,
 } from "./layerProfile";
 import { infinityAxis, infinityCap } from "./layerProfileAxes";
+import { aliasText, layerLabel } from "./layerNames";
 
 export const COLORS: Record<Kind, string> = { accumulated: "#4c78a8", local: "#f58518", qdq_err: "#54a24b" };
 const DASHES: Record<Kind, Dash> = { accumulated: "solid", local: "dot", qdq_err: "dash" };
@@ -39,8 +40,8 @@ function escapeHtml(text: string): string {
 /** Hover text of a layer: its names, op type, depth and the four numbers (SQNR and cosine, both kinds). */
 export function hoverText(layer: LayerFidelity, total: number): string {
   const lines = [
-    `<b>${escapeHtml(layer.name)}</b> (${escapeHtml(layer.op_type)})`,
-    `compressed: ${escapeHtml(layer.compressed_name)}`,
+    `<b>${escapeHtml(layerLabel(layer))}</b> (${escapeHtml(layer.op_type)})`,
+    ...(aliasText(layer) ? [escapeHtml(aliasText(layer))] : []),
     `depth ${layer.depth.toString()} of ${Math.max(0, total - 1).toString()} (${formatNumber(layer.depth_fraction, 3)})`,
     `SQNR: accumulated ${formatSqnr(layer.accumulated)}, local ${formatSqnr(layer.local)}`,
     `cosine: accumulated ${formatCosine(layer.accumulated)}, local ${formatCosine(layer.local)}`,
@@ -65,7 +66,7 @@ function xAxis(layers: readonly LayerFidelity[]): Partial<Layout["xaxis"]> {
       title: { text: "layer (golden model's order, input → output)" },
       range,
       tickvals: layers.map((l) => l.depth),
-      ticktext: layers.map((l) => shortName(l.name)),
+      ticktext: layers.map((l) => shortName(layerLabel(l))),
       zeroline: false,
     };
   return { title: { text: "layer depth (0 = input)" }, range, zeroline: false };

@@ -10,11 +10,11 @@ describe("CSV", () => {
     const { header, rows } = sqnrCsv(PROFILE);
     const lines = toCsv(header, rows).split("\r\n");
     expect(lines[0]).toBe(
-      "depth,depth_fraction,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db,qdq_err_sqnr_db,local_note",
+      "depth,depth_fraction,layer,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db,qdq_err_sqnr_db,local_note",
     );
-    expect(lines[1]).toBe("0,0,layer_0,layer_0_DequantizeLinear_Output,Input,inf,inf,,");
+    expect(lines[1]).toBe("0,0,layer_0,layer_0,layer_0_DequantizeLinear_Output,Input,inf,inf,,");
     expect(lines[3]).toBe(
-      "2,0.5,layer_2,layer_2_DequantizeLinear_Output,Conv,42.1,,,the compressed layer has two inputs",
+      "2,0.5,layer_2,layer_2,layer_2_DequantizeLinear_Output,Conv,42.1,,,the compressed layer has two inputs",
     );
     expect(rows).toHaveLength(5);
   });
@@ -22,7 +22,7 @@ describe("CSV", () => {
   it("writes cosine rows", () => {
     const { header, rows } = cosineCsv(PROFILE);
     expect(header).toContain("local_cosine_min");
-    expect(rows[2]?.slice(5)).toEqual([
+    expect(rows[2]?.slice(6)).toEqual([
       0.9999,
       0.9999 - 0.0001,
       undefined,

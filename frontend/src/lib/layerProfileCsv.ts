@@ -2,14 +2,22 @@
 import type { LayerFidelity, LayerProfile, LayerStats } from "../api/types";
 import type { Cell } from "./csv";
 import { layersOf, sqnrOf } from "./layerProfile";
+import { layerLabel } from "./layerNames";
 
 export interface CsvData {
   header: string[];
   rows: Cell[][];
 }
 
-const ID_COLUMNS = ["depth", "depth_fraction", "name", "compressed_name", "op_type"];
-const idCells = (l: LayerFidelity): Cell[] => [l.depth, l.depth_fraction, l.name, l.compressed_name, l.op_type];
+const ID_COLUMNS = ["depth", "depth_fraction", "layer", "name", "compressed_name", "op_type"];
+const idCells = (l: LayerFidelity): Cell[] => [
+  l.depth,
+  l.depth_fraction,
+  layerLabel(l),
+  l.name,
+  l.compressed_name,
+  l.op_type,
+];
 
 /** An SQNR for CSV: the number, "inf" for identical outputs (as pandas and numpy read it), or empty. */
 function sqnrCell(stats: LayerStats | null): Cell {

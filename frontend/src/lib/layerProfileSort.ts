@@ -1,6 +1,7 @@
 // Sorting the layer profile's table by a column.
 import type { LayerFidelity } from "../api/types";
 import { cosineOf, sqnrOf } from "./layerProfile";
+import { layerLabel } from "./layerNames";
 
 export type LayerSortKey =
   "depth" | "name" | "op_type" | "accumulated_sqnr" | "local_sqnr" | "accumulated_cosine" | "local_cosine";
@@ -11,7 +12,7 @@ function sortValue(layer: LayerFidelity, key: LayerSortKey): number | string | n
     case "depth":
       return layer.depth;
     case "name":
-      return layer.name;
+      return layerLabel(layer);
     case "op_type":
       return layer.op_type;
     case "accumulated_sqnr":

@@ -1,6 +1,7 @@
 // Before and after recovery, per held-out sample and per layer: pure functions over the summary's per_sample
 // lists and the two layer profiles of GET /jobs/{id}/recovery/layers (BeforeAfter.tsx draws them).
 import type { components } from "../client/schema";
+import { layerLabel } from "../lib/layerNames";
 import type { RecoverySummary } from "./recovery";
 
 export type RecoveryLayers = components["schemas"]["RecoveryLayersOut"];
@@ -55,7 +56,7 @@ export interface LayerRow {
 function sqnrByName(profile: Profile): Map<string, { value: number | null; infinite: boolean }> {
   return new Map(
     (profile.layers ?? []).map((l) => [
-      l.name,
+      layerLabel(l),
       { value: l.accumulated.sqnr_db ?? null, infinite: l.accumulated.sqnr_db_infinite },
     ]),
   );

@@ -10,6 +10,7 @@ import { Notes } from "../components/Notes";
 import { Plot } from "../components/Plot";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { notesBesideKernelGaps } from "../lib/kernelGap";
+import { aliasText, layerLabel } from "../lib/layerNames";
 import { countInfinite, countMissing, formatSqnr, layersOf, worstLayer } from "../lib/layerProfile";
 import { cosineFigure, sqnrFigure } from "../lib/layerProfileCharts";
 import { cosineCsv, sqnrCsv } from "../lib/layerProfileCsv";
@@ -66,8 +67,8 @@ function WorstLayer({ worst }: { worst: LayerFidelity | null }) {
     );
   return (
     <p className="worst-layer">
-      Adds the most error: <code>{worst.name}</code> ({worst.op_type}, depth {worst.depth}), local SQNR{" "}
-      <strong>{formatSqnr(worst.local)}</strong>
+      Adds the most error: <code title={aliasText(worst) || undefined}>{layerLabel(worst)}</code> ({worst.op_type},
+      depth {worst.depth}), local SQNR <strong>{formatSqnr(worst.local)}</strong>
       <span className="muted"> (accumulated {formatSqnr(worst.accumulated)})</span>.
     </p>
   );

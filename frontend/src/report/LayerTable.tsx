@@ -7,6 +7,7 @@ import { useRoute } from "../components/router";
 import { formatCosine, formatSqnr } from "../lib/layerProfile";
 import { sortLayers, type LayerSortKey, type SortOrder } from "../lib/layerProfileSort";
 import { MatchCorrection } from "./MatchCorrection";
+import { aliasText, layerLabel } from "../lib/layerNames";
 
 const COLUMNS: { key: LayerSortKey; label: string; numeric?: boolean; title?: string }[] = [
   { key: "depth", label: "Depth", numeric: true },
@@ -80,17 +81,12 @@ export function LayerTable({ layers, worst }: { layers: LayerFidelity[]; worst: 
                   >
                     <td className="num">{l.depth}</td>
                     <td>
-                      <code>{l.name}</code>
+                      <code title={aliasText(l) || undefined}>{layerLabel(l)}</code>
                       {isWorst && (
                         <>
                           {" "}
                           <span className="badge badge-bad">adds the most error</span>
                         </>
-                      )}
-                      {l.compressed_name !== l.name && (
-                        <div className="muted small-text">
-                          compressed: <code>{l.compressed_name}</code>
-                        </div>
                       )}
                       {l.local_note && <div className="muted small-text">local: {l.local_note}</div>}
                     </td>

@@ -25,6 +25,7 @@ import {
   shiftCsv,
   shiftFigure,
   shiftRows,
+  shiftSummary,
   type LikelyCause,
   type ShiftRow,
 } from "../lib/activationShift";
@@ -164,6 +165,7 @@ export function ShiftDiagnostics({ profile }: { profile: LayerProfile }) {
   return (
     <section className="activation-shift" aria-labelledby="activation-shift-heading">
       <h3 id="activation-shift-heading">Activation shift</h3>
+      <p className="shift-summary">{shiftSummary(rows)}</p>
       <LikelyCauses causes={causes} calibrationSamples={profile.calibration_samples} />
       {rows.length > 0 && (
         <>
