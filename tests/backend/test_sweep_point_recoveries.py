@@ -81,3 +81,33 @@ def test_a_malformed_point_id_is_refused_in_words(client: TestClient) -> None:
     response = client.get("/api/v1/jobs", params={"sweep_point_id": "point-5"})
     assert response.status_code == 422
     assert "sweep_point_id" in response.text and "pattern" in response.text, response.text
+
+
+def test_the_recoveries_of_a_sensitivity_jobs_plans(client: TestClient, each_db_url: str) -> None:
+    """GET /jobs?sensitivity_job_id=…: the recoveries launched from that scan's mixed-precision plans (each
+    with its plan's average bits in its params), so "Recover this plan" reads its state from the server."""
+    project = client.post("/api/v1/projects", json={"name": "plans"}).json()
+    pid = uuid.UUID(project["id"])
+    scan, other = uuid.uuid4(), uuid.uuid4()
+    start = datetime.now(UTC) - timedelta(hours=1)
+
+    def recovery(scan_id: uuid.UUID | None, bits: float, minutes: int) -> Job:
+        params: dict[str, object] = {"golden_model_id": str(uuid.uuid4()), "methods": [{"name": "adaround"}]}
+        if scan_id is not None:
+            params["sensitivity_plan"] = {"job_id": str(scan_id), "average_bits": bits}
+        else:
+            params["sweep_point_id"] = f"{scan}:1"  # the scan's id in another field must not match
+        job = new_job(pid, JobKind.recovery, params, None)
+        job.created_at = start + timedelta(minutes=minutes)
+        return job
+
+    jobs = [recovery(scan, 6.0, 1), recovery(scan, 4.5, 2), recovery(other, 6.0, 3), recovery(None, 0, 4)]
+    with session_factory(each_db_url)() as session:
+        session.add_all(jobs)
+        session.commit()
+    response = client.get("/api/v1/jobs", params={"sensitivity_job_id": str(scan), "kind": "recovery"})
+    assert response.status_code == 200, response.text
+    items = response.json()["items"]
+    assert [i["id"] for i in items] == [str(jobs[1].id), str(jobs[0].id)]
+    assert [i["params"]["sensitivity_plan"]["average_bits"] for i in items] == [4.5, 6.0]
+    assert client.get("/api/v1/jobs", params={"sensitivity_job_id": "scan-1"}).status_code == 422

@@ -248,11 +248,17 @@ def list_jobs(
             description="Only jobs launched from this sweep point ('<sweep job id>:<index>'): its recoveries.",
         ),
     ] = None,
+    sensitivity_job_id: Annotated[
+        uuid.UUID | None,
+        Query(
+            description="Only jobs launched from a mixed-precision plan of this sensitivity job: its recoveries."
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Offset = 0,
 ) -> Page[JobOut]:
     """Jobs of your teams' projects, newest first; filtered by project, kind, status, tag, text and the sweep
-    point they were launched from."""
+    point or sensitivity plan they were launched from."""
     conditions: list[ColumnElement[bool]] = [
         Job.project_id.in_(select(Project.id).where(Project.team_id.in_(list(caller.roles))))
     ]
@@ -275,6 +281,10 @@ def list_jobs(
         )
     if sweep_point_id is not None:
         conditions.append(Job.params["sweep_point_id"].as_string() == sweep_point_id)
+    if sensitivity_job_id is not None:
+        # A JSON path, not two subscripts: the same SQL on Postgres (#>>) and SQLite (json_extract).
+        plan_job = Job.params[("sensitivity_plan", "job_id")].as_string()
+        conditions.append(plan_job == str(sensitivity_job_id))
     total = session.execute(select(func.count()).select_from(Job).where(*conditions)).scalar_one()
     rows = session.execute(
         select(Job, User.username)

@@ -240,7 +240,7 @@ export interface paths {
         /**
          * List Jobs
          * @description Jobs of your teams' projects, newest first; filtered by project, kind, status, tag, text and the sweep
-         *     point they were launched from.
+         *     point or sensitivity plan they were launched from.
          */
         get: operations["listJobs"];
         put?: never;
@@ -8815,6 +8815,8 @@ export interface operations {
                 project_id?: string | null;
                 /** @description Only jobs whose name or notes contain this text (any case). */
                 q?: string | null;
+                /** @description Only jobs launched from a mixed-precision plan of this sensitivity job: its recoveries. */
+                sensitivity_job_id?: string | null;
                 status?: components["schemas"]["JobStatus"] | null;
                 /** @description Only jobs launched from this sweep point ('<sweep job id>:<index>'): its recoveries. */
                 sweep_point_id?: string | null;

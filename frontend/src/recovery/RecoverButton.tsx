@@ -11,8 +11,8 @@ import { isActive } from "../api/polling";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { href } from "../lib/route";
 import { isOffline } from "../offline/mode";
-import { useCreateRecovery, useModelWhenKnown, usePointRecoveries } from "./queries";
-import { pointRecovery, type PointRecovery } from "./recoveryJob";
+import { useCreateRecovery, useModelWhenKnown, usePlanRecoveries, usePointRecoveries } from "./queries";
+import { planJobs, pointRecovery, type PointRecovery } from "./recoveryJob";
 import { LiveLossCurve } from "./LiveLossCurve";
 import { MethodChooser } from "./MethodChooser";
 import { RecoveryResult } from "./RecoveryResult";
@@ -70,18 +70,18 @@ export function RecoverButton({ sweepJobId, index }: { sweepJobId: string; index
 }
 
 /** The server's record of the point in words: its newest recovery (running, succeeded or failed), its page. */
-function Recorded({ recorded }: { recorded: PointRecovery }) {
+function Recorded({ recorded, what }: { recorded: PointRecovery; what: "point" | "plan" }) {
   if (recorded.state === "none") return null;
   const page = <a href={href({ page: "recovery", jobId: recorded.jobId })}>its page</a>;
   if (recorded.state === "failed")
     return (
       <p className="muted" data-recovery-state="failed">
-        The last recovery of this point did not succeed{recorded.error ? `: ${recorded.error}` : ""} ({page}).
+        The last recovery of this {what} did not succeed{recorded.error ? `: ${recorded.error}` : ""} ({page}).
       </p>
     );
   return (
     <p className="muted" data-recovery-state={recorded.state}>
-      {recorded.state === "running" ? "A recovery of this point is running" : "This point was recovered"} ({page}).
+      {recorded.state === "running" ? `A recovery of this ${what} is running` : `This ${what} was recovered`} ({page}).
     </p>
   );
 }
@@ -90,7 +90,10 @@ function Recorded({ recorded }: { recorded: PointRecovery }) {
 export function RecoverPlanButton({ scanJobId, averageBits }: { scanJobId: string; averageBits: number }) {
   const scan = useJob(scanJobId);
   const params = scan.data?.params as { model_id?: string; dataset_id?: string } | undefined;
-  if (!scan.data || !params?.model_id || !params.dataset_id) return null;
+  const recoveries = usePlanRecoveries(scan.data?.project_id ?? "", scanJobId);
+  if (isOffline() || !scan.data || !params?.model_id || !params.dataset_id) return null;
+  if (recoveries.isPending) return <Loading what="this plan's recoveries" />;
+  if (recoveries.isError) return <ErrorMessage error={recoveries.error} />;
   return (
     <RecoverLauncher
       projectId={scan.data.project_id}
@@ -98,6 +101,8 @@ export function RecoverPlanButton({ scanJobId, averageBits }: { scanJobId: strin
       datasetId={params.dataset_id}
       source={{ sensitivity_plan: { job_id: scanJobId, average_bits: averageBits } }}
       label="Recover this plan"
+      what="plan"
+      recorded={pointRecovery(planJobs(recoveries.data.items, averageBits))}
     />
   );
 }
@@ -108,6 +113,7 @@ function RecoverLauncher({
   datasetId,
   source,
   label = "Recover this",
+  what = "point",
   recorded,
 }: {
   projectId: string;
@@ -115,6 +121,7 @@ function RecoverLauncher({
   datasetId: string;
   source: Source;
   label?: string;
+  what?: "point" | "plan";
   /** What the server records of this source's recoveries (sweep points); a launch then shows through it. */
   recorded?: PointRecovery;
 }) {
@@ -134,7 +141,9 @@ function RecoverLauncher({
   const busy = current !== null && (current !== recordedJob?.jobId || recordedJob.state === "running");
   return (
     <div className="recover">
-      {recordedJob && (launched === null || launched === recordedJob.jobId) && <Recorded recorded={recordedJob} />}
+      {recordedJob && (launched === null || launched === recordedJob.jobId) && (
+        <Recorded recorded={recordedJob} what={what} />
+      )}
       {current !== null && <Launched key={current} jobId={current} />}
       {busy ? null : !open ? (
         <button

@@ -67,3 +67,19 @@ export function useCreateRecovery(projectId: string) {
 }
 
 export const recoveredModelHref = (jobId: string): string => `/api/v1/jobs/${jobId}/recovery/model`;
+
+/** The recovery jobs launched from a sensitivity job's mixed-precision plans, newest first (each names its
+ * plan's average bits in `params.sensitivity_plan`); polled while the newest still runs. */
+export function usePlanRecoveries(projectId: string, scanJobId: string) {
+  return useQuery({
+    queryKey: [...keys.jobs(projectId), "sensitivity-plans", scanJobId] as const,
+    queryFn: () =>
+      unwrap(
+        api.GET("/api/v1/jobs", {
+          params: { query: { project_id: projectId, kind: "recovery", sensitivity_job_id: scanJobId, limit: 100 } },
+        }),
+      ),
+    enabled: projectId !== "" && !isOffline(),
+    refetchInterval: (query) => (query.state.data?.items.some((job) => isActive(job)) ? POLL_MS : false),
+  });
+}

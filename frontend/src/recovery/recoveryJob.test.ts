@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pointRecovery, recoveryMethods, recoverySource } from "./recoveryJob";
+import { planJobs, pointRecovery, recoveryMethods, recoverySource } from "./recoveryJob";
 
 describe("recoveryMethods", () => {
   it("names the methods in the order the job runs them, with the launch form's labels", () => {
@@ -49,5 +49,25 @@ describe("pointRecovery", () => {
       jobId: "d",
       error: "cancelled by tester",
     });
+  });
+});
+
+describe("planJobs", () => {
+  const job = (id: string, params: Record<string, unknown>) => ({
+    id,
+    status: "succeeded" as const,
+    error: null,
+    params,
+  });
+  it("keeps the scan's recoveries of the plan with these average bits, in the server's order", () => {
+    const jobs = [
+      job("c", { sensitivity_plan: { job_id: "s", average_bits: 4.5 } }),
+      job("b", { sensitivity_plan: { job_id: "s", average_bits: 6 } }),
+      job("a", { sensitivity_plan: { job_id: "s", average_bits: 6 } }),
+      job("x", { sweep_point_id: "s:1" }),
+    ];
+    expect(planJobs(jobs, 6).map((j) => j.id)).toEqual(["b", "a"]);
+    expect(pointRecovery(planJobs(jobs, 4.5))).toEqual({ state: "succeeded", jobId: "c", error: null });
+    expect(pointRecovery(planJobs(jobs, 5))).toEqual({ state: "none" });
   });
 });

@@ -49,3 +49,12 @@ export function pointRecovery(jobs: readonly Pick<Job, "id" | "status" | "error"
         : "failed";
   return { state, jobId: newest.id, error: newest.error ?? null };
 }
+
+/** A sensitivity scan's recoveries (newest first) narrowed to the plan with `averageBits`: what
+ * `pointRecovery` then reads for "Recover this plan". */
+export function planJobs<J extends Pick<Job, "params">>(jobs: readonly J[], averageBits: number): J[] {
+  return jobs.filter((job) => {
+    const plan = (job.params as { sensitivity_plan?: { average_bits?: unknown } } | null)?.sensitivity_plan;
+    return plan?.average_bits === averageBits;
+  });
+}
