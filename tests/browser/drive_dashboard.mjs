@@ -236,6 +236,12 @@ try {
     worst: await page.locator(".worst-layer").innerText(),
     tableRows: await layerTable.locator("tbody tr").count(),
     worstRows: await layerTable.locator("tbody tr.worst").count(),
+    // One name per layer (issue 35): the chart's ticks, the table and the activation-shift table agree.
+    tickNames: await page.locator("figure.chart", { has: page.getByRole("heading", { name: layerChart }) })
+      .locator(".xaxislayer-above .xtick text").allTextContents(),
+    tableNames: await layerTable.locator("tbody tr td:nth-child(2) > code").allInnerTexts(),
+    shiftNames: await page.getByRole("table", { name: "Activation shift per layer" })
+      .locator("tbody tr td:nth-child(2)").allInnerTexts(),
   };
   // Sorting the table by local SQNR (lowest first) puts the worst layer on top.
   await layerTable.getByRole("button", { name: /^Local SQNR/ }).click(); // highest first

@@ -116,8 +116,14 @@ def test_upload_launch_and_read_a_report_in_the_browser(
     header, *rows = layers["csv"]["lines"]
     assert layers["csv"]["filename"] == "per-layer-sqnr.csv", layers["csv"]
     assert header.startswith(
-        "depth,depth_fraction,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db"
+        "depth,depth_fraction,layer,name,compressed_name,op_type,accumulated_sqnr_db,local_sqnr_db"
     )
+    # One name per layer: what the chart's ticks call a layer is what both tables call it (the demo's
+    # profile rows are named after output tensors, relu / relu_1, and identified by module, conv1 / conv2).
+    shift_names = [name.strip() for name in layers["shiftNames"]]
+    assert shift_names and set(shift_names) <= set(layers["tableNames"]), layers
+    assert set(layers["tickNames"]) == set(layers["tableNames"]), layers
+    assert "relu_1" not in layers["tableNames"] and "conv2" in layers["tableNames"], layers
     assert len(rows) == layers["tableRows"], layers["csv"]
     # A clicked row is selected in the URL (a permalink) and marked on the histogram.
     selection = seen["selection"]
