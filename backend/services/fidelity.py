@@ -50,9 +50,11 @@ def sample_divergences(
     flipped: bool | None,
     offset: int,
     limit: int,
+    task_metric: str | None = None,
 ) -> tuple[int, Sequence[SampleDivergence]]:
     """One page of the job's per-sample table for `output` (default: its first output), filtered and sorted
-    (ties by sample index), and how many rows match."""
+    by a column or, with `task_metric`, by that per-sample task value (ties by sample index; missing values
+    last either way), and how many rows match."""
     if output is None:
         output = session.execute(
             select(SampleDivergence.output_name).where(SampleDivergence.job_id == job.id).limit(1)
@@ -62,7 +64,7 @@ def sample_divergences(
         conditions.append(SampleDivergence.flagged == flagged)
     if flipped is not None:
         conditions.append(SampleDivergence.top1_match == (not flipped))
-    column = SORTABLE[sort]
+    column = SORTABLE[sort] if task_metric is None else SampleDivergence.task_values[task_metric].as_float()
     ordering = column.desc().nulls_last() if order == "desc" else column.asc().nulls_last()
     return sample_page(
         session,
@@ -71,7 +73,7 @@ def sample_divergences(
         output,
         conditions,
         [ordering, SampleDivergence.sample_index],
-        (sort, order, flagged, flipped),
+        (sort if task_metric is None else f"task:{task_metric}", order, flagged, flipped),
         offset,
         limit,
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 from fastapi.testclient import TestClient
 
@@ -140,6 +141,15 @@ def test_a_ctc_job_reads_transcripts_from_the_uploaded_npz(
     assert served["against_transcripts"]["golden"]["n_reference_words"] == 40
     metrics = {"wer_vs_golden", "cer_vs_golden", "wer_golden", "wer_compressed", "wer_delta"}
     assert check_task_proxy(api, job_id, report, metrics)["task"] == "ctc"
+    # the report's table sorted by a per-sample task value (the engine's own per-sample WER change)
+    page = api.get(f"/jobs/{job_id}/fidelity/samples?task_metric=wer_delta&limit=20").json()
+    deltas = [row["task_values"]["wer_delta"] for row in page["items"]]
+    per_sample = report.task_per_sample  # the stored delta is compressed − golden, made at storage
+    expected = sorted((per_sample["wer_compressed"] - per_sample["wer_golden"]).tolist(), reverse=True)
+    assert deltas == pytest.approx(expected) and page["total"] == 20
+    assert len(set(deltas)) > 1  # an order to check
+    bad = api.get(f"/jobs/{job_id}/fidelity/samples?task_metric=wer%27%3B%20drop")
+    assert bad.status_code == 422, bad.text
     # the inspector's transcripts, one sample at a time, as the engine kept them
     assert "task_samples" in api.get(f"/jobs/{job_id}/fidelity").json()["diagnostics"]
     assert report.task_samples is not None

@@ -82,3 +82,33 @@ def test_rows_come_worst_first_in_the_metric_direction(session: Session) -> None
     wer = order("wer", False, "worst")
     assert wer[:3] == [1.0, 1.0, 1.0] and wer[-1] is None and wer[:-1] == sorted(wer[:-1], reverse=True)
     assert order("wer", False, "best")[:-1] == iou[:-1]
+
+
+def test_the_per_sample_table_sorts_by_a_task_value(session: Session) -> None:
+    """GET …/fidelity/samples?task_metric=: the report's table led by the task's own values, on SQLite."""
+    from backend.services.fidelity import sample_divergences
+
+    job = cast(Job, type("J", (), {"id": JOB, "finished_at": datetime.now(UTC)})())
+
+    def values(order: str, flagged: bool | None = None) -> list[float | None]:
+        total, rows = sample_divergences(
+            session,
+            job,
+            "logits",
+            "kl",
+            order,
+            flagged,
+            None,
+            0,
+            1000,
+            task_metric="wer",  # type: ignore[arg-type]
+        )
+        assert total == (250 if flagged is None else 0)
+        return [r.task_values["wer"] if r.task_values else None for r in rows]
+
+    desc, asc = values("desc"), values("asc")
+    present = [v for v in desc if v is not None]
+    assert present == sorted(present, reverse=True) and desc[len(present) :] == [None] * (250 - len(present))
+    assert [v for v in asc if v is not None] == sorted(present) and asc[-1] is None
+    assert len(present) == 249  # only sample 5 has none
+    assert values("desc", flagged=True) == []

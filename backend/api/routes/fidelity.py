@@ -39,6 +39,9 @@ from backend.services.fidelity import fidelity_runs, sample_divergences, summary
 from backend.task_metrics import TASK_METRICS
 from task_specs.directions import higher_is_better
 
+TASK_METRIC_NAME = r"^[A-Za-z0-9_]{1,64}$"
+"""A per-sample task value's name (the adapters' keys: `wer_golden`, `wer_delta`, `iou`...)."""
+
 router = APIRouter(tags=["fidelity"])
 
 # A job that is not a fidelity job is an invalid request (422); one that has not succeeded, a conflict.
@@ -91,6 +94,14 @@ def list_fidelity_samples(
     caller: CallerDep,
     output: str | None = Query(default=None, description="Output name; default: the first output."),
     sort: Literal["kl", "cosine", "mse", "sample_index"] = "kl",
+    task_metric: Annotated[
+        str | None,
+        Query(
+            pattern=TASK_METRIC_NAME,
+            description="Sort by this per-sample task value instead (a key of the rows' task_values; samples "
+            "without it last); `sort` is then ignored.",
+        ),
+    ] = None,
     order: Literal["asc", "desc"] = "desc",
     flagged: bool | None = Query(default=None, description="Only samples flagged (or not) as degraded."),
     flipped: bool | None = Query(
@@ -100,7 +111,9 @@ def list_fidelity_samples(
     offset: Offset = 0,
 ) -> Page[SampleDivergenceOut]:
     job = _fidelity_job(session, job_id, caller)
-    total, rows = sample_divergences(session, job, output, sort, order, flagged, flipped, offset, limit)
+    total, rows = sample_divergences(
+        session, job, output, sort, order, flagged, flipped, offset, limit, task_metric=task_metric
+    )
     return Page[SampleDivergenceOut](
         items=[SampleDivergenceOut.model_validate(r) for r in rows], total=total, limit=limit, offset=offset
     )

@@ -28,15 +28,24 @@ const tristate = (value: SampleQuery["flagged"]): boolean | undefined =>
   value === "any" ? undefined : value === "yes";
 
 export function useSamples(jobId: string, output: string, query: SampleQuery) {
-  const { sort, order, flagged, flipped, limit, offset } = query;
+  const { sort, task_metric, order, flagged, flipped, limit, offset } = query;
   return useQuery({
-    queryKey: [...keys.samples(jobId), output, sort, order, flagged, flipped, limit, offset],
+    queryKey: [...keys.samples(jobId), output, sort, task_metric, order, flagged, flipped, limit, offset],
     queryFn: () =>
       unwrap(
         api.GET("/api/v1/jobs/{job_id}/fidelity/samples", {
           params: {
             path: { job_id: jobId },
-            query: { output, sort, order, flagged: tristate(flagged), flipped: tristate(flipped), limit, offset },
+            query: {
+              output,
+              sort,
+              task_metric: task_metric ?? undefined,
+              order,
+              flagged: tristate(flagged),
+              flipped: tristate(flipped),
+              limit,
+              offset,
+            },
           },
         }),
       ),

@@ -9616,6 +9616,8 @@ export interface operations {
                 /** @description Output name; default: the first output. */
                 output?: string | null;
                 sort?: "kl" | "cosine" | "mse" | "sample_index";
+                /** @description Sort by this per-sample task value instead (a key of the rows' task_values; samples without it last); `sort` is then ignored. */
+                task_metric?: string | null;
             };
             header?: never;
             path: {

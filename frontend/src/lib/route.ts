@@ -10,6 +10,8 @@ export type Tristate = "any" | "yes" | "no";
 
 export interface SampleQuery {
   sort: SampleSort;
+  /** Sort by this per-sample task value instead of `sort` (a task job's table leads with its task). */
+  task_metric: string | null;
   order: "asc" | "desc";
   flagged: Tristate;
   flipped: Tristate;
@@ -65,6 +67,7 @@ export type Route =
 
 export const DEFAULT_SAMPLE_QUERY: SampleQuery = {
   sort: "kl",
+  task_metric: null,
   order: "desc",
   flagged: "any",
   flipped: "any",
@@ -91,6 +94,7 @@ function parseSampleQuery(params: URLSearchParams): SampleQuery {
   const limit = nonNegativeInt(params.get("limit"));
   return {
     sort: oneOf(params.get("sort"), SORTS, d.sort),
+    task_metric: /^[A-Za-z0-9_]{1,64}$/.test(params.get("task_metric") ?? "") ? params.get("task_metric") : null,
     order: oneOf(params.get("order"), ["asc", "desc"], d.order),
     flagged: oneOf(params.get("flagged"), TRISTATES, d.flagged),
     flipped: oneOf(params.get("flipped"), TRISTATES, d.flipped),

@@ -72,6 +72,9 @@ describe("the offline report's answers", () => {
   it("sorts per-sample rows as the API does: the column with nulls last either way, then the index", () => {
     expect(sortSamples(rows, "kl", "desc").map((s) => s.sample_index)).toEqual([3, 0, 2, 4, 1]);
     expect(sortSamples(rows, "kl", "asc").map((s) => s.sample_index)).toEqual([2, 4, 0, 3, 1]);
+    const tasked = rows.map((r, n) => ({ ...r, task_values: { wer: n === 1 ? null : (n * 7) % 5 } }));
+    expect(sortSamples(tasked, "task:wer", "desc").map((s) => s.sample_index)).toEqual([2, 4, 3, 0, 1]);
+    expect(sortSamples(tasked, "task:wer", "asc").map((s) => s.sample_index)).toEqual([0, 3, 4, 2, 1]);
   });
 
   it("filters and pages the samples", () => {

@@ -48,12 +48,19 @@ const notHere = (what: string): Answer => ({
 type SortKey = "kl" | "cosine" | "mse" | "sample_index";
 const SORT_KEYS = new Set<string>(["kl", "cosine", "mse", "sample_index"]);
 
-/** The API's order: the column (nulls last in both directions), then the sample index. */
-export function sortSamples(rows: readonly Sample[], key: SortKey, order: "asc" | "desc"): Sample[] {
+/** The API's order: the column, or the per-sample task value `task:<name>` (nulls last in both directions),
+ * then the sample index. */
+export function sortSamples(
+  rows: readonly Sample[],
+  key: SortKey | `task:${string}`,
+  order: "asc" | "desc",
+): Sample[] {
   const sign = order === "desc" ? -1 : 1;
+  const value = (r: Sample): number | null =>
+    key.startsWith("task:") ? (r.task_values?.[key.slice(5)] ?? null) : r[key as SortKey];
   return [...rows].sort((a, b) => {
-    const x = a[key];
-    const y = b[key];
+    const x = value(a);
+    const y = value(b);
     if (x !== y) {
       if (x === null) return 1;
       if (y === null) return -1;
@@ -83,7 +90,8 @@ function listSamples(doc: ReportDocument, params: URLSearchParams): Answer {
   const flipped = params.get("flipped");
   if (flipped !== null) rows = rows.filter((r) => r.top1_match === (flipped !== "true"));
   const sort = params.get("sort") ?? "kl";
-  const key: SortKey = SORT_KEYS.has(sort) ? (sort as SortKey) : "kl";
+  const task = params.get("task_metric");
+  const key = task ? (`task:${task}` as const) : SORT_KEYS.has(sort) ? (sort as SortKey) : "kl";
   return page(sortSamples(rows, key, params.get("order") === "asc" ? "asc" : "desc"), params);
 }
 

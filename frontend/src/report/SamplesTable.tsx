@@ -1,4 +1,7 @@
-// The per-sample table: sorted, filtered and paged by the server; its state lives in the page's URL.
+// The per-sample table: sorted, filtered and paged by the server; its state lives in the page's URL. A task
+// job's table leads with the rows' task values (sortable by the server too) and drops the columns its outputs
+// leave empty (sampleColumns.ts).
+import { useMemo } from "react";
 import { thumbnailHref, useDatasetSamples } from "../api/datasets";
 import { useSamples } from "../api/fidelity";
 import type { Sample } from "../api/types";
@@ -9,16 +12,26 @@ import { formatNumber } from "../lib/format";
 import { PAGE_SIZES, type SampleQuery, type SampleSort, type Tristate } from "../lib/route";
 import { sampleAlt } from "../project/DatasetPreview";
 import { SampleInspector } from "./SampleInspector";
+import { hiddenColumns, taskColumns, type OptionalColumn } from "./sampleColumns";
 
-const COLUMNS: { label: string; sort?: SampleSort; numeric?: boolean }[] = [
+interface Column {
+  label: string;
+  sort?: SampleSort;
+  /** A per-sample task value (sorted through `task_metric`). */
+  task?: string;
+  numeric?: boolean;
+  optional?: OptionalColumn;
+}
+
+const COLUMNS: Column[] = [
   { label: "Sample", sort: "sample_index", numeric: true },
-  { label: "KL (nats)", sort: "kl", numeric: true },
+  { label: "KL (nats)", sort: "kl", numeric: true, optional: "kl" },
   { label: "Cosine", sort: "cosine", numeric: true },
   { label: "MSE", sort: "mse", numeric: true },
   { label: "SQNR (dB)", numeric: true },
-  { label: "Golden class", numeric: true },
-  { label: "Compressed class", numeric: true },
-  { label: "Label", numeric: true },
+  { label: "Golden class", numeric: true, optional: "golden_class" },
+  { label: "Compressed class", numeric: true, optional: "compressed_class" },
+  { label: "Label", numeric: true, optional: "label" },
   { label: "Flagged" },
 ];
 
@@ -27,14 +40,14 @@ function SortHeader({
   query,
   onChange,
 }: {
-  column: (typeof COLUMNS)[number];
+  column: Column;
   query: SampleQuery;
   onChange: (q: Partial<SampleQuery>) => void;
 }) {
-  const { sort } = column;
+  const { sort, task } = column;
   const className = column.numeric ? "num" : undefined;
-  if (!sort) return <th className={className}>{column.label}</th>;
-  const active = query.sort === sort;
+  if (!sort && !task) return <th className={className}>{column.label}</th>;
+  const active = task ? query.task_metric === task : query.task_metric === null && query.sort === sort;
   const next = active && query.order === "desc" ? "asc" : "desc";
   return (
     <th className={className} aria-sort={active ? (query.order === "asc" ? "ascending" : "descending") : "none"}>
@@ -42,7 +55,9 @@ function SortHeader({
         type="button"
         className="sort"
         onClick={() => {
-          onChange({ sort, order: next, offset: 0 });
+          onChange(
+            task ? { task_metric: task, order: next, offset: 0 } : { sort, task_metric: null, order: next, offset: 0 },
+          );
         }}
       >
         {column.label} {active ? (query.order === "asc" ? "▲" : "▼") : ""}
@@ -108,11 +123,15 @@ function Row({
   selected,
   onSelect,
   imagesOf,
+  tasks,
+  hidden,
 }: {
   sample: Sample;
   selected: boolean;
   onSelect: () => void;
   imagesOf: string | null;
+  tasks: readonly string[];
+  hidden: ReadonlySet<OptionalColumn>;
 }) {
   const flip = sample.top1_match === false;
   return (
@@ -132,13 +151,20 @@ function Row({
           #{sample.sample_index}
         </button>
       </td>
-      <td className="num">{formatNumber(sample.kl)}</td>
+      {tasks.map((t) => (
+        <td key={t} className="num">
+          {formatNumber(sample.task_values?.[t] ?? null)}
+        </td>
+      ))}
+      {!hidden.has("kl") && <td className="num">{formatNumber(sample.kl)}</td>}
       <td className="num">{formatNumber(sample.cosine, 6)}</td>
       <td className="num">{formatNumber(sample.mse)}</td>
       <td className="num">{sample.sqnr_db_infinite ? "∞" : formatNumber(sample.sqnr_db)}</td>
-      <td className="num">{sample.golden_class ?? "—"}</td>
-      <td className={`num${flip ? " flip" : ""}`}>{sample.compressed_class ?? "—"}</td>
-      <td className="num">{sample.label ?? "—"}</td>
+      {!hidden.has("golden_class") && <td className="num">{sample.golden_class ?? "—"}</td>}
+      {!hidden.has("compressed_class") && (
+        <td className={`num${flip ? " flip" : ""}`}>{sample.compressed_class ?? "—"}</td>
+      )}
+      {!hidden.has("label") && <td className="num">{sample.label ?? "—"}</td>}
       <td>
         {sample.flagged ? <span className="badge badge-bad">flagged</span> : ""}
         {sample.finite ? "" : " non-finite"}
@@ -172,6 +198,14 @@ export function SamplesTable({
 }) {
   const samples = useSamples(jobId, output, query);
   const imagesOf = useImageDataset(datasetId);
+  const items = samples.data?.items;
+  const tasks = useMemo(() => taskColumns(items ?? []), [items]);
+  const hidden = useMemo(() => hiddenColumns(items ?? []), [items]);
+  const columns = useMemo(() => {
+    const [first, ...rest] = COLUMNS.filter((c) => !c.optional || !hidden.has(c.optional));
+    const taskCols: Column[] = tasks.map((t) => ({ label: t, task: t, numeric: true }));
+    return first ? [first, ...taskCols, ...rest] : taskCols;
+  }, [tasks, hidden]);
   return (
     <section className="panel" aria-labelledby="samples-heading">
       <div className="chart-head">
@@ -227,8 +261,8 @@ export function SamplesTable({
                       <span className="visually-hidden">Thumbnail</span>
                     </th>
                   )}
-                  {COLUMNS.map((c) => (
-                    <SortHeader key={c.label} column={c} query={query} onChange={onChange} />
+                  {columns.map((c) => (
+                    <SortHeader key={c.task ?? c.label} column={c} query={query} onChange={onChange} />
                   ))}
                 </tr>
               </thead>
@@ -239,6 +273,8 @@ export function SamplesTable({
                     sample={s}
                     selected={s.sample_index === query.sample}
                     imagesOf={imagesOf}
+                    tasks={tasks}
+                    hidden={hidden}
                     onSelect={() => {
                       onChange({ sample: s.sample_index === query.sample ? null : s.sample_index });
                     }}
