@@ -50,11 +50,7 @@ const SORT_KEYS = new Set<string>(["kl", "cosine", "mse", "sample_index"]);
 
 /** The API's order: the column, or the per-sample task value `task:<name>` (nulls last in both directions),
  * then the sample index. */
-export function sortSamples(
-  rows: readonly Sample[],
-  key: SortKey | `task:${string}`,
-  order: "asc" | "desc",
-): Sample[] {
+export function sortSamples(rows: readonly Sample[], key: SortKey | `task:${string}`, order: "asc" | "desc"): Sample[] {
   const sign = order === "desc" ? -1 : 1;
   const value = (r: Sample): number | null =>
     key.startsWith("task:") ? (r.task_values?.[key.slice(5)] ?? null) : r[key as SortKey];
