@@ -25,12 +25,12 @@ from sqlalchemy.orm import Session
 from backend.accounts import Caller
 from backend.api.result_schemas.sample_inspector import SampleInspectionOut
 from backend.api.result_schemas.task_samples import TaskSampleOut
-from backend.api.routes.sample_inspector import INPUT_PNG_MAX_SIDE, _dataset_file, inspection, with_input
+from backend.api.routes.sample_inspector import INPUT_PNG_MAX_SIDE, inspection, with_input
 from backend.api.routes.task_samples import task_sample
 from backend.dataset_preview import sample_thumbnail
 from backend.db.models import Job, SampleDivergence
 from backend.errors import KneeboardError, NotFound
-from backend.services.sample_inspector import input_summary, topk_index
+from backend.services.sample_inspector import input_summary, job_dataset_file, topk_index
 from backend.services.task_samples import task_sample_entry
 from backend.settings import Settings
 from backend.storage import ArtifactStore
@@ -131,7 +131,7 @@ def gather_task_samples(
             try:
                 if source is None:
                     job = session.get_one(Job, job_id)
-                    dataset, path, _ = _dataset_file(session, store, job)
+                    dataset, path, _ = job_dataset_file(session, store, job)
                     source = (
                         (dataset.kind, path) if dataset is not None and path is not None else ("", Path())
                     )

@@ -21,8 +21,9 @@ from sqlalchemy.orm import Session
 
 from backend.array_png import image_layout
 from backend.dataset_preview import IMAGE_ARRAY, preview_image_zip, read_npz_rows
-from backend.db.models import JobResult
+from backend.db.models import Dataset, Job, JobResult
 from backend.errors import Conflict, NotFound
+from backend.storage import ArtifactStore
 from dataset_readers.interface import LABELS
 
 RESULT_FIDELITY_SAMPLE_TOPK = "fidelity.sample_topk"
@@ -186,3 +187,16 @@ def input_summary(path: Path, kind: str, index: int, max_pixels: int | None) -> 
         )
         return InputSummary([picture], sample.label, sample.name)
     raise Conflict(f"datasets of kind {kind!r} cannot be summarised")
+
+
+def job_dataset_file(
+    session: Session, store: ArtifactStore, job: Job
+) -> tuple[Dataset | None, Path | None, str | None]:
+    """The job's dataset row (detached, so no connection is held while the file is read) and its local file,
+    or why there is none ("the job's dataset … was deleted")."""
+    dataset = session.get(Dataset, uuid.UUID(str(job.params["dataset_id"])))
+    if dataset is None:
+        return None, None, f"the job's dataset {job.params['dataset_id']} was deleted"
+    path = store.local_path(dataset.artifact_sha256)
+    session.expunge(dataset)
+    return dataset, path, None

@@ -14,16 +14,13 @@ import struct
 import uuid
 import zipfile
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from backend.api.app import create_app
 from backend.api.schemas import LayerProfileOut
 from backend.contracts import RESULT_FIDELITY_LAYERS
 from backend.db.models import Dataset, JobResult
@@ -31,34 +28,15 @@ from backend.db.session import session_factory
 from backend.settings import Settings
 from dataset_readers.image_zip import decode as image_decode
 from tests.backend.test_typed_results import missing
-from tests.conftest import truncate_all
 from tests.engine.test_activation_shift import capture
+from tests.support.app_fixtures import demo_bundle_fixtures
 from tests.support.fidelity_api import FidelityApi
 from tests.support.images import png_bytes
-from tests.support.services import stack_settings
-from worker.demo.models import DemoBundle, write_demo_bundle
+from worker.demo.models import DemoBundle
 from worker.engine.errors import DatasetMismatchError
 from worker.jobs.inputs import load_dataset
 
-
-@pytest.fixture(scope="module")
-def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return stack_settings(pg_url, tmp_path_factory.mktemp("calibration_job"), "calibration")
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
-    return write_demo_bundle(tmp_path_factory.mktemp("calibration_demo"))
-
-
-@pytest.fixture
-def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[FidelityApi]:
-    truncate_all(pg_url)
-    with TestClient(create_app(settings, run_reaper=False)) as http:
-        yield FidelityApi(
-            http, settings, "calibration", bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz
-        )
-    truncate_all(pg_url)
+settings, http, bundle, api = demo_bundle_fixtures("calibration")
 
 
 def stored_profile(settings: Settings, job_id: str) -> dict[str, Any]:

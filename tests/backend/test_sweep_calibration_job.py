@@ -12,53 +12,31 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
-from fastapi.testclient import TestClient
 from onnx import numpy_helper
 from scipy.special import rel_entr, softmax
 
-from backend.api.app import create_app
 from backend.api.result_schemas.sweep import SweepPointDocOut
-from backend.settings import Settings
 from tests.backend.test_sweep_task_job import _run_sweep
 from tests.backend.test_typed_results import extras
-from tests.conftest import truncate_all
 from tests.engine.test_activation_shift import capture
+from tests.support.app_fixtures import demo_bundle_fixtures
 from tests.support.fidelity_api import FidelityApi
-from tests.support.services import stack_settings
 from tests.support.sweep_exports import run_onnx
 from worker import fanout
-from worker.demo.models import DemoBundle, write_demo_bundle
+from worker.demo.models import DemoBundle
 from worker.jobs.sensitivity import SensitivityHandler
 
 A8 = {"type": "activation_quant", "bits": 8}
 W8 = {"type": "weight_quant", "bits": 8}
 
 
-@pytest.fixture(scope="module")
-def settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return stack_settings(pg_url, tmp_path_factory.mktemp("sweep_calibration"), "sweep-calibration")
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
-    return write_demo_bundle(tmp_path_factory.mktemp("sweep_calibration_demo"))
-
-
-@pytest.fixture
-def api(settings: Settings, pg_url: str, bundle: DemoBundle) -> Iterator[FidelityApi]:
-    truncate_all(pg_url)
-    with TestClient(create_app(settings, run_reaper=False)) as http:
-        yield FidelityApi(
-            http, settings, "calibration", bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz
-        )
-    truncate_all(pg_url)
+settings, http, bundle, api = demo_bundle_fixtures("sweep-calibration")
 
 
 def _params(api: FidelityApi, **extra: Any) -> dict[str, Any]:

@@ -31,3 +31,26 @@ def app_fixtures(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
         truncate_all(pg_url)
 
     return settings, http
+
+
+def demo_bundle_fixtures(
+    name: str,
+) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+    """(settings, http, bundle, api) fixtures (a test module binds all four names: pytest finds fixtures by
+    name there): the app as `app_fixtures` makes it, the demo's digits CNN pair and test
+    set written once per module, and a `FidelityApi` over them (a project named `name` holding the fp32 golden
+    model, its int8 QDQ copy and the test set)."""
+    from tests.support.fidelity_api import FidelityApi
+    from worker.demo.models import DemoBundle, write_demo_bundle
+
+    settings, http = app_fixtures(name)
+
+    @pytest.fixture(scope="module")
+    def bundle(tmp_path_factory: pytest.TempPathFactory) -> DemoBundle:
+        return write_demo_bundle(tmp_path_factory.mktemp(f"{name.replace('-', '_')}_demo"))
+
+    @pytest.fixture
+    def api(settings: Settings, http: TestClient, bundle: DemoBundle) -> FidelityApi:
+        return FidelityApi(http, settings, name, bundle.golden_onnx, bundle.int8_onnx, bundle.test_npz)
+
+    return settings, http, bundle, api

@@ -35,7 +35,13 @@ from backend.contracts import RESULT_FIDELITY_SUMMARY, JobKind
 from backend.dataset_preview import sample_thumbnail
 from backend.db.models import Dataset, Job, JobResult, SampleDivergence
 from backend.errors import Busy, Conflict, InvalidRequest, KneeboardError, NotFound, StorageError
-from backend.services.sample_inspector import InputSummary, input_summary, sample_topk, topk_index
+from backend.services.sample_inspector import (
+    InputSummary,
+    input_summary,
+    job_dataset_file,
+    sample_topk,
+    topk_index,
+)
 from backend.storage import ArtifactStore
 
 router = APIRouter(tags=["fidelity"])
@@ -59,17 +65,6 @@ def _missing_topk(session: Session, job: Job) -> NotFound:
         f"job {job.id} ran before Kneeboard stored each sample's top-k probabilities; launch it again "
         "(relaunch) to inspect its samples"
     )
-
-
-def _dataset_file(
-    session: Session, store: ArtifactStore, job: Job
-) -> tuple[Dataset | None, FilePath | None, str | None]:
-    dataset = session.get(Dataset, uuid.UUID(str(job.params["dataset_id"])))
-    if dataset is None:
-        return None, None, f"the job's dataset {job.params['dataset_id']} was deleted"
-    path = store.local_path(dataset.artifact_sha256)
-    session.expunge(dataset)
-    return dataset, path, None
 
 
 def inspection(
@@ -106,7 +101,7 @@ def inspection(
                 else TopKOut.model_validate(entry["compressed"]),
             )
         )
-    dataset, path, error = _dataset_file(session, store, job)
+    dataset, path, error = job_dataset_file(session, store, job)
     session.rollback()
     metrics = None if row is None else SampleDivergenceOut.model_validate(row)
     out = SampleInspectionOut(
@@ -193,7 +188,7 @@ def _png_source(
     session: Session, store: ArtifactStore, job_id: uuid.UUID, caller: Caller
 ) -> tuple[str, FilePath]:
     job = succeeded_job(session, job_id, JobKind.fidelity, caller)
-    dataset, path, error = _dataset_file(session, store, job)
+    dataset, path, error = job_dataset_file(session, store, job)
     session.rollback()
     if dataset is None or path is None:
         raise NotFound(error or "the job's dataset is gone")
