@@ -22,7 +22,7 @@ from backend.sweep_contracts import DEVICE_NAME_PATTERN as DEVICE_NAME_PATTERN
 from backend.sweep_contracts import MixedPrecisionSource as MixedPrecisionSource
 from backend.sweep_contracts import SweepJobParams as SweepJobParams
 from backend.sweep_contracts import device_queue as device_queue
-from backend.task_metrics import TaskName, TaskOptions
+from task_specs.metrics import TaskName, TaskOptions
 
 
 class JobKind(StrEnum):

@@ -19,7 +19,7 @@ from backend.compression_contracts import (
     QuantizeIn,
     WeightQuantIn,
 )
-from backend.task_metrics import TaskName, TaskOptions, directions, foreign_task_metrics, metric_names
+from task_specs.metrics import TaskName, TaskOptions, directions, foreign_task_metrics, metric_names
 
 DEVICE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 

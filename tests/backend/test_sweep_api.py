@@ -166,7 +166,7 @@ def test_a_sweep_that_names_another_tasks_metric_is_refused_at_launch(
     client: TestClient, project: dict[str, Any], params: dict[str, Any], needle: str
 ) -> None:
     """The 422 comes from the params themselves (before the model and dataset are looked up): the table of
-    task metrics (backend/task_metrics.py) names what the task measures."""
+    task metrics (task_specs/metrics.py) names what the task measures."""
     ids = {"model_id": str(uuid.uuid4()), "dataset_id": str(uuid.uuid4())}
     body = {"project_id": project["id"], "kind": "sweep", "params": ids | params}
     response = client.post("/api/v1/jobs", json=body)

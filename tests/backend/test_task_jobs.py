@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
 from backend.api.routes.report_export import DATA_OPEN
 from backend.settings import Settings
-from backend.task_metrics import TASK_METRICS
+from task_specs.metrics import TASK_METRICS
 from tests.backend.test_typed_results import extras
 from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi

@@ -24,7 +24,7 @@ from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
 from backend.db.models import Job, JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
-from backend.task_metrics import TASK_PREFIX
+from task_specs.metrics import TASK_PREFIX
 from worker.engine.errors import EngineError
 from worker.fanout import ChunkResults
 from worker.jobs.compressible import CalibrationRequest, open_prepared

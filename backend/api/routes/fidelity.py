@@ -36,8 +36,8 @@ from backend.contracts import (
 from backend.db.models import Job, Project
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.services.fidelity import fidelity_runs, sample_divergences, summary_and_stored
-from backend.task_metrics import TASK_METRICS
 from task_specs.directions import higher_is_better
+from task_specs.metrics import TASK_METRICS
 
 TASK_METRIC_NAME = r"^[A-Za-z0-9_]{1,64}$"
 """A per-sample task value's name (the adapters' keys: `wer_golden`, `wer_delta`, `iou`...)."""
@@ -141,7 +141,7 @@ def headline(summary: dict[str, Any]) -> FidelityHeadline:
 
 
 def task_headline(block: Any) -> TaskHeadline | None:
-    """The numbers of a task block that a sweep or a budget can name (backend/task_metrics.py), with their
+    """The numbers of a task block that a sweep or a budget can name (task_specs/metrics.py), with their
     direction; None for an output without a task block, or a task the table does not list."""
     if not isinstance(block, dict) or block.get("name") not in TASK_METRICS:
         return None

@@ -1,6 +1,6 @@
 // A sweep's task (issue 30): the tasks SweepJobParams takes, and each task's metrics with the direction that
 // is better, read from the schema in GET /job-kinds (`objectives["x-task-metrics"]`, written by the API from
-// backend/task_metrics.py and kneeboard check's direction rule; the dashboard keeps no second rule).
+// task_specs/metrics.py and kneeboard check's direction rule; the dashboard keeps no second rule).
 import { isObject, type JsonObject } from "./json";
 import { learnTaskDirections, type Direction } from "./sweepObjectives";
 

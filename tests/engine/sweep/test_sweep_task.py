@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from backend.pareto import Bound, pareto_from_columns
-from backend.task_metrics import direction, metric_names
+from task_specs.metrics import direction, metric_names
 from tests.support.segmentation import IGNORE, scenes, trained_segmenter
 from worker.engine.compression import CompressibleModel, WeightQuant, as_compressible, compressed
 from worker.engine.compression.model import Calibration

@@ -1,4 +1,4 @@
-"""The table of task metrics the API validates a sweep's launch against (backend/task_metrics.py) names numbers
+"""The table of task metrics the API validates a sweep's launch against (task_specs/metrics.py) names numbers
 the sweep really stores: a sweep point scored with task "ctc" (transcripts beside the frames) and one with task
 "image" (targets beside the pictures) carry every listed metric of their task as a `task.<metric>` objective,
 with the value of their task block, and a drop's direction is lower-is-better. The
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from backend.task_metrics import TASK_METRICS, direction, metric_names
+from task_specs.metrics import TASK_METRICS, direction, metric_names
 from worker.engine.compression import WeightQuant, as_compressible
 from worker.engine.fidelity.compare import FidelityParams
 from worker.engine.sweep import evaluate_point
