@@ -23,6 +23,7 @@ const PAGES = {
   report: `#/jobs/${ids.report}`,
   sensitivity: `#/jobs/${ids.sensitivity}/sensitivity`,
   sweep: `#/jobs/${ids.sweep}/sweep`,
+  recovery: `#/jobs/${ids.recovery}/recovery`,
   compare: `#/projects/${ids.project}/compare?jobs=${ids.sensitivity}&sweeps=${ids.sweep}`,
   team: `#/teams/${ids.team}`,
   account: "#/account",

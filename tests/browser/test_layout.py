@@ -25,11 +25,22 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DRIVER = Path(__file__).with_name("drive_layout.mjs")
 VIEWPORTS = {"phone": (390, 844), "desktop": (1440, 900)}
-PAGES = ("projects", "project", "model", "report", "sensitivity", "sweep", "compare", "team", "account")
+PAGES = (
+    "projects",
+    "project",
+    "model",
+    "report",
+    "sensitivity",
+    "sweep",
+    "recovery",
+    "compare",
+    "team",
+    "account",
+)
 
 
 def _jobs(client: KneeboardClient) -> dict[str, str]:
-    """The demo's ids, and a small sensitivity scan and sweep of its golden model (run to the end)."""
+    """The demo's ids, and a small sensitivity scan, sweep and recovery of its golden model (run to the end)."""
     project = next(p for p in client.projects() if p["name"] == "demo")
     pid = project["id"]
     fidelity = client.http.get("/jobs", params={"project_id": pid, "kind": "fidelity"}).json()["items"][0]
@@ -56,7 +67,19 @@ def _jobs(client: KneeboardClient) -> dict[str, str]:
             "latency_repeats": 3,
         },
     )
-    for job in (scan, sweep):
+    # a recovery of the golden model's 4-bit copy (bias correction runs on ONNX, training-free): its results page
+    recovery_params = {
+        "golden_model_id": golden["id"],
+        "dataset_id": dataset["id"],
+        "config": {"type": "weight_quant", "bits": 4},
+        "methods": [{"name": "bias_correction"}],
+        "max_samples": 60,
+    }
+    # recovery jobs have their own route (their source is checked there)
+    created = client.http.post("/recovery-jobs", json={"project_id": pid, "params": recovery_params})
+    assert created.status_code in (200, 201), created.text
+    recovery = created.json()
+    for job in (scan, sweep, recovery):
         done = client.wait_job(job["id"], timeout=240)
         assert done["status"] == "succeeded", done
     team = client.http.get("/auth/me").json()["teams"][0]["id"]
@@ -66,6 +89,7 @@ def _jobs(client: KneeboardClient) -> dict[str, str]:
         "report": fidelity["id"],
         "sensitivity": scan["id"],
         "sweep": sweep["id"],
+        "recovery": recovery["id"],
         "team": team,
     }
 
@@ -113,7 +137,7 @@ def test_every_page_fits_phones_and_desktops_and_stays_on_the_server(
             assert page["headerHeight"] <= 110, (key, page["headerHeight"])
             for split in page["splits"]:
                 assert split["stacked"], (key, split)  # side panel below the chart, not on top of it
-    charted = {"report": 3, "sensitivity": 1, "sweep": 1, "model": 0}
+    charted = {"report": 3, "sensitivity": 1, "sweep": 1, "recovery": 1, "model": 0}
     for name, least in charted.items():
         for viewport in VIEWPORTS:
             assert len(seen["pages"][f"{viewport}/{name}"]["charts"]) >= least, (viewport, name)
