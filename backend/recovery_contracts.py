@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.compression_contracts import CompressionConfigIn
+from task_specs.metrics import TaskName, TaskOptions
 
 
 class _Method(BaseModel):
@@ -155,6 +156,16 @@ class RecoveryJobParams(BaseModel):
     batch_size: int = Field(default=64, ge=1, le=65_536)
     threads: int = Field(default=1, ge=1, le=256, description="Intra-op threads of torch.")
     name: str | None = Field(default=None, max_length=200, description="Name of the recovered model.")
+    task: TaskName = Field(
+        default="auto",
+        description="Also score the task before and after recovery (as a fidelity job's `task`: "
+        "'segmentation', 'ctc', 'detection', 'image', 'signal'...), on the held-out split: the compressed "
+        "export before recovery and the recovered export, each against the golden model and the dataset's "
+        "annotations. 'auto': divergence and accuracy only.",
+    )
+    task_options: TaskOptions = Field(
+        default_factory=dict, description="The task's options, as a fidelity job takes them."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> RecoveryJobParams:

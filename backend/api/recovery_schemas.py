@@ -125,6 +125,20 @@ class RecoveryPerSampleOut(ResultModel):
     top1_after: list[bool] = Field(default_factory=list)
 
 
+class RecoveryTaskMetricOut(ResultModel):
+    metric: str = Field(
+        description="A top-level number of the task block (as task.<metric>), e.g. miou_drop."
+    )
+    before: float | None = Field(description="The compressed export before recovery, on the held-out split.")
+    after: float | None = Field(description="The recovered export, on the same samples.")
+    higher_is_better: bool = Field(description="kneeboard check's direction rule (task_specs.directions).")
+
+
+class RecoveryTaskOut(ResultModel):
+    task: str = Field(description="The task the job scored (segmentation, ctc, detection...).")
+    metrics: list[RecoveryTaskMetricOut]
+
+
 class RecoverySummaryOut(ResultModel):
     job_id: uuid.UUID
     model_id: uuid.UUID = Field(description="The recovered model (a new model of the project).")
@@ -144,6 +158,11 @@ class RecoverySummaryOut(ResultModel):
     per_sample: RecoveryPerSampleOut = Field(
         default_factory=RecoveryPerSampleOut,
         description="Per held-out sample, before and after (empty lists for jobs run before it was recorded).",
+    )
+    task: RecoveryTaskOut | None = Field(
+        default=None,
+        description="With params.task: the task's metrics before and after recovery (both exports against "
+        "the golden model and the dataset's annotations on the held-out split).",
     )
     calibration: CalibrationSamplesOut | None = Field(
         default=None,

@@ -106,7 +106,13 @@ class RecoveryHandler:
         import torch
 
         from worker.engine.compression import open_compressible
-        from worker.engine.recovery import MethodSpec, export_recovered, export_unrecovered, recover
+        from worker.engine.recovery import (
+            MethodSpec,
+            export_recovered,
+            export_unrecovered,
+            measure_export,
+            recover,
+        )
 
         params = RecoveryJobParams.model_validate(ctx.params)
         torch.set_num_threads(params.threads)
@@ -126,6 +132,7 @@ class RecoveryHandler:
         held_labels = None if labels is None else np.asarray(labels[:n])[held_index]
         calib_labels = None if labels is None else np.asarray(labels[:n])[calib_index]
         golden = open_compressible(*model_file(ctx, golden_row), intra_op_threads=params.threads)
+        task, held_annotations = _task(params, golden, held)
 
         stages = len(methods) + 3  # "before", each method, the export, the per-layer before/after
 
@@ -147,13 +154,34 @@ class RecoveryHandler:
         ctx.progress((stages - 2) / stages, "exporting the recovered model and running it in onnxruntime")
         with tempfile.TemporaryDirectory(prefix="kneeboard-recovery-") as tmp:
             path, manifest = export_recovered(
-                golden, outcome, Path(tmp), calib, held, held_labels, batch_size=params.batch_size
+                golden,
+                outcome,
+                Path(tmp),
+                calib,
+                held,
+                held_labels,
+                batch_size=params.batch_size,
+                task=task,
+                annotations=held_annotations,
             )
             made = inspect_made_model(path, "onnx")  # like an upload: inspection and graph
             staged = copy_file_to_staging(path, ctx.store)
             ctx.store.put(staged)
             before = export_unrecovered(
                 golden, outcome, Path(tmp) / "before", calib, batch_size=params.batch_size
+            )
+            task_before = (
+                None
+                if task is None
+                else measure_export(
+                    golden,
+                    before,
+                    held,
+                    held_labels,
+                    batch_size=params.batch_size,
+                    task=task,
+                    annotations=held_annotations,
+                )
             )
             layers = layers_before_after(
                 ctx,
@@ -191,6 +219,13 @@ class RecoveryHandler:
                 "heldout_index": [int(i) for i in held_index],
                 "calibration": _calibration_block(str(params.dataset_id), calib_index, held_index),
                 "labelled": held_labels is not None,
+                "task": None
+                if task_before is None
+                else _task_before_after(
+                    params.task,
+                    task_before.get("task_metrics") or {},
+                    manifest["metrics"]["measured"].get("task_metrics") or {},
+                ),
                 "export": {
                     "kind": manifest["kind"],
                     "file": manifest["file"],
@@ -227,3 +262,38 @@ class RecoveryHandler:
 
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
         return None
+
+
+def _task(params: RecoveryJobParams, golden: Any, held: dict[str, np.ndarray]) -> tuple[Any, dict[str, Any]]:
+    """With a task: the comparison parameters that score it, and the held-out arrays that are not model inputs
+    (its annotations: masks, transcripts, targets...); (None, {}) for "auto"."""
+    from worker.engine.fidelity.compare import FidelityParams
+
+    if params.task == "auto":
+        return None, {}
+    inputs = {spec.name for spec in golden.inputs}
+    annotations = {name: a for name, a in held.items() if name not in inputs}
+    task = FidelityParams(
+        batch_size=params.batch_size, task=params.task, task_options=dict(params.task_options)
+    )
+    return task, annotations
+
+
+def _task_before_after(task: str, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """{"task", "metrics": [{metric, before, after, higher_is_better}]}: the task's numbers of the compressed
+    export before recovery and of the recovered one, with kneeboard check's direction for each."""
+    from task_specs.directions import higher_is_better
+
+    names = list(dict.fromkeys([*before, *after]))
+    return {
+        "task": task,
+        "metrics": [
+            {
+                "metric": name,
+                "before": before.get(name),
+                "after": after.get(name),
+                "higher_is_better": higher_is_better(name),
+            }
+            for name in names
+        ],
+    }

@@ -29,6 +29,7 @@ from backend.db.models import Dataset, Job, JobResult, Model, ModelStatus, Proje
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound, QueueUnavailable
 from backend.recovery_contracts import RecoveryJobParams, parse_point_id
 from backend.services.jobs import dispatch, new_job
+from backend.task_launch import task_mapping_problems
 
 router = APIRouter(tags=["recovery"])
 
@@ -66,7 +67,10 @@ def create_recovery_job(
             f"params.methods: {', '.join(torch_only)} need(s) a torch.export (.pt2) golden model; on "
             f"{golden.format} model {golden.name!r} recovery runs {', '.join(ONNX_METHODS)}"
         )
-    get_in_project_or_404(session, Dataset, params.dataset_id, body.project_id, caller)
+    dataset = get_in_project_or_404(session, Dataset, params.dataset_id, body.project_id, caller)
+    problems = task_mapping_problems(params.task, dict(params.task_options), golden, dataset)
+    if problems:
+        raise InvalidRequest("params.task_options: " + "; ".join(problems))
     if params.sweep_point_id is not None:
         sweep_id, index = parse_point_id(params.sweep_point_id)
         sweep = session.get(Job, sweep_id)

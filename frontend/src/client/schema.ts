@@ -5995,6 +5995,20 @@ export interface components {
              */
             sweep_point_id?: string | null;
             /**
+             * Task
+             * @description Also score the task before and after recovery (as a fidelity job's `task`: 'segmentation', 'ctc', 'detection', 'image', 'signal'...), on the held-out split: the compressed export before recovery and the recovered export, each against the golden model and the dataset's annotations. 'auto': divergence and accuracy only.
+             * @default auto
+             * @enum {string}
+             */
+            task: "auto" | "classification" | "embedding" | "regression" | "image" | "segmentation" | "ctc" | "detection" | "language_model" | "signal";
+            /**
+             * Task Options
+             * @description The task's options, as a fidelity job takes them.
+             */
+            task_options?: {
+                [key: string]: string | number | boolean | string[] | number[] | null;
+            };
+            /**
              * Threads
              * @description Intra-op threads of torch.
              * @default 1
@@ -6181,6 +6195,45 @@ export interface components {
             point_id: string;
             /** Steps */
             steps: components["schemas"]["RecoveryStepOut"][];
+            /** @description With params.task: the task's metrics before and after recovery (both exports against the golden model and the dataset's annotations on the held-out split). */
+            task: components["schemas"]["RecoveryTaskOut"] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RecoveryTaskMetricOut */
+        RecoveryTaskMetricOut: {
+            /**
+             * After
+             * @description The recovered export, on the same samples.
+             */
+            after: number | null;
+            /**
+             * Before
+             * @description The compressed export before recovery, on the held-out split.
+             */
+            before: number | null;
+            /**
+             * Higher Is Better
+             * @description kneeboard check's direction rule (task_specs.directions).
+             */
+            higher_is_better: boolean;
+            /**
+             * Metric
+             * @description A top-level number of the task block (as task.<metric>), e.g. miou_drop.
+             */
+            metric: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** RecoveryTaskOut */
+        RecoveryTaskOut: {
+            /** Metrics */
+            metrics: components["schemas"]["RecoveryTaskMetricOut"][];
+            /**
+             * Task
+             * @description The task the job scored (segmentation, ctc, detection...).
+             */
+            task: string;
         } & {
             [key: string]: unknown;
         };

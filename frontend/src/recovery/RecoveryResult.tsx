@@ -6,7 +6,7 @@ import { useRecoverySummary, recoveredModelHref } from "./queries";
 import { BeforeAfter } from "./BeforeAfter";
 import { LossCurveChart } from "./LossCurveChart";
 import { fidelityFacts } from "../lib/pointFidelity";
-import { lineageLine, stepRows, type RecoverySummary } from "./recovery";
+import { lineageLine, stepRows, taskRows, type RecoverySummary } from "./recovery";
 import { lossCurves } from "./training";
 
 export function StepsTable({ summary }: { summary: RecoverySummary }) {
@@ -67,6 +67,46 @@ export function MetricsBeforeAfter({ summary }: { summary: RecoverySummary }) {
   );
 }
 
+const VERDICT = { better: "better", worse: "worse", same: "unchanged" } as const;
+
+/** The task's metrics (params.task) on the held-out split: the compressed export before recovery and the
+ * recovered one, each against the golden model and the dataset's annotations. */
+export function TaskBeforeAfter({ summary }: { summary: RecoverySummary }) {
+  const rows = taskRows(summary);
+  if (!summary.task || rows.length === 0) return null;
+  return (
+    <section className="panel" aria-labelledby="recovery-task-heading">
+      <h3 id="recovery-task-heading">Task ({summary.task.task}) before and after recovery</h3>
+      <p className="muted small-text">
+        Both exports in onnxruntime on the held-out split, against the golden model (…_vs_golden) and the dataset&apos;s
+        annotations (drops and deltas).
+      </p>
+      <table className="table compact" aria-label="Task metrics before and after recovery">
+        <thead>
+          <tr>
+            <th>Metric</th>
+            <th className="num">Before recovery</th>
+            <th className="num">After</th>
+            <th>Recovery</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.metric}>
+              <th scope="row">
+                <code>{r.metric}</code>
+              </th>
+              <td className="num">{r.before}</td>
+              <td className="num">{r.after}</td>
+              <td className={r.verdict === "worse" ? "flip" : undefined}>{r.verdict ? VERDICT[r.verdict] : "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
 export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showModelLink: boolean }) {
   const summary = useRecoverySummary(jobId, true);
   if (summary.isPending) return <Loading what="the recovery result" />;
@@ -88,6 +128,7 @@ export function RecoveryResult({ jobId, showModelLink }: { jobId: string; showMo
         ))}
       </p>
       <StepsTable summary={s} />
+      <TaskBeforeAfter summary={s} />
       <MetricsBeforeAfter summary={s} />
       {curves.length > 0 && <LossCurveChart curves={curves} />}
       <BeforeAfter jobId={jobId} summary={s} />

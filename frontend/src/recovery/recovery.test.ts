@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lineageLine, stepRows, type RecoverySummary } from "./recovery";
+import { lineageLine, stepRows, taskRows, type RecoverySummary } from "./recovery";
 
 const fidelity = (kl: number, top1: number, accuracy: number | null) =>
   ({ kl_mean: kl, top1_agreement: top1, accuracy_compressed: accuracy }) as RecoverySummary["before"];
@@ -32,5 +32,29 @@ describe("lineageLine", () => {
       methods: [{ name: "adaround" }, { name: "bias_correction" }],
     } as unknown as Parameters<typeof lineageLine>[0]);
     expect(line).toEqual(["golden", "w4-sym-channel", "adaround, bias correction"]);
+  });
+});
+
+describe("taskRows", () => {
+  it("says which way recovery moved each task metric, by its direction", () => {
+    const withTask = {
+      ...summary,
+      task: {
+        task: "segmentation",
+        metrics: [
+          { metric: "miou_vs_golden", before: 0.8, after: 0.9, higher_is_better: true },
+          { metric: "miou_drop", before: 0.05, after: 0.07, higher_is_better: false },
+          { metric: "pixel_agreement", before: 0.9, after: 0.9, higher_is_better: true },
+          { metric: "boundary_f1_drop", before: null, after: 0.1, higher_is_better: false },
+        ],
+      },
+    } as unknown as RecoverySummary;
+    expect(taskRows(withTask).map((r) => [r.metric, r.verdict])).toEqual([
+      ["miou_vs_golden", "better"],
+      ["miou_drop", "worse"],
+      ["pixel_agreement", "same"],
+      ["boundary_f1_drop", null],
+    ]);
+    expect(taskRows(summary)).toEqual([]);
   });
 });

@@ -1,8 +1,8 @@
 // Recovery results as the dashboard shows them: the before/after rows of each method step and the lineage
 // line golden → compressed → recovered. Pure functions over the API's typed documents (tested).
 import type { components } from "../client/schema";
+import { formatNumber, formatPercent } from "../lib/format";
 import { formatKl } from "../lib/sensitivity";
-import { formatPercent } from "../lib/format";
 
 export type RecoverySummary = components["schemas"]["RecoverySummaryOut"];
 export type RecoveryLineage = components["schemas"]["RecoveryLineageOut"];
@@ -40,4 +40,24 @@ export function stepRows(summary: RecoverySummary): StepRow[] {
 /** "golden → w4-sym-channel → equalization, adaround, bias correction". */
 export function lineageLine(lineage: RecoveryLineage): string[] {
   return ["golden", lineage.point_id, lineage.methods.map((m) => m.name.replace("_", " ")).join(", ") || "recovered"];
+}
+
+export interface TaskRow {
+  metric: string;
+  before: string;
+  after: string;
+  /** Whether recovery moved the metric the better way, the worse way, or not at all (or cannot say). */
+  verdict: "better" | "worse" | "same" | null;
+}
+
+/** The task's numbers before and after recovery (params.task), each with which way recovery moved it by the
+ * API's direction rule; [] when the job scored no task. */
+export function taskRows(summary: RecoverySummary): TaskRow[] {
+  return (summary.task?.metrics ?? []).map((m) => {
+    const { before, after } = m;
+    let verdict: TaskRow["verdict"] = null;
+    if (before != null && after != null)
+      verdict = after === before ? "same" : after > before === m.higher_is_better ? "better" : "worse";
+    return { metric: m.metric, before: formatNumber(before), after: formatNumber(after), verdict };
+  });
 }

@@ -17,7 +17,7 @@ from worker.engine.recovery.distill import (
     temperature_kl,
 )
 from worker.engine.recovery.equalization import EqualizationResult, equalize
-from worker.engine.recovery.export import export_recovered, export_unrecovered
+from worker.engine.recovery.export import export_recovered, export_unrecovered, measure_export
 from worker.engine.recovery.outcome import RecoveryOutcome
 from worker.engine.recovery.runner import METHODS, MethodSpec, recover
 from worker.engine.recovery.smoothquant import SmoothQuantParams, SmoothQuantResult, smooth
@@ -41,6 +41,7 @@ __all__ = [
     "equalize",
     "export_recovered",
     "export_unrecovered",
+    "measure_export",
     "finetune",
     "recover",
     "smooth",

@@ -25,34 +25,54 @@ def export_recovered(
     labels: np.ndarray | None,
     *,
     batch_size: int = 64,
+    task: FidelityParams | None = None,
+    annotations: Feeds | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """The recovered model as a runnable ONNX file (the real runtime form where the configuration has one,
     as sweep exports; else the simulated float graph) and its manifest, whose "metrics.measured" is the
-    file run in onnxruntime against the *golden* model on the held-out split."""
-    from worker.engine.sweep.export import ort_runner
-
-    heldout = bind_inputs(heldout_feeds, golden.inputs)
+    file run in onnxruntime against the *golden* model on the held-out split (with `task`, its task
+    metrics too, read from `annotations`: the held-out samples' masks, transcripts...)."""
     path, manifest = _export(
         outcome.handle(), outcome, out_dir, bind_inputs(calibration_feeds, golden.inputs), batch_size
     )
-    runner = ort_runner(path)
-    try:
-        report = compare_models(
-            GoldenReference(golden, heldout, batch_size),
-            runner,
-            heldout,
-            labels,
-            FidelityParams(batch_size=batch_size),
-        )
-    finally:
-        runner.close()
-    manifest["metrics"]["measured"] = fidelity_summary(report)
+    manifest["metrics"]["measured"] = measure_export(
+        golden, path, heldout_feeds, labels, batch_size=batch_size, task=task, annotations=annotations
+    )
     manifest["notes"].append(
         "metrics.measured: the file in onnxruntime against the golden model (held-out split)"
     )
     manifest = json_safe(manifest)
     path.with_suffix(".json").write_text(json.dumps(manifest, indent=2, allow_nan=False))
     return path, manifest
+
+
+def measure_export(
+    golden: CompressibleModel,
+    path: Path,
+    heldout_feeds: Feeds,
+    labels: np.ndarray | None,
+    *,
+    batch_size: int = 64,
+    task: FidelityParams | None = None,
+    annotations: Feeds | None = None,
+) -> dict[str, Any]:
+    """An exported file run in onnxruntime against the golden model on the held-out split, summarised as a
+    sweep point's fidelity (`fidelity_summary`: KL, agreement... and, with a task, `task_metrics`)."""
+    from worker.engine.sweep.export import ort_runner
+
+    heldout = bind_inputs(heldout_feeds, golden.inputs)
+    runner = ort_runner(path)
+    try:
+        report = compare_models(
+            GoldenReference(golden, heldout, batch_size),
+            runner,
+            heldout | dict(annotations or {}),  # the task reads its annotations beside the inputs
+            labels,
+            task or FidelityParams(batch_size=batch_size),
+        )
+    finally:
+        runner.close()
+    return fidelity_summary(report)
 
 
 def export_unrecovered(
