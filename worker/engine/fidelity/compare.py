@@ -67,6 +67,7 @@ from worker.engine.fidelity.table import (
     concentration,
 )
 from worker.engine.tasks.image_output import TARGETS_KEY, image_shape_problem
+from worker.engine.tasks.image_views import ImageSampleViews
 from worker.engine.tasks.interface import ShowsSamples, TaskAdapter, TaskContext, adapter_for
 from worker.engine.types import Runner
 
@@ -109,7 +110,8 @@ class FidelityReport:
     task_per_sample: with a task adapter (`worker.engine.tasks.interface`), its per-sample values (name →
         array of length n_samples); its block is the `task` of its primary output in `outputs`.
     task_samples: with an adapter that `ShowsSamples`, its predictions of the first samples for the
-        inspector (boxes of both models, transcripts), else None.
+        inspector (boxes of both models, transcripts, label maps, waveforms), or with task "image" the first
+        image output's pictures (`worker.engine.tasks.image_views`), else None.
     """
 
     n_samples: int
@@ -198,6 +200,7 @@ def compare_models(
     accs = [_OutputAcc(g, c, params) for g, c in pairs]
     task = adapter_for(params.task)
     task_rows: dict[str, list[np.ndarray]] = {}
+    image_views: ImageSampleViews | None = None  # task "image" has no adapter; its inspector pictures
     primary: _OutputAcc | None = None
     table: dict[str, np.ndarray] = {}
     masks: dict[str, np.ndarray | None] = {}
@@ -219,6 +222,7 @@ def compare_models(
                 table["label"][:] = lab
             masks = _sequence_masks(accs, arrays.get(ATTENTION_MASK_KEY), n, warnings)
             targets = _image_targets(accs, arrays.get(TARGETS_KEY), n, params)
+            image_views = _image_views(accs, params)
         all_finite = np.ones(stop - start, dtype=np.bool_)
         for acc in accs:
             batch_labels = lab[start:stop] if (acc is primary and lab is not None) else None
@@ -235,6 +239,8 @@ def compare_models(
             if acc is primary:
                 _fill_table(table, start, finite, cls, ps)
         n_all_finite += int(all_finite.sum())
+        if image_views is not None:
+            image_views.update(g_out[image_views.output], c_out[_compressed_name(accs, image_views.output)])
         if task is not None:
             c_named = {acc.golden_name: c_out[acc.compressed_name] for acc in accs}
             for key, values in task.update(g_out, c_named, start, stop).items():
@@ -243,6 +249,8 @@ def compare_models(
             on_progress(stop, n)
     assert primary is not None  # n > 0, so at least one batch ran
     report = _report(accs, primary, table, matching, n, n_all_finite, params, warnings, notes)
+    if image_views is not None:
+        report.task_samples = image_views.sample_views()
     if task is not None:
         report.outputs[task.primary_output]["task"] = task.to_dict()
         report.task_per_sample = {key: np.concatenate(parts) for key, parts in task_rows.items()}
@@ -296,6 +304,16 @@ def _image_targets(
             f"'{image_outputs[0].golden_name}' needs {format_shape(shape)}"
         )
     return np.asarray(raw)
+
+
+def _image_views(accs: list[_OutputAcc], params: FidelityParams) -> ImageSampleViews | None:
+    """With task "image", a keeper of the first image output's pictures for the sample inspector."""
+    first = next((acc for acc in accs if acc.image is not None), None)
+    return None if first is None else ImageSampleViews(first.golden_name, params.image_data_range)
+
+
+def _compressed_name(accs: list[_OutputAcc], golden_name: str) -> str:
+    return next(acc.compressed_name for acc in accs if acc.golden_name == golden_name)
 
 
 def _sequence_masks(
