@@ -274,8 +274,9 @@ def test_views_stop_at_their_cap_and_class_ids_above_255_stay_exact() -> None:
     assert np.array_equal(png_pixels(label_map_png(wide)), wide)  # 16-bit PNG past 255 classes
 
     class Maps:
-        inputs = [TensorSpec("x", ("batch", 8, 8), "float32")]
-        outputs = [TensorSpec("labels", ("batch", 8, 8), "int64")]
+        def __init__(self) -> None:
+            self.inputs = [TensorSpec("x", ("batch", 8, 8), "float32")]
+            self.outputs = [TensorSpec("labels", ("batch", 8, 8), "int64")]
 
         def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
             return {"labels": (feeds["x"] > 0).astype(np.int64)}
