@@ -204,7 +204,8 @@ const WAVE_COLOUR: Record<string, string> = { clean: "#2ca02c", golden: "#1f77b4
 export function SignalPlayback({ sample }: { sample: Signal }) {
   const roles = (["clean", "golden", "compressed"] as const).filter((r) => sample.outline[r]);
   const peak = outlinePeak(roles.map((r) => sample.outline[r]));
-  const db = (v: number | null | undefined) => (v == null ? "∞ (identical)" : `${formatNumber(v, 4)} dB`);
+  const db = (v: number | null | undefined) =>
+    v == null ? "— (identical, or not finite)" : `${formatNumber(v, 4)} dB`;
   return (
     <div className="task-sample">
       {roles.map((role) => (
@@ -244,7 +245,7 @@ export function SignalPlayback({ sample }: { sample: Signal }) {
           <dt>SI-SDR vs golden</dt>
           <dd>{db(sample.si_sdr_db_vs_golden)}</dd>
         </div>
-        {sample.audio.clean !== null || sample.si_sdr_db_golden != null ? (
+        {sample.outline.clean ? (
           <div>
             <dt>SI-SDR vs clean (golden → compressed)</dt>
             <dd>

@@ -25,9 +25,9 @@ from worker.engine.tasks.image_output import psnr_ssim
 from worker.engine.tasks.view_encoding import ViewBudget, picture_pixels, picture_png, png_b64, to_uint8
 
 IMAGE_VIEWS_MAX = 16
-"""Samples whose pictures are kept. Measured: a 256 x 256 RGB output of natural-looking content is ~110 kB
-of PNG a picture, its difference ~40 kB: ~350 kB a sample in base64, ~5.6 MB for 16; VIEW_BYTES_MAX stops
-bigger pictures sooner."""
+"""Samples whose pictures are kept. Measured on scikit-image's astronaut at 256 x 256 RGB against a copy with
+Gaussian noise of σ 0.01: golden 145 kB, compressed 172 kB, difference 79 kB of base64 PNG, 395 kB a sample
+(6.3 MB for 16; drawing it took 88 ms); VIEW_BYTES_MAX stops bigger pictures sooner."""
 GAIN_MAX = 1024
 GAIN_PERCENTILE = 99.5
 

@@ -39,8 +39,8 @@ DEFAULT_SAMPLE_RATE = 16000
 SAMPLE_RATES = SIGNAL_SAMPLE_RATES  # what an HTML audio element plays, so the WAV the API encodes plays
 SIGNAL_VIEWS_MAX = 16
 """Samples whose waveforms the inspector can play. Measured: one second at 16 kHz, mono, is 64 kB of float32,
-85 kB in base64; golden, compressed and clean ~256 kB a sample, 4 MB for 16; longer clips stop at
-VIEW_BYTES_MAX (a 10 s clip at 16 kHz: ~2.6 MB a sample, so 4 samples)."""
+85.3 kB in base64; golden, compressed and clean 256 kB a sample, 4.1 MB for 16; longer clips stop at
+VIEW_BYTES_MAX (a 10 s clip: 2.6 MB a sample, so 4 samples)."""
 
 
 def snr_si_sdr(estimate: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,8 @@ import numpy as np
 
 VIEW_BYTES_MAX = 8_000_000
 """Base64 bytes of one job's kept pictures / waveforms together: the document is one JSON result row that a
-request reads one sample of by JSON path, and Postgres detoasts the whole row for that (measured ~2 ms/MB)."""
+request reads one sample of by JSON path, and Postgres decompresses the whole row for that (not measured here);
+8 MB keeps 16 samples of 256 x 256 RGB pictures or of 1 s, 16 kHz audio (the measured sizes in each task)."""
 
 
 @dataclass
