@@ -3526,7 +3526,7 @@ export interface components {
             dataset_id: string;
             /**
              * Diagnostics
-             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task that scores samples: does the divergence predict it?) and 'task_samples' (GET …/samples/{index}/task, the boxes or transcripts of a detection or speech task's first samples); the others answer 404, so a page asks only for these.
+             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task that scores samples: does the divergence predict it?) and 'task_samples' (GET …/samples/{index}/task, the boxes, transcripts, label maps, output pictures or waveforms of a detection, speech, segmentation, image or signal task's first samples); the others answer 404, so a page asks only for these.
              */
             diagnostics?: ("classes" | "sequence" | "robustness" | "attention" | "task" | "task_samples")[];
             /**
