@@ -99,6 +99,8 @@ class ImageSampleViews:
             if not self.budget.room():
                 return
             view = image_view(g[i], c[i], self.data_range)
+            # the task and what its answer needs in each entry: the API reads one entry, not the document
+            view |= {"task": self.name, "output": self.output, "data_range": self.data_range}
             view["psnr_db"] = float(psnr[i]) if np.isfinite(psnr[i]) else None  # None: identical or NaN
             view["ssim"] = float(ssim[i]) if np.isfinite(ssim[i]) else None
             self.budget.take(sum(len(view[k]) for k in ("golden", "compressed", "difference")))

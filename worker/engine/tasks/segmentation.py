@@ -215,6 +215,9 @@ class SegmentationTask:
             }
             view: dict[str, Any] = {
                 **maps,
+                "task": self.name,  # with what the answer needs: the API reads one entry, not the document
+                "image_size": self.image_size,
+                "ignore_index": self.ignore_index,
                 "iou_vs_golden": _finite(values["iou_vs_golden"][i]),
                 "pixel_agreement": _finite(values["pixel_agreement"][i]),
             }

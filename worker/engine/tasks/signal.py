@@ -152,7 +152,13 @@ class SignalTask:
             if not self.budget.room():
                 return
             waves = {"golden": g[i], "compressed": c[i], "clean": None if clean is None else clean[i]}
-            view: dict[str, Any] = {"shape": list(g.shape[1:]), "nonfinite": {}}
+            # the task and rate in each entry: the API reads one entry by JSON path, not the whole document
+            view: dict[str, Any] = {
+                "task": self.name,
+                "shape": list(g.shape[1:]),
+                "sample_rate": self.sample_rate,
+                "nonfinite": {},
+            }
             for role, wave in waves.items():
                 view[role], bad = (None, 0) if wave is None else waveform_b64(wave)
                 view["nonfinite"][role] = bad
