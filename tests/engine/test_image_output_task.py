@@ -208,6 +208,15 @@ def test_the_inspector_pictures_decode_to_numpys_drawing_of_both_outputs_and_the
     views = report.task_samples
     assert views is not None and views["task"] == "image" and views["output"] == "denoised"
     assert views["n_samples"] == 16  # IMAGE_VIEWS_MAX of 20
+    unviewed = compare_models(
+        ModuleRunner(golden),
+        ModuleRunner(compressed),
+        {"noisy": noisy},
+        None,
+        FidelityParams(task="image"),
+        sample_views=False,
+    )
+    assert unviewed.task_samples is None
     g, c = _run(golden, noisy), _run(compressed, noisy)
     for i, view in enumerate(views["samples"]):
         assert view["value_range"] == [0.0, 1.0]  # sigmoid outputs lie in the default data range

@@ -285,3 +285,7 @@ def test_views_stop_at_their_cap_and_class_ids_above_255_stay_exact() -> None:
     views = compare_models(Maps(), Maps(), {"x": x}, None, FidelityParams(task="segmentation")).task_samples
     assert views is not None and views["n_samples"] == SEGMENTATION_VIEWS_MAX
     assert np.array_equal(png_pixels(views["samples"][-1]["golden"]), x[SEGMENTATION_VIEWS_MAX - 1] > 0)
+    params = FidelityParams(
+        task="segmentation"
+    )  # robustness chunks and sweep points store none: none are made
+    assert compare_models(Maps(), Maps(), {"x": x}, None, params, sample_views=False).task_samples is None

@@ -175,12 +175,15 @@ def compare_models(
     labels: np.ndarray | None,
     params: FidelityParams,
     on_progress: Callable[[int, int], None] | None = None,
+    *,
+    sample_views: bool = True,
 ) -> FidelityReport:
     """Compare the compressed model with the golden one over a dataset, batch by batch.
 
     arrays: the dataset, named after the model inputs (see `bind_inputs`). labels: class indices of the
     primary output, or None (then the dataset's "labels" array is used if present). on_progress is called
-    as (samples done, total) after each batch; it may raise JobCancelled, which propagates.
+    as (samples done, total) after each batch; it may raise JobCancelled, which propagates. sample_views=False
+    skips encoding the label maps, pictures and waveforms the inspector shows (callers that do not store them).
     Raises DatasetMismatchError or OutputMismatchError when the dataset or the models do not fit.
     """
     warnings: list[str] = []
@@ -214,7 +217,7 @@ def compare_models(
         if primary is None:
             primary = _start(accs, g_out, c_out)
             if task is not None:
-                _start_task(task, accs, g_out, arrays, n, params)
+                _start_task(task, accs, g_out, arrays, n, params, sample_views)
                 primary = next(acc for acc in accs if acc.golden_name == task.primary_output)
             lab = _labels_for(primary, lab, warnings)
             table = _empty_table(n)
@@ -222,7 +225,7 @@ def compare_models(
                 table["label"][:] = lab
             masks = _sequence_masks(accs, arrays.get(ATTENTION_MASK_KEY), n, warnings)
             targets = _image_targets(accs, arrays.get(TARGETS_KEY), n, params)
-            image_views = _image_views(accs, params)
+            image_views = _image_views(accs, params) if sample_views else None
         all_finite = np.ones(stop - start, dtype=np.bool_)
         for acc in accs:
             batch_labels = lab[start:stop] if (acc is primary and lab is not None) else None
@@ -254,7 +257,7 @@ def compare_models(
     if task is not None:
         report.outputs[task.primary_output]["task"] = task.to_dict()
         report.task_per_sample = {key: np.concatenate(parts) for key, parts in task_rows.items()}
-        if isinstance(task, ShowsSamples):
+        if isinstance(task, ShowsSamples) and sample_views:
             report.task_samples = task.sample_views()
     return report
 
@@ -266,9 +269,10 @@ def _start_task(
     arrays: Mapping[str, np.ndarray],
     n: int,
     params: FidelityParams,
+    sample_views: bool,
 ) -> None:
     shapes = {acc.golden_name: tuple(int(d) for d in np.shape(g_out[acc.golden_name])[1:]) for acc in accs}
-    task.start(TaskContext(shapes, arrays, n, dict(params.task_options)))
+    task.start(TaskContext(shapes, arrays, n, dict(params.task_options), sample_views))
     if task.primary_output not in shapes:
         raise OutputMismatchError(
             f"task {params.task!r} reports on output {task.primary_output!r}, which the model does not have"

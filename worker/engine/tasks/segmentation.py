@@ -130,6 +130,8 @@ class SegmentationTask:
         self.primary_output = self._choose_output(context)
         shape = context.output_shapes[self.primary_output]
         self.image_size = [int(d) for d in shape[-2:]]
+        if not context.sample_views:
+            self.budget = ViewBudget(0)
         self.logits = len(shape) == 3
         self.n_classes = shape[0] if self.logits else 0  # label maps: grows with the classes seen
         for scores in ("vs_golden", "golden_vs_masks", "compressed_vs_masks"):

@@ -94,6 +94,8 @@ class SignalTask:
                 f"task option 'sample_rate' must be an integer number of Hz from {low} to {high}, got {rate!r}"
             )
         self.sample_rate = rate
+        if not context.sample_views:
+            self.budget = ViewBudget(0)
         wanted = context.options.get("output")
         shapes = context.output_shapes
         fits = [name for name, shape in shapes.items() if len(shape) in (1, 2) and shape[-1] >= 2]
