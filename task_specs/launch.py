@@ -18,7 +18,7 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "segmentation": ("output", "ignore_index", "boundary_tolerance"),
     "ctc": ("output", "vocabulary", "blank", "word_delimiter"),
     "language_model": ("output", "input_ids", "top_k", *GENERATION_OPTIONS),
-    "signal": ("output",),
+    "signal": ("output", "sample_rate"),
     "detection": (
         "format",
         "boxes_output",
@@ -34,6 +34,8 @@ TASK_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 """Every task with options, and the option names it reads (a task not listed takes none)."""
 
+SIGNAL_SAMPLE_RATES = (3000, 768000)
+"""The sample rates the signal task's WAVs may have: what an HTML audio element plays (Web Audio's range)."""
 MASKS = "masks"
 TRANSCRIPTS = "transcripts"
 
@@ -223,6 +225,13 @@ def _signal(
     output, problems = _output(
         "signal", options, outputs, _signal_output, "(N, T) or (N, C, T) float signals"
     )
+    rate = options.get("sample_rate", 16000)
+    low, high = SIGNAL_SAMPLE_RATES
+    if isinstance(rate, bool) or not isinstance(rate, int) or not low <= rate <= high:
+        problems.append(
+            f"task option 'sample_rate' must be an integer number of Hz from {low} to {high} (the rates a "
+            f"browser plays), got {rate!r}"
+        )
     clean = arrays.get("clean")
     if clean is not None and output is not None:
         want, have = output.shape[1:], clean.shape[1:]

@@ -26,7 +26,7 @@ from backend.accounts import Caller
 from backend.api.result_schemas.sample_inspector import SampleInspectionOut
 from backend.api.result_schemas.task_samples import TaskSampleOut
 from backend.api.routes.sample_inspector import INPUT_PNG_MAX_SIDE, inspection, with_input
-from backend.api.routes.task_samples import task_sample
+from backend.api.routes.task_samples import sample_wav, task_sample
 from backend.dataset_preview import sample_thumbnail
 from backend.db.models import Job, SampleDivergence
 from backend.errors import KneeboardError, NotFound
@@ -115,8 +115,9 @@ def gather_inspections(
 def gather_task_samples(
     session: Session, store: ArtifactStore, settings: Settings, job_id: uuid.UUID, caller: Caller
 ) -> dict[str, Any]:
-    """The task predictions (boxes, transcripts) of the same samples as the inspections, keyed by API path,
-    a detection's picture inlined as a data: URL within INSPECT_IMAGE_BYTES; none for a job that kept none."""
+    """The task predictions (boxes, transcripts, label maps, pictures, waveforms) of the same samples as the
+    inspections, keyed by API path; a detection's or segmentation's input picture and a signal's WAVs inlined
+    as data: URLs within INSPECT_IMAGE_BYTES (else null); none for a job that kept none."""
     responses: dict[str, Any] = {}
     budget = INSPECT_IMAGE_BYTES
     source: tuple[str, Path] | None = None
@@ -126,7 +127,15 @@ def gather_task_samples(
         except NotFound:
             continue  # a job that kept none, or a sample past the kept ones
         body = TypeAdapter(TaskSampleOut).dump_python(task_sample(job_id, index, entry), mode="json")
-        if body["task"] == "detection":
+        if body["task"] == "signal":
+            for role, url in body["audio"].items():
+                wav = None if url is None else sample_wav(session, job_id, index, role)
+                if wav is None or len(wav) > budget:
+                    body["audio"][role] = None
+                else:
+                    budget -= len(wav)
+                    body["audio"][role] = "data:audio/wav;base64," + base64.b64encode(wav).decode("ascii")
+        if body["task"] in ("detection", "segmentation"):
             png = None
             try:
                 if source is None:

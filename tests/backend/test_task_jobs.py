@@ -102,8 +102,8 @@ def test_a_segmentation_job_serves_its_task_block(
         api, job_id, report, {"iou_vs_golden", "pixel_agreement", "boundary_f1_vs_golden"}
     )
     assert proxy["proxy"] == "sqnr_db" and proxy["task"] == "segmentation"
-    no_views = api.get(f"/jobs/{job_id}/samples/0/task")  # segmentation keeps no boxes or transcripts
-    assert no_views.status_code == 404 and "(detection, ctc)" in no_views.json()["detail"]
+    views = api.get(f"/jobs/{job_id}/samples/0/task")  # label maps (tests/backend/test_task_sample_views.py)
+    assert views.status_code == 200 and views.json()["task"] == "segmentation"
     # compare runs and trends carry the task's numbers, each with kneeboard check's direction
     run = api.get(f"/projects/{api.project}/fidelity-runs").json()["items"][0]
     trend = api.get(f"/projects/{api.project}/trends?golden_model_id={api.golden}").json()["points"][0]

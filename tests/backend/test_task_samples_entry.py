@@ -38,3 +38,19 @@ def test_one_sample_is_read_on_each_database(session_on_each_database: Session) 
         task_sample_entry(session, job.id, 12)
     with pytest.raises(NotFound, match="kept no task predictions"):
         task_sample_entry(session, queued_job(session).id, 0)
+
+
+def test_an_entry_that_names_its_task_is_read_alone_and_past_ones_still_say_how_many(
+    session_on_each_database: Session,
+) -> None:
+    """Signal, image and segmentation entries carry their task and what their answer needs, so one JSON path
+    answers (documents of pictures are megabytes, parsed once per path); a document-level key is not added."""
+    session = session_on_each_database
+    job = queued_job(session)
+    samples = [{"task": "signal", "sample_rate": 8000, "shape": [4], "golden": f"g{i}"} for i in range(3)]
+    document = {"task": "signal", "n_samples": 3, "sample_rate": 16000, "samples": samples}
+    session.add(JobResult(job_id=job.id, key=RESULT_FIDELITY_TASK_SAMPLES, payload=document))
+    session.commit()
+    assert task_sample_entry(session, job.id, 2) == samples[2]
+    with pytest.raises(NotFound, match="first 3 samples"):
+        task_sample_entry(session, job.id, 3)

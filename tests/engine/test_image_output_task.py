@@ -14,6 +14,7 @@ import torch
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
 from kneeboard_client.thresholds import Limit, check_limit, output_metrics
+from tests.support.task_views import png_pixels, u8
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
@@ -191,3 +192,65 @@ def test_targets_of_the_wrong_shape_and_outputs_that_are_not_pictures_are_refuse
 
     with pytest.raises(OutputMismatchError, match="task 'image' found no output"):
         compare_models(Flat(golden), Flat(compressed), {"noisy": noisy}, None, FidelityParams(task="image"))
+
+
+def test_the_inspector_pictures_decode_to_numpys_drawing_of_both_outputs_and_their_difference(
+    denoisers: tuple[torch.nn.Module, torch.nn.Module],
+) -> None:
+    """Each kept PNG decodes (Pillow) to numpy's 8-bit drawing of the torch outputs over the stated range,
+    the difference PNG to |golden − compressed| times the stated gain, and the sample's PSNR/SSIM are
+    scikit-image's; the stored pictures are within half a grey level of the outputs."""
+    golden, compressed = denoisers
+    noisy, _ = _pictures(20, seed=4)
+    report = compare_models(
+        ModuleRunner(golden), ModuleRunner(compressed), {"noisy": noisy}, None, FidelityParams(task="image")
+    )
+    views = report.task_samples
+    assert views is not None and views["task"] == "image" and views["output"] == "denoised"
+    assert views["n_samples"] == 16  # IMAGE_VIEWS_MAX of 20
+    unviewed = compare_models(
+        ModuleRunner(golden),
+        ModuleRunner(compressed),
+        {"noisy": noisy},
+        None,
+        FidelityParams(task="image"),
+        sample_views=False,
+    )
+    assert unviewed.task_samples is None
+    g, c = _run(golden, noisy), _run(compressed, noisy)
+    for i, view in enumerate(views["samples"]):
+        assert view["value_range"] == [0.0, 1.0]  # sigmoid outputs lie in the default data range
+        assert np.array_equal(png_pixels(view["golden"]), u8(g[i, 0], 0, 1))
+        assert np.array_equal(png_pixels(view["compressed"]), u8(c[i, 0], 0, 1))
+        assert np.abs(png_pixels(view["compressed"]) / 255 - c[i, 0]).max() <= 0.5 / 255 + 1e-9
+        gain = view["difference_gain"]
+        diff = np.abs(g[i, 0] - c[i, 0])
+        level = np.percentile(diff, 99.5)
+        assert level * gain <= 1 < level * gain * 2  # the largest power of two that keeps it in range
+        assert np.array_equal(png_pixels(view["difference"]), u8(diff * gain, 0, 1))
+        assert view["max_abs_difference"] == pytest.approx(diff.max(), rel=1e-12)
+        assert view["psnr_db"] == pytest.approx(peak_signal_noise_ratio(g[i], c[i], data_range=1.0), rel=1e-6)
+        ssim = structural_similarity(
+            g[i, 0], c[i, 0], data_range=1.0, gaussian_weights=True, sigma=1.5, use_sample_covariance=False
+        )
+        assert view["ssim"] == pytest.approx(ssim, abs=SSIM_ATOL)
+
+
+def test_out_of_range_and_nan_pictures_are_clipped_and_counted() -> None:
+    from worker.engine.tasks.image_views import image_view
+
+    golden = np.linspace(-0.5, 1.0, 16 * 16).reshape(1, 16, 16)
+    compressed = golden.copy()
+    compressed[0, 0, :3] = [np.nan, 7.0, -3.0]
+    view = image_view(golden, compressed, 1.0)
+    assert view["value_range"] == [-0.5, 1.0] and view["clipped"] == 2 and view["nonfinite"] == 1
+    drawn = png_pixels(view["compressed"])
+    assert drawn[0, :3].tolist() == [0, 255, 0]  # NaN drawn as the range's low end, the rest clipped
+    assert png_pixels(view["difference"])[0, 0] == 255  # a NaN difference is white
+    assert view["difference_gain"] == 1  # 2 of 256 pixels off by >= 1.5 reach the 99.5th percentile
+    speckled = golden + 0.001
+    speckled[0, 5, 5] = 5.0  # one speckle does not stop a small error everywhere from being amplified
+    view = image_view(golden, speckled, 1.0)
+    assert view["difference_gain"] == 1024 and view["clipped"] == 2  # the speckle and 1.001 past the top
+    assert png_pixels(view["difference"])[5, 5] == 255
+    assert png_pixels(view["difference"])[0, 0] == round(0.001 * 1024 / 1.5 * 255)

@@ -19,6 +19,7 @@ from sklearn.metrics import accuracy_score, jaccard_score
 from kneeboard_client.thresholds import Limit, check_limit, higher_is_better, output_metrics
 from tests.support.segmentation import CLASSES, IGNORE, SIZE, trained_segmenter
 from tests.support.segmentation import scenes as _scenes
+from tests.support.task_views import png_pixels
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
@@ -239,3 +240,52 @@ def test_wrong_masks_unknown_options_and_non_segmentation_outputs_are_refused(
 
     with pytest.raises(OutputMismatchError, match="found no segmentation output"):
         compare_models(Flat(), Flat(), {"input": pictures}, None, FidelityParams(task="segmentation"))
+
+
+def test_the_inspector_views_decode_to_exactly_both_argmax_maps_and_the_masks(
+    onnx_models: tuple[OnnxRunner, OnnxRunner],
+) -> None:
+    """The kept label maps are lossless: Pillow decodes each stored PNG to numpy's argmax of the ONNX logits
+    (and to the dataset's mask, ignore pixels included); the per-sample scores are the table's."""
+    golden, compressed = onnx_models
+    pictures, masks = _scenes(20, seed=5)
+    params = FidelityParams(batch_size=8, task="segmentation")
+    report = compare_models(golden, compressed, {"input": pictures, "masks": masks}, None, params)
+    views = report.task_samples
+    assert views is not None and views["task"] == "segmentation" and views["n_samples"] == 20
+    assert views["image_size"] == [SIZE, SIZE] and views["ignore_index"] == IGNORE
+    g = golden.run({"input": pictures})["logits"].argmax(1)
+    c = compressed.run({"input": pictures})["logits"].argmax(1)
+    assert (g != c).any()  # the 3-bit copy disagrees somewhere, so a swap of the two maps would fail
+    for i, view in enumerate(views["samples"]):
+        assert np.array_equal(png_pixels(view["golden"]), g[i])
+        assert np.array_equal(png_pixels(view["compressed"]), c[i])
+        assert np.array_equal(png_pixels(view["truth"]), masks[i])
+        assert view["pixel_agreement"] == pytest.approx((g[i] == c[i]).mean(), abs=1e-12)
+    without = compare_models(golden, compressed, {"input": pictures[:3]}, None, params).task_samples
+    assert without is not None and [v["truth"] for v in without["samples"]] == [None] * 3
+
+
+def test_views_stop_at_their_cap_and_class_ids_above_255_stay_exact() -> None:
+    from worker.engine.tasks.segmentation import SEGMENTATION_VIEWS_MAX
+    from worker.engine.tasks.view_encoding import label_map_png
+
+    wide = np.array([[0, 300], [65535, 7]])
+    assert np.array_equal(png_pixels(label_map_png(wide)), wide)  # 16-bit PNG past 255 classes
+
+    class Maps:
+        def __init__(self) -> None:
+            self.inputs = [TensorSpec("x", ("batch", 8, 8), "float32")]
+            self.outputs = [TensorSpec("labels", ("batch", 8, 8), "int64")]
+
+        def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {"labels": (feeds["x"] > 0).astype(np.int64)}
+
+    x = np.random.default_rng(0).standard_normal((SEGMENTATION_VIEWS_MAX + 30, 8, 8)).astype(np.float32)
+    views = compare_models(Maps(), Maps(), {"x": x}, None, FidelityParams(task="segmentation")).task_samples
+    assert views is not None and views["n_samples"] == SEGMENTATION_VIEWS_MAX
+    assert np.array_equal(png_pixels(views["samples"][-1]["golden"]), x[SEGMENTATION_VIEWS_MAX - 1] > 0)
+    params = FidelityParams(
+        task="segmentation"
+    )  # robustness chunks and sweep points store none: none are made
+    assert compare_models(Maps(), Maps(), {"x": x}, None, params, sample_views=False).task_samples is None

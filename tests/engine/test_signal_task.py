@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.task_views import float32_wave
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
@@ -129,3 +130,43 @@ def test_wrong_references_and_outputs_are_refused(denoiser: tuple[Path, Path]) -
         compare_models(
             *runners, {"input": noisy}, None, FidelityParams(task="signal", task_options={"output": "wave"})
         )
+
+
+def test_the_inspector_keeps_each_waveform_as_the_model_gave_it(denoiser: tuple[Path, Path]) -> None:
+    """The stored float32 waveforms are the ONNX outputs and the clean references bit for bit, with the
+    sample's scores from the per-sample table; a bad sample rate is refused."""
+    golden, compressed = denoiser
+    noisy, clean = _signals(20, 4)
+    params = FidelityParams(batch_size=8, task="signal", task_options={"sample_rate": 8000})
+    runners = load_onnx(golden, 1), load_onnx(compressed, 1)
+    report = compare_models(*runners, {"input": noisy, "clean": clean}, None, params)
+    views = report.task_samples
+    assert views is not None and views["task"] == "signal" and views["sample_rate"] == 8000
+    assert views["n_samples"] == 16  # SIGNAL_VIEWS_MAX of 20
+    g = runners[0].run({"input": noisy})["audio"]
+    c = runners[1].run({"input": noisy})["audio"]
+    for i, view in enumerate(views["samples"]):
+        assert view["shape"] == [1, T]
+        assert np.array_equal(float32_wave(view["golden"], view["shape"]), g[i])
+        assert np.array_equal(float32_wave(view["compressed"], view["shape"]), c[i])
+        assert np.array_equal(float32_wave(view["clean"], view["shape"]), clean[i])
+        want = _np_si_sdr(c[i : i + 1].astype(np.float64), g[i : i + 1].astype(np.float64)).mean()
+        assert view["si_sdr_db_vs_golden"] == pytest.approx(want, rel=1e-9)
+        assert view["nonfinite"] == {"golden": 0, "compressed": 0, "clean": 0}
+    for rate in (100, 16000.5, True):
+        with pytest.raises(OutputMismatchError, match="'sample_rate' must be an integer number of Hz"):
+            compare_models(
+                *runners,
+                {"input": noisy[:2]},
+                None,
+                FidelityParams(task="signal", task_options={"sample_rate": rate}),
+            )
+
+
+def test_a_non_finite_waveform_is_stored_finite_and_counted() -> None:
+    from worker.engine.tasks.view_encoding import waveform_b64
+
+    wave = np.array([0.5, np.nan, np.inf, -np.inf, -2.0])
+    stored, bad = waveform_b64(wave)
+    big = np.finfo(np.float32).max
+    assert bad == 3 and np.array_equal(float32_wave(stored, [5]), np.array([0.5, 0, big, -big, -2.0], "<f4"))

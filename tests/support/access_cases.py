@@ -130,6 +130,7 @@ CASES: dict[str, Case] = {
     "getFidelityClasses": Case("team"),
     "getFidelityTaskProxy": Case("team"),
     "getSampleTaskPredictions": Case("team"),
+    "getSampleTaskAudio": Case("team"),
     "listFidelityTaskSamples": Case("team", query=lambda w: {"metric": "iou_vs_golden"}),
     "getFidelitySequence": Case("team"),
     "getFidelityRobustness": Case("team"),
@@ -221,7 +222,7 @@ def _swapped(text: str, swap: dict[str, str]) -> str:
 
 
 def team_a_ids(w: World) -> list[str]:
-    return [v for k, v in w.ids.items() if k not in ("index", "user_id", "slice", "severity")]
+    return [v for k, v in w.ids.items() if k not in ("index", "user_id", "slice", "severity", "which")]
 
 
 def anonymised(text: str, ids: list[str]) -> str:

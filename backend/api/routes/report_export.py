@@ -95,8 +95,11 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/export.html": "this route",
     "/samples/{index}": "embedded for the worst samples by KL (backend/api/offline_inspections.py: at most "
     "INSPECT_MAX, their rows added to the embedded per-sample rows); other samples answer 404 in the file",
-    "/samples/{index}/task": "embedded for the same samples as the inspections, a detection's picture as a "
-    "data: URL within the pictures' budget (backend/api/offline_inspections.py gather_task_samples); others 404",
+    "/samples/{index}/task": "embedded for the same samples as the inspections, a detection's or "
+    "segmentation's picture and a signal's WAVs as data: URLs within the pictures' budget "
+    "(backend/api/offline_inspections.py gather_task_samples); others 404",
+    "/samples/{index}/task/audio/{which}": "embedded inside each embedded signal task sample, as its audio's "
+    "data: URL (the same WAV bytes), within the pictures' byte budget",
     "/samples/{index}/input.png": "embedded inside each embedded inspection, as its thumbnail's data: URL "
     "(the same PNG bytes), within a byte budget",
 }

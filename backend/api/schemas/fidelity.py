@@ -58,7 +58,8 @@ class FidelityReportOut(BaseModel):
             "'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET "
             "…/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task "
             "that scores samples: does the divergence predict it?) and 'task_samples' (GET …/samples/{index}/task, "
-            "the boxes or transcripts of a detection or speech task's first samples); the "
+            "the boxes, transcripts, label maps, output pictures or waveforms of a detection, speech, segmentation, "
+            "image or signal task's first samples); the "
             "others answer 404, so a page asks only for these.",
         )
     )

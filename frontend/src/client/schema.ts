@@ -725,11 +725,32 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One sample's task predictions: a detector's boxes (both models and the truth) or a speech model's transcripts (both models and the reference); the first samples of the job are kept
+         * One sample's task predictions: a detector's boxes (both models and the truth), a speech model's transcripts (both models and the reference), a segmenter's label maps (both models and the mask), an image output's pictures (both models and their difference) or a signal's waveforms (both models and the clean one, as WAV URLs); the first samples of the job are kept
          * @description 404 for a job whose task keeps no predictions (or that ran before they were kept), and for a sample
          *     past the kept ones (the message says how many are).
          */
         get: operations["getSampleTaskPredictions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{job_id}/samples/{index}/task/audio/{which}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One kept sample's waveform of a signal job as a 16-bit PCM WAV at the job's sample_rate (golden, compressed, or the dataset's clean reference)
+         * @description 404 for a job that is not a signal job with kept waveforms, a sample past the kept ones, or `clean`
+         *     without a clean reference. The three WAVs of a sample share one gain (see `task_views.wav_gain`).
+         */
+        get: operations["getSampleTaskAudio"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3505,7 +3526,7 @@ export interface components {
             dataset_id: string;
             /**
              * Diagnostics
-             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task that scores samples: does the divergence predict it?) and 'task_samples' (GET …/samples/{index}/task, the boxes or transcripts of a detection or speech task's first samples); the others answer 404, so a page asks only for these.
+             * @description Which 'why it diverges' documents this job has: 'classes' (GET …/fidelity/classes, a classification output), 'sequence' (GET …/fidelity/sequence, an output shaped (N, T, D)), 'robustness' (GET …/robustness, a job run with robustness slices) and 'attention' (GET …/fidelity/attention, an ONNX pair with attention softmaxes) and 'task' (GET …/fidelity/task, a task that scores samples: does the divergence predict it?) and 'task_samples' (GET …/samples/{index}/task, the boxes, transcripts, label maps, output pictures or waveforms of a detection, speech, segmentation, image or signal task's first samples); the others answer 404, so a page asks only for these.
              */
             diagnostics?: ("classes" | "sequence" | "robustness" | "attention" | "task" | "task_samples")[];
             /**
@@ -3996,6 +4017,75 @@ export interface components {
              * @description Workers seen in the last day, most recent first.
              */
             workers: components["schemas"]["WorkerSeenOut"][];
+        };
+        /** ImageOutputSampleOut */
+        ImageOutputSampleOut: {
+            /**
+             * Clipped
+             * @description Compressed values outside value_range, drawn at its ends.
+             */
+            clipped: number;
+            /** Compressed */
+            compressed: string;
+            /** Data Range */
+            data_range: number;
+            /**
+             * Difference
+             * @description |golden − compressed| (largest over channels) × difference_gain, black 0, white (value_range span) / difference_gain or more.
+             */
+            difference: string;
+            /** Difference Gain */
+            difference_gain: number;
+            /**
+             * Golden
+             * @description data: URL of an 8-bit PNG drawn over value_range.
+             */
+            golden: string;
+            /**
+             * Image Size
+             * @description [height, width] of the pictures.
+             */
+            image_size: number[];
+            /** Index */
+            index: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Layout
+             * @description grey, rgb, or which channel was drawn.
+             */
+            layout: string;
+            /** Max Abs Difference */
+            max_abs_difference: number;
+            /**
+             * Nonfinite
+             * @description NaN/inf values in either output (NaN drawn black, its difference white).
+             */
+            nonfinite: number;
+            /** Output */
+            output: string;
+            /**
+             * Psnr Db
+             * @description Against the golden picture; null when identical.
+             */
+            psnr_db: number | null;
+            /** Ssim */
+            ssim: number | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "image";
+            /**
+             * Value Range
+             * @description [low, high]: the values drawn black and white.
+             */
+            value_range: number[];
+        } & {
+            [key: string]: unknown;
         };
         /** ImageScoresOut */
         ImageScoresOut: {
@@ -6777,6 +6867,24 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** SegmentationClassOut */
+        SegmentationClassOut: {
+            /**
+             * Colour
+             * @description #rrggbb: the class's colour in the three maps (the PASCAL VOC palette).
+             */
+            colour: string;
+            /** Compressed Pixels */
+            compressed_pixels: number;
+            /** Golden Pixels */
+            golden_pixels: number;
+            /** Label */
+            label: number;
+            /** Truth Pixels */
+            truth_pixels: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** SegmentationMasksOut */
         SegmentationMasksOut: {
             /** Boundary F1 Drop */
@@ -6796,6 +6904,67 @@ export interface components {
             n_ignored_pixels: number;
             /** Pixel Accuracy Drop */
             pixel_accuracy_drop: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** SegmentationSampleOut */
+        SegmentationSampleOut: {
+            /** Classes */
+            classes: components["schemas"]["SegmentationClassOut"][];
+            /**
+             * Classes Clipped
+             * @description A class id above 255 is drawn with class 255's colour.
+             */
+            classes_clipped: boolean;
+            /** Compressed */
+            compressed: string;
+            /** Disagreeing Pixels */
+            disagreeing_pixels: number;
+            /**
+             * Disagreement
+             * @description data: URL of a PNG, opaque where the two models' classes differ.
+             */
+            disagreement: string;
+            /**
+             * Golden
+             * @description data: URL of a palette PNG whose pixel values are the class ids.
+             */
+            golden: string;
+            /** Ignore Index */
+            ignore_index: number | null;
+            /**
+             * Image Size
+             * @description [height, width] of the label maps.
+             */
+            image_size: number[];
+            /** Index */
+            index: number;
+            /** Iou Vs Golden */
+            iou_vs_golden: number | null;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /** N Pixels */
+            n_pixels: number;
+            /**
+             * Picture
+             * @description The sample's input picture the maps are drawn over: GET …/samples/{index}/input.png (a data: URL in an exported report).
+             */
+            picture: string | null;
+            /** Pixel Agreement */
+            pixel_agreement: number | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "segmentation";
+            /**
+             * Truth
+             * @description The dataset's mask (ignore_index transparent).
+             */
+            truth: string | null;
         } & {
             [key: string]: unknown;
         };
@@ -7216,10 +7385,85 @@ export interface components {
                 [key: string]: components["schemas"]["DivergenceOut"];
             };
         };
+        /** SignalAudioOut */
+        SignalAudioOut: {
+            /** Clean */
+            clean: string | null;
+            /** Compressed */
+            compressed: string | null;
+            /** Golden */
+            golden: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** SignalCleanOut */
         SignalCleanOut: {
             compressed: components["schemas"]["SignalScoresOut"];
             golden: components["schemas"]["SignalScoresOut"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** SignalOutlineOut */
+        SignalOutlineOut: {
+            /** Clean */
+            clean: number[][] | null;
+            /** Compressed */
+            compressed: number[][] | null;
+            /** Golden */
+            golden: number[][] | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** SignalSampleOut */
+        SignalSampleOut: {
+            /** @description GET …/samples/{index}/task/audio/{which}: 16-bit PCM WAVs (data: URLs in an exported report, null where past its byte budget); null without that waveform. */
+            audio: components["schemas"]["SignalAudioOut"];
+            /** Duration S */
+            duration_s: number;
+            /**
+             * Gain
+             * @description Applied to all three WAVs: 1, or 1 / the largest |value| when above 1.
+             */
+            gain: number;
+            /** Index */
+            index: number;
+            /**
+             * Job Id
+             * Format: uuid
+             */
+            job_id: string;
+            /**
+             * Nonfinite
+             * @description Per waveform, values that were NaN/inf when stored.
+             */
+            nonfinite: {
+                [key: string]: number;
+            };
+            /** @description [min, max] per column of the channel-averaged waveform. */
+            outline: components["schemas"]["SignalOutlineOut"];
+            /**
+             * Sample Rate
+             * @description Hz the WAVs play at (the job's task option sample_rate).
+             */
+            sample_rate: number;
+            /**
+             * Shape
+             * @description The output's per-sample shape, (T,) or (C, T).
+             */
+            shape: number[];
+            /** Si Sdr Db Compressed */
+            si_sdr_db_compressed: number | null;
+            /** Si Sdr Db Golden */
+            si_sdr_db_golden: number | null;
+            /** Si Sdr Db Vs Golden */
+            si_sdr_db_vs_golden: number | null;
+            /** Snr Db Vs Golden */
+            snr_db_vs_golden: number | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task: "signal";
         } & {
             [key: string]: unknown;
         };
@@ -10530,7 +10774,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DetectionSampleOut"] | components["schemas"]["CtcSampleOut"];
+                    "application/json": components["schemas"]["DetectionSampleOut"] | components["schemas"]["CtcSampleOut"] | components["schemas"]["SegmentationSampleOut"] | components["schemas"]["ImageOutputSampleOut"] | components["schemas"]["SignalSampleOut"];
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSampleTaskAudio: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                index: number;
+                job_id: string;
+                which: "golden" | "compressed" | "clean";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description 16-bit PCM WAV */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/wav": unknown;
                 };
             };
             /** @description Unauthorized: error is unauthenticated. */

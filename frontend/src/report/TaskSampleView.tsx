@@ -1,11 +1,13 @@
 // One sample's task predictions inside the sample inspector (issue 30): a detector's boxes of both models and
-// the truth drawn over the input picture (each set can be hidden), or a speech model's transcripts with the
-// compressed model's word differences from the golden one marked.
+// the truth drawn over the input picture (each set can be hidden), a speech model's transcripts with the
+// compressed model's word differences from the golden one marked, or (TaskMediaViews.tsx) a segmenter's
+// label maps, an image output's pictures and a signal's waveforms.
 import { useState } from "react";
 import { Checkbox } from "../components/Checkbox";
 import { ErrorMessage, Loading } from "../components/QueryView";
 import { formatNumber } from "../lib/format";
 import { type TaskSample, useTaskSample } from "./inspectorQueries";
+import { ImageOutputs, SegmentationMasks, SignalPlayback } from "./TaskMediaViews";
 import { changedWords, svgBox, wordDiff } from "./taskSample";
 
 type Detection = Extract<TaskSample, { task: "detection" }>;
@@ -122,6 +124,14 @@ function Transcripts({ sample }: { sample: Ctc }) {
   );
 }
 
+const HEADING: Record<TaskSample["task"], string> = {
+  detection: "Boxes",
+  ctc: "Transcripts",
+  segmentation: "Label maps",
+  image: "Output pictures",
+  signal: "Waveforms",
+};
+
 /** The task predictions of the inspected sample (nothing for a task that keeps none). */
 export function TaskSampleView({ jobId, index }: { jobId: string; index: number }) {
   const sample = useTaskSample(jobId, index, true);
@@ -130,8 +140,18 @@ export function TaskSampleView({ jobId, index }: { jobId: string; index: number 
   const data = sample.data;
   return (
     <section aria-label="Task predictions" className="task-predictions">
-      <h4>{data.task === "detection" ? "Boxes" : "Transcripts"}</h4>
-      {data.task === "detection" ? <Boxes sample={data} /> : <Transcripts sample={data} />}
+      <h4>{HEADING[data.task]}</h4>
+      {data.task === "detection" ? (
+        <Boxes sample={data} />
+      ) : data.task === "ctc" ? (
+        <Transcripts sample={data} />
+      ) : data.task === "segmentation" ? (
+        <SegmentationMasks sample={data} />
+      ) : data.task === "image" ? (
+        <ImageOutputs sample={data} />
+      ) : (
+        <SignalPlayback sample={data} />
+      )}
     </section>
   );
 }

@@ -23,9 +23,15 @@ export function useSampleInspection(jobId: string, index: number | null) {
   });
 }
 
-export type TaskSample = components["schemas"]["DetectionSampleOut"] | components["schemas"]["CtcSampleOut"];
+export type TaskSample =
+  | components["schemas"]["DetectionSampleOut"]
+  | components["schemas"]["CtcSampleOut"]
+  | components["schemas"]["SegmentationSampleOut"]
+  | components["schemas"]["ImageOutputSampleOut"]
+  | components["schemas"]["SignalSampleOut"];
 
-/** One sample's task predictions (a detector's boxes, a speech model's transcripts); asked for only when the
+/** One sample's task predictions (a detector's boxes, a speech model's transcripts, a segmenter's label
+ * maps, an image output's pictures, a signal's waveforms); asked for only when the
  * report lists `task_samples` (other jobs answer 404). */
 export function useTaskSample(jobId: string, index: number | null, enabled: boolean) {
   return useQuery({

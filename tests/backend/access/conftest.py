@@ -97,7 +97,13 @@ def _seed(settings: Settings, http: TestClient) -> World:
         w.ids |= {"budget_id": str(budget.id), "alert_id": str(alert.id)}
         s.commit()
     token = http.post("/api/v1/auth/tokens", json={"name": "a's"}, headers=h).json()
-    w.ids |= {"index": "0", "token_id": token["id"], "slice": "gaussian_noise", "severity": "1"}
+    w.ids |= {
+        "index": "0",
+        "token_id": token["id"],
+        "slice": "gaussian_noise",
+        "severity": "1",
+        "which": "golden",
+    }
     return w
 
 

@@ -67,6 +67,7 @@ from worker.engine.fidelity.table import (
     concentration,
 )
 from worker.engine.tasks.image_output import TARGETS_KEY, image_shape_problem
+from worker.engine.tasks.image_views import ImageSampleViews
 from worker.engine.tasks.interface import ShowsSamples, TaskAdapter, TaskContext, adapter_for
 from worker.engine.types import Runner
 
@@ -109,7 +110,8 @@ class FidelityReport:
     task_per_sample: with a task adapter (`worker.engine.tasks.interface`), its per-sample values (name →
         array of length n_samples); its block is the `task` of its primary output in `outputs`.
     task_samples: with an adapter that `ShowsSamples`, its predictions of the first samples for the
-        inspector (boxes of both models, transcripts), else None.
+        inspector (boxes of both models, transcripts, label maps, waveforms), or with task "image" the first
+        image output's pictures (`worker.engine.tasks.image_views`), else None.
     """
 
     n_samples: int
@@ -173,12 +175,15 @@ def compare_models(
     labels: np.ndarray | None,
     params: FidelityParams,
     on_progress: Callable[[int, int], None] | None = None,
+    *,
+    sample_views: bool = True,
 ) -> FidelityReport:
     """Compare the compressed model with the golden one over a dataset, batch by batch.
 
     arrays: the dataset, named after the model inputs (see `bind_inputs`). labels: class indices of the
     primary output, or None (then the dataset's "labels" array is used if present). on_progress is called
-    as (samples done, total) after each batch; it may raise JobCancelled, which propagates.
+    as (samples done, total) after each batch; it may raise JobCancelled, which propagates. sample_views=False
+    skips encoding the label maps, pictures and waveforms the inspector shows (callers that do not store them).
     Raises DatasetMismatchError or OutputMismatchError when the dataset or the models do not fit.
     """
     warnings: list[str] = []
@@ -198,6 +203,7 @@ def compare_models(
     accs = [_OutputAcc(g, c, params) for g, c in pairs]
     task = adapter_for(params.task)
     task_rows: dict[str, list[np.ndarray]] = {}
+    image_views: ImageSampleViews | None = None  # task "image" has no adapter; its inspector pictures
     primary: _OutputAcc | None = None
     table: dict[str, np.ndarray] = {}
     masks: dict[str, np.ndarray | None] = {}
@@ -211,7 +217,7 @@ def compare_models(
         if primary is None:
             primary = _start(accs, g_out, c_out)
             if task is not None:
-                _start_task(task, accs, g_out, arrays, n, params)
+                _start_task(task, accs, g_out, arrays, n, params, sample_views)
                 primary = next(acc for acc in accs if acc.golden_name == task.primary_output)
             lab = _labels_for(primary, lab, warnings)
             table = _empty_table(n)
@@ -219,6 +225,7 @@ def compare_models(
                 table["label"][:] = lab
             masks = _sequence_masks(accs, arrays.get(ATTENTION_MASK_KEY), n, warnings)
             targets = _image_targets(accs, arrays.get(TARGETS_KEY), n, params)
+            image_views = _image_views(accs, params) if sample_views else None
         all_finite = np.ones(stop - start, dtype=np.bool_)
         for acc in accs:
             batch_labels = lab[start:stop] if (acc is primary and lab is not None) else None
@@ -235,6 +242,8 @@ def compare_models(
             if acc is primary:
                 _fill_table(table, start, finite, cls, ps)
         n_all_finite += int(all_finite.sum())
+        if image_views is not None:
+            image_views.update(g_out[image_views.output], c_out[_compressed_name(accs, image_views.output)])
         if task is not None:
             c_named = {acc.golden_name: c_out[acc.compressed_name] for acc in accs}
             for key, values in task.update(g_out, c_named, start, stop).items():
@@ -243,10 +252,12 @@ def compare_models(
             on_progress(stop, n)
     assert primary is not None  # n > 0, so at least one batch ran
     report = _report(accs, primary, table, matching, n, n_all_finite, params, warnings, notes)
+    if image_views is not None:
+        report.task_samples = image_views.sample_views()
     if task is not None:
         report.outputs[task.primary_output]["task"] = task.to_dict()
         report.task_per_sample = {key: np.concatenate(parts) for key, parts in task_rows.items()}
-        if isinstance(task, ShowsSamples):
+        if isinstance(task, ShowsSamples) and sample_views:
             report.task_samples = task.sample_views()
     return report
 
@@ -258,9 +269,10 @@ def _start_task(
     arrays: Mapping[str, np.ndarray],
     n: int,
     params: FidelityParams,
+    sample_views: bool,
 ) -> None:
     shapes = {acc.golden_name: tuple(int(d) for d in np.shape(g_out[acc.golden_name])[1:]) for acc in accs}
-    task.start(TaskContext(shapes, arrays, n, dict(params.task_options)))
+    task.start(TaskContext(shapes, arrays, n, dict(params.task_options), sample_views))
     if task.primary_output not in shapes:
         raise OutputMismatchError(
             f"task {params.task!r} reports on output {task.primary_output!r}, which the model does not have"
@@ -296,6 +308,16 @@ def _image_targets(
             f"'{image_outputs[0].golden_name}' needs {format_shape(shape)}"
         )
     return np.asarray(raw)
+
+
+def _image_views(accs: list[_OutputAcc], params: FidelityParams) -> ImageSampleViews | None:
+    """With task "image", a keeper of the first image output's pictures for the sample inspector."""
+    first = next((acc for acc in accs if acc.image is not None), None)
+    return None if first is None else ImageSampleViews(first.golden_name, params.image_data_range)
+
+
+def _compressed_name(accs: list[_OutputAcc], golden_name: str) -> str:
+    return next(acc.compressed_name for acc in accs if acc.golden_name == golden_name)
 
 
 def _sequence_masks(

@@ -348,8 +348,13 @@ def evaluate_robustness(
             for start in range(0, n, rows):
                 stop = min(n, start + rows)
                 chunk = _chunk(name, severity, inputs, start, stop, setup, params.seed, fidelity.batch_size)
-                part = compare_models(
-                    golden, compressed, chunk, None if lab is None else lab[start:stop], quiet
+                part = compare_models(  # no inspector views: a chunk's are never stored
+                    golden,
+                    compressed,
+                    chunk,
+                    None if lab is None else lab[start:stop],
+                    quiet,
+                    sample_views=False,
                 )
                 sums.add(part.per_sample, part.warnings)
                 running.add(start, ranked_divergence(part.per_sample, divergence), chunk)

@@ -93,7 +93,7 @@ def evaluate_point(
     elif not isinstance(calibration, Calibration):
         calibration = Calibration(golden, bind_inputs(calibration, golden.inputs), batch_size)
     with compressed(golden, spec.plan, calibration, cache) as (runner, outcome):
-        report = compare_models(reference, runner, feeds, labels, params)
+        report = compare_models(reference, runner, feeds, labels, params, sample_views=False)  # none stored
         cost = model_cost(golden, spec.plan, outcome.tensors)
     notes.extend(outcome.notes)
     fidelity = fidelity_summary(report)

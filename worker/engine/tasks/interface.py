@@ -38,12 +38,15 @@ class TaskContext:
         an adapter reads its annotations from here (e.g. `targets`, `boxes`) and slices [start:stop] per batch.
     n_samples: the dataset's length.
     options: the job's `task_options` (each adapter documents the keys it reads and refuses unknown ones).
+    sample_views: whether an adapter that `ShowsSamples` keeps views for the inspector; False where nobody
+        stores them (robustness chunks, sweep points), so pictures and waveforms are not encoded for nothing.
     """
 
     output_shapes: Mapping[str, tuple[int, ...]]
     dataset: Mapping[str, Any]
     n_samples: int
     options: Mapping[str, Any] = field(default_factory=dict)
+    sample_views: bool = True
 
 
 class TaskAdapter(Protocol):

@@ -12,6 +12,9 @@ indices. Scores (defined in `worker.engine.tasks.segmentation_metrics`):
 Per-sample values: `iou_vs_golden` (mIoU of one image over the classes either model predicts there),
 `pixel_agreement`, `boundary_f1_vs_golden`.
 
+Sample inspector (`sample_views`): the first SEGMENTATION_VIEWS_MAX samples' golden and compressed label maps
+(and the truth mask) as lossless PNGs (`worker.engine.tasks.view_encoding`), drawn over the input picture.
+
 Memory: the confusion matrices are summed batch by batch (one bincount per batch, O(B·C²)); masks are read
 one batch slice at a time, so a memory-mapped `masks` array is never loaded whole.
 
@@ -36,6 +39,7 @@ from worker.engine.tasks.segmentation_metrics import (
     per_image_confusion,
     pixel_accuracy,
 )
+from worker.engine.tasks.view_encoding import ViewBudget, label_map_png
 
 MASKS_KEY = "masks"
 """Dataset array of ground-truth label maps (N, H, W) for the segmentation task."""
@@ -43,6 +47,11 @@ MASKS_KEY = "masks"
 DEFAULT_IGNORE_INDEX = 255
 DEFAULT_BOUNDARY_TOLERANCE = 2
 OPTION_KEYS = TASK_OPTIONS["segmentation"]  # one list for the launch check (task_specs) and the adapter
+SEGMENTATION_VIEWS_MAX = 100
+"""Samples whose label maps the inspector can show. Measured (base64 of the three 8-bit PNGs, the compressed
+map with 2 % of its pixels changed): 128 x 128 with 4 smooth classes, 5.1 kB a sample (0.5 MB for 100);
+512 x 512 with 20 classes, 117 kB (smooth regions) to 253 kB (ragged ones) a sample, where VIEW_BYTES_MAX
+stops it after 32–68 samples."""
 
 
 def _shape_problem(shape: tuple[int, ...]) -> str | None:
@@ -80,6 +89,10 @@ class _Scores:
         return out
 
 
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
 def _drop(golden: dict[str, Any], compressed: dict[str, Any], key: str) -> float | None:
     g, c = golden.get(key), compressed.get(key)
     return None if g is None or c is None else g - c
@@ -101,6 +114,9 @@ class SegmentationTask:
         self.golden_vs_masks = _Scores(0)
         self.compressed_vs_masks = _Scores(0)
         self.n_ignored = 0
+        self.kept: list[dict[str, Any]] = []
+        self.budget = ViewBudget(SEGMENTATION_VIEWS_MAX)
+        self.image_size: list[int] = []
 
     def start(self, context: TaskContext) -> None:
         unknown = sorted(set(context.options) - set(OPTION_KEYS))
@@ -113,6 +129,9 @@ class SegmentationTask:
         self.tolerance = _int_option(context.options, "boundary_tolerance", DEFAULT_BOUNDARY_TOLERANCE, 0)
         self.primary_output = self._choose_output(context)
         shape = context.output_shapes[self.primary_output]
+        self.image_size = [int(d) for d in shape[-2:]]
+        if not context.sample_views:
+            self.budget = ViewBudget(0)
         self.logits = len(shape) == 3
         self.n_classes = shape[0] if self.logits else 0  # label maps: grows with the classes seen
         for scores in ("vs_golden", "golden_vs_masks", "compressed_vs_masks"):
@@ -167,6 +186,7 @@ class SegmentationTask:
         vs_golden = per_image_confusion(g, c, n_classes)
         f1_vs_golden = boundary_f1(g, c, self.tolerance)
         self.vs_golden.add(vs_golden, f1_vs_golden)
+        masks = None
         if self.masks is not None:
             masks = np.asarray(self.masks[start:stop]).astype(np.int64)
             n_classes = self._check_masks(masks, n_classes, start)
@@ -176,10 +196,44 @@ class SegmentationTask:
                     boundary_f1(masks, pred, self.tolerance, self.ignore_index),
                 )
             self.n_ignored += int((masks == self.ignore_index).sum())
-        return {
+        values = {
             "iou_vs_golden": mean_iou(vs_golden),
             "pixel_agreement": pixel_accuracy(vs_golden),
             "boundary_f1_vs_golden": f1_vs_golden,
+        }
+        self._keep(g, c, masks, values)
+        return values
+
+    def _keep(
+        self, g: np.ndarray, c: np.ndarray, masks: np.ndarray | None, values: Mapping[str, np.ndarray]
+    ) -> None:
+        for i in range(len(g)):
+            if not self.budget.room():
+                return
+            maps = {
+                "golden": label_map_png(g[i]),
+                "compressed": label_map_png(c[i]),
+                "truth": None if masks is None else label_map_png(masks[i]),
+            }
+            view: dict[str, Any] = {
+                **maps,
+                "task": self.name,  # with what the answer needs: the API reads one entry, not the document
+                "image_size": self.image_size,
+                "ignore_index": self.ignore_index,
+                "iou_vs_golden": _finite(values["iou_vs_golden"][i]),
+                "pixel_agreement": _finite(values["pixel_agreement"][i]),
+            }
+            self.budget.take(sum(len(m or "") for m in maps.values()))
+            self.kept.append(view)
+
+    def sample_views(self) -> dict[str, Any]:
+        """The kept samples' label maps (base64 PNGs whose pixels are the class ids) for the inspector."""
+        return {
+            "task": self.name,
+            "n_samples": len(self.kept),
+            "image_size": self.image_size,
+            "ignore_index": self.ignore_index,
+            "samples": list(self.kept),
         }
 
     def _check_masks(self, masks: np.ndarray, n_classes: int, start: int) -> int:

@@ -10,8 +10,13 @@ A sample whose two outputs are identical has an infinite SNR: it is counted in `
 the means (as the image task does with PSNR). Per-sample values: `snr_db_vs_golden`, `si_sdr_db_vs_golden`
 and, with `clean`, `si_sdr_db_golden`, `si_sdr_db_compressed`.
 
-task_options: `output` (default: the first output with a time axis, (T,) or (C, T) per sample). Unknown keys
-are refused.
+Sample inspector (`sample_views`): the first SIGNAL_VIEWS_MAX samples' golden and compressed outputs (and the
+clean reference) as float32 waveforms (`worker.engine.tasks.view_encoding`), with their per-sample scores; the
+API encodes them as WAV at the job's `sample_rate` for playback.
+
+task_options: `output` (default: the first output with a time axis, (T,) or (C, T) per sample), `sample_rate`
+(Hz, default 16000: what the inspector plays the waveforms at; 3000–768000, the rates browsers play). Unknown
+keys are refused.
 """
 
 from __future__ import annotations
@@ -22,12 +27,20 @@ from typing import Any
 import numpy as np
 
 from task_specs import TASK_OPTIONS
+from task_specs.launch import SIGNAL_SAMPLE_RATES
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.tasks.interface import TaskContext
+from worker.engine.tasks.view_encoding import ViewBudget, waveform_b64
 
 OPTION_KEYS = TASK_OPTIONS["signal"]  # one list for the launch check (task_specs) and the adapter
 CLEAN_KEY = "clean"
 """Dataset array of clean reference signals, shaped like the output, for the signal task."""
+DEFAULT_SAMPLE_RATE = 16000
+SAMPLE_RATES = SIGNAL_SAMPLE_RATES  # what an HTML audio element plays, so the WAV the API encodes plays
+SIGNAL_VIEWS_MAX = 16
+"""Samples whose waveforms the inspector can play. Measured: one second at 16 kHz, mono, is 64 kB of float32,
+85.3 kB in base64; golden, compressed and clean 256 kB a sample, 4.1 MB for 16; longer clips stop at
+VIEW_BYTES_MAX (a 10 s clip: 2.6 MB a sample, so 4 samples)."""
 
 
 def snr_si_sdr(estimate: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,6 +77,9 @@ class SignalTask:
         self.vs_golden: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
         self.golden_vs_clean: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
         self.compressed_vs_clean: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+        self.sample_rate = DEFAULT_SAMPLE_RATE
+        self.kept: list[dict[str, Any]] = []
+        self.budget = ViewBudget(SIGNAL_VIEWS_MAX)
 
     def start(self, context: TaskContext) -> None:
         unknown = sorted(set(context.options) - set(OPTION_KEYS))
@@ -71,6 +87,15 @@ class SignalTask:
             raise OutputMismatchError(
                 f"task 'signal' has no option {', '.join(map(repr, unknown))}; its options are {', '.join(OPTION_KEYS)}"
             )
+        rate = context.options.get("sample_rate", DEFAULT_SAMPLE_RATE)
+        low, high = SAMPLE_RATES
+        if isinstance(rate, bool) or not isinstance(rate, int) or not low <= rate <= high:
+            raise OutputMismatchError(
+                f"task option 'sample_rate' must be an integer number of Hz from {low} to {high}, got {rate!r}"
+            )
+        self.sample_rate = rate
+        if not context.sample_views:
+            self.budget = ViewBudget(0)
         wanted = context.options.get("output")
         shapes = context.output_shapes
         fits = [name for name, shape in shapes.items() if len(shape) in (1, 2) and shape[-1] >= 2]
@@ -108,6 +133,7 @@ class SignalTask:
         self.vs_golden[0].append(snr)
         self.vs_golden[1].append(si_sdr)
         rows: dict[str, np.ndarray] = {"snr_db_vs_golden": snr, "si_sdr_db_vs_golden": si_sdr}
+        clean = None
         if self.clean is not None:
             clean = np.asarray(self.clean[start:stop], dtype=np.float64)
             for into, estimate, key in (
@@ -118,7 +144,39 @@ class SignalTask:
                 into[0].append(s)
                 into[1].append(d)
                 rows[key] = d
+        self._keep(g, c, clean, rows)
         return rows
+
+    def _keep(
+        self, g: np.ndarray, c: np.ndarray, clean: np.ndarray | None, rows: Mapping[str, np.ndarray]
+    ) -> None:
+        for i in range(len(g)):
+            if not self.budget.room():
+                return
+            waves = {"golden": g[i], "compressed": c[i], "clean": None if clean is None else clean[i]}
+            # the task and rate in each entry: the API reads one entry by JSON path, not the whole document
+            view: dict[str, Any] = {
+                "task": self.name,
+                "shape": list(g.shape[1:]),
+                "sample_rate": self.sample_rate,
+                "nonfinite": {},
+            }
+            for role, wave in waves.items():
+                view[role], bad = (None, 0) if wave is None else waveform_b64(wave)
+                view["nonfinite"][role] = bad
+            # per-sample scores in dB; an infinite one (identical outputs) is stored as None
+            view |= {k: float(v[i]) if np.isfinite(v[i]) else None for k, v in rows.items()}
+            self.budget.take(sum(len(view[r] or "") for r in waves))
+            self.kept.append(view)
+
+    def sample_views(self) -> dict[str, Any]:
+        """The kept samples' waveforms (base64 float32) and scores, with the rate the inspector plays them at."""
+        return {
+            "task": self.name,
+            "n_samples": len(self.kept),
+            "sample_rate": self.sample_rate,
+            "samples": list(self.kept),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         snr, identical = _mean(self.vs_golden[0])
