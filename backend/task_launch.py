@@ -40,6 +40,15 @@ def _tokenizer_size(model: Model) -> int | None:
     return size if isinstance(size, int) and not isinstance(size, bool) else None
 
 
+def _has_tokenizer(model: Model) -> bool | None:
+    """Whether the model's zip carries a readable tokenizer.json (the inspection records it; a model not
+    inspected yet: None)."""
+    if model.inspection is None:
+        return None
+    tokenizer = model.inspection.get("tokenizer")
+    return isinstance(tokenizer, dict) and tokenizer.get("member") is not None
+
+
 def task_mapping_problems(task: str, options: dict[str, Any], golden: Model, dataset: Dataset) -> list[str]:
     return launch_problems(
         task,
@@ -47,4 +56,6 @@ def task_mapping_problems(task: str, options: dict[str, Any], golden: Model, dat
         _declared_outputs(golden),
         _declared_arrays(dataset),
         tokenizer_size=_tokenizer_size(golden),
+        dataset_kind=dataset.kind,
+        has_tokenizer=_has_tokenizer(golden),
     )

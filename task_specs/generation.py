@@ -23,6 +23,7 @@ GENERATION_OPTIONS = (
     "eos_token_id",
     "tokenizer",
     "references",
+    "similarity_model_id",
 )
 SAMPLING = ("greedy", "seeded")
 TOKENIZER = ("model", "none")

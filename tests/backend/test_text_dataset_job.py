@@ -1,0 +1,164 @@
+"""A fidelity job on a JSONL of prompts (issue 31), run in-process by the real handlers over the real app and
+Postgres: the text is stored as uploaded, tokenized by the worker with the tokenizer.json inside the golden
+model's zip, and the served task block equals the engine's on arrays built here by calling `tokenizers`
+directly (prompt ids + reference ids, padded on the right, the prompts cut from the left to the context).
+A bad line is a 422 at upload; a golden model without a tokenizer, a corpus without a context and a text
+dataset for another task are 422s at launch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from tokenizers import Tokenizer
+
+from backend.api.result_schemas.fidelity import FidelitySummaryOut
+from backend.settings import Settings
+from tests.backend.test_generation_job import CHARS, NEW, TIMINGS, _files
+from tests.backend.test_typed_results import extras
+from tests.engine.tiny_decoder import char_tokenizer
+from tests.support.app_fixtures import app_fixtures
+from tests.support.fidelity_api import FidelityApi
+from worker.engine.fidelity.compare import FidelityParams, compare_models
+from worker.engine.loaders.onnx_runner import load_onnx
+from worker.engine.tasks.generation.teacher_forced import teacher_forced
+from worker.engine.tasks.generation.tokenizer import TextDecoder
+from worker.engine.tasks.lm_generation import generation_request, run_generation
+
+settings, http = app_fixtures("text-dataset-job")
+CONTEXT = 14
+
+
+def _records(rng: np.random.Generator) -> list[dict[str, str]]:
+    lengths = rng.integers(2, 13, 10)  # some prompts longer than CONTEXT - NEW = 8 tokens
+    return [
+        {"prompt": "".join(rng.choice(CHARS, n)), "reference": "".join(rng.choice(CHARS, 4))} for n in lengths
+    ]
+
+
+def _padded(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)], mask[i, : len(row)] = row, 1
+    return ids, mask
+
+
+def _expected_arrays(records: list[dict[str, str]]) -> dict[str, np.ndarray]:
+    tokenizer = Tokenizer.from_str(char_tokenizer(CHARS))
+    prompts = [tokenizer.encode(r["prompt"]).ids for r in records]
+    full = [
+        p + tokenizer.encode(r["reference"], add_special_tokens=False).ids
+        for p, r in zip(prompts, records, strict=True)
+    ]
+    ids, mask = _padded([row[-CONTEXT:] for row in full])
+    prompt_ids, prompt_mask = _padded([p[-(CONTEXT - NEW) :] for p in prompts])
+    references = np.array([r["reference"] for r in records])
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "prompt_ids": prompt_ids,
+        "prompt_ids_mask": prompt_mask,
+        "references": references,
+    }
+
+
+@pytest.fixture()
+def text_api(http: TestClient, settings: Settings, tmp_path: Path) -> tuple[FidelityApi, dict[str, Any]]:
+    files = _files(tmp_path)
+    records = _records(np.random.default_rng(1))
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    api = FidelityApi(http, settings, "text-dataset", files["golden_zip"], files["compressed"], path)
+    return api, files | {"records": records}
+
+
+def test_a_jsonl_dataset_is_tokenized_at_job_time_with_the_golden_tokenizer(
+    text_api: tuple[FidelityApi, dict[str, Any]],
+) -> None:
+    api, files = text_api
+    dataset = api.get(f"/datasets/{api.dataset}").json()
+    assert dataset["kind"] == "prompts_jsonl" and dataset["n_samples"] == len(files["records"])
+    assert dataset["arrays"] == {
+        "prompt": {"shape": [10], "dtype": "str"},
+        "reference": {"shape": [10], "dtype": "str"},
+    }
+    options = {"generate_tokens": NEW, "top_k": 2, "context_tokens": CONTEXT}
+    job_id = api.fidelity(task="language_model", task_options=options, batch_size=4, layer_profile=False)
+    summary = api.get(f"/jobs/{job_id}/fidelity").json()["summary"]
+    assert list(extras(FidelitySummaryOut.model_validate(summary))) == []
+    served = summary["outputs"]["logits"]["task"]
+    assert "text tokenized at job time with tokenizer.json of the golden model" in summary["notes"]
+    assert any("cut from the left to their last 8 tokens" in note for note in summary["notes"])
+
+    arrays = _expected_arrays(files["records"])
+    golden, compressed = load_onnx(files["golden"], 1), load_onnx(files["compressed"], 1)
+    report = compare_models(
+        teacher_forced(golden),
+        teacher_forced(compressed),
+        arrays,
+        None,
+        FidelityParams(
+            batch_size=4, task="language_model", task_options=options | {"prompt_ids": "prompt_ids"}
+        ),
+    )
+    expected = report.outputs["logits"]["task"]
+    for key in ("n_tokens", "n_next_tokens", "kl_mean", "nll_golden", "nll_compressed", "top1_agreement"):
+        assert served[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12), key
+    assert served["n_tokens"] == int(arrays["attention_mask"].sum())
+    decoder = TextDecoder(Tokenizer.from_str(char_tokenizer(CHARS)), "tokenizer.json")
+    request = generation_request(
+        options | {"prompt_ids": "prompt_ids"}, arrays, golden, compressed, decoder, 4
+    )
+    assert request is not None
+    block, _ = run_generation(request, golden, compressed)
+    generation = served["generation"]
+    assert {k: v for k, v in generation.items() if k not in TIMINGS} == {
+        k: v for k, v in block.items() if k not in TIMINGS
+    }
+    assert generation["prompt_array"] == "prompt_ids" and generation["padding"] == "right"
+    assert generation["bleu_golden_vs_reference"] is not None  # the JSONL's references reached the scores
+    assert generation["samples"][0]["prompt"] == files["records"][0]["prompt"][-(CONTEXT - NEW) :]
+
+
+def test_text_datasets_that_cannot_work_are_refused_in_words(
+    text_api: tuple[FidelityApi, dict[str, Any]], tmp_path: Path
+) -> None:
+    api, _ = text_api
+
+    def launch(golden: str, dataset: str, task: str = "language_model", **options: Any) -> Any:
+        params = {"golden_model_id": golden, "compressed_model_id": api.int8, "dataset_id": dataset}
+        body = {
+            "project_id": api.project,
+            "kind": "fidelity",
+            "params": params | {"task": task, "task_options": options},
+        }
+        return api.http.post("/api/v1/jobs", headers=api.headers, json=body)
+
+    answer = launch(api.int8, api.dataset)  # the plain .onnx carries no tokenizer.json
+    assert answer.status_code == 422 and "the golden model has no tokenizer.json" in answer.text
+    answer = launch(api.golden, api.dataset, task="auto")
+    assert answer.status_code == 422 and "tokenized for task 'language_model' only" in answer.text
+    answer = launch(api.golden, api.dataset, context_tokens=8, generate_tokens=8)
+    assert answer.status_code == 422 and "leaves no room for a prompt in a context of 8" in answer.text
+    answer = launch(api.golden, api.dataset, context_overflow="middle")
+    assert answer.status_code == 422 and "'truncate_left' or 'refuse'" in answer.text
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("abc def ghi\n" * 20)
+    corpus_id = api.upload("datasets", corpus)
+    answer = launch(api.golden, corpus_id)
+    assert answer.status_code == 422 and "set the task option 'context_tokens'" in answer.text
+    assert launch(api.golden, corpus_id, context_tokens=16).status_code == 201
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "ab"}\n{"prompt": "cd"\n')
+    with bad.open("rb") as f:
+        answer = api.http.post(
+            f"/api/v1/projects/{api.project}/datasets", headers=api.headers, files={"file": (bad.name, f)}
+        )
+    assert answer.status_code == 422 and "line 2 is not valid JSON" in answer.text
