@@ -8,26 +8,35 @@ dataset for another task are 422s at launch."""
 from __future__ import annotations
 
 import json
+import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from fastapi.testclient import TestClient
 from tokenizers import Tokenizer
 
 from backend.api.result_schemas.fidelity import FidelitySummaryOut
+from backend.db.models import Model
+from backend.db.session import session_factory
 from backend.settings import Settings
+from kneeboard_client.thresholds import Limit, check_limit, output_metrics
 from tests.backend.test_generation_job import CHARS, NEW, TIMINGS, _files
 from tests.backend.test_typed_results import extras
 from tests.engine.tiny_decoder import char_tokenizer
 from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
+from tests.support.pretrained_minilm import minilm_int8_onnx, minilm_model_dir, tokenize
 from worker.engine.fidelity.compare import FidelityParams, compare_models
 from worker.engine.loaders.onnx_runner import load_onnx
 from worker.engine.tasks.generation.teacher_forced import teacher_forced
 from worker.engine.tasks.generation.tokenizer import TextDecoder
 from worker.engine.tasks.lm_generation import generation_request, run_generation
+from worker.jobs.inspect import InspectHandler
+from worker.runtime import execute_job
 
 settings, http = app_fixtures("text-dataset-job")
 CONTEXT = 14
@@ -162,3 +171,77 @@ def test_text_datasets_that_cannot_work_are_refused_in_words(
             f"/api/v1/projects/{api.project}/datasets", headers=api.headers, files={"file": (bad.name, f)}
         )
     assert answer.status_code == 422 and "line 2 is not valid JSON" in answer.text
+
+
+def _embedding_model(api: FidelityApi, folder: Path) -> str:
+    """all-MiniLM-L6-v2 (a third party's int8 ONNX) zipped with its tokenizer.json, uploaded and inspected."""
+    path = folder / "minilm.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.write(minilm_int8_onnx(), "model.onnx")
+        archive.write(minilm_model_dir() / "tokenizer.json", "tokenizer.json")
+    model_id = api.upload("models", path)
+    with session_factory(api.settings.resolved_database_url)() as s:
+        job_id = s.get_one(Model, uuid.UUID(model_id)).inspect_job_id
+    assert execute_job(str(job_id), InspectHandler(), api.settings) == "succeeded"
+    return model_id
+
+
+def test_semantic_similarity_of_the_generations_with_a_project_model(
+    text_api: tuple[FidelityApi, dict[str, Any]], tmp_path: Path
+) -> None:
+    api, files = text_api
+    minilm = _embedding_model(api, tmp_path)
+    options = {"generate_tokens": NEW, "context_tokens": CONTEXT, "similarity_model_id": minilm}
+    job_id = api.fidelity(task="language_model", task_options=options, batch_size=4, layer_profile=False)
+    summary = api.get(f"/jobs/{job_id}/fidelity").json()["summary"]
+    assert list(extras(FidelitySummaryOut.model_validate(summary))) == []
+    task = summary["outputs"]["logits"]["task"]
+    generation = task["generation"]
+    assert generation["similarity_model"] == "minilm.zip"
+
+    # sentence-transformers' recipe on the served texts (all 10 are kept), computed here independently
+    samples = generation["samples"]
+    assert len(samples) == len(files["records"])
+    session = ort.InferenceSession(str(minilm_int8_onnx()), providers=["CPUExecutionProvider"])
+
+    def embed(texts: list[str]) -> np.ndarray:
+        feeds = tokenize(texts)
+        hidden = session.run(["last_hidden_state"], feeds)[0].astype(np.float64)
+        mask = feeds["attention_mask"][:, :, None].astype(np.float64)
+        return (hidden * mask).sum(1) / mask.sum(1)
+
+    def cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray((a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)))
+
+    g = embed([s["golden"] for s in samples])
+    c = embed([s["compressed"] for s in samples])
+    r = embed([rec["reference"] for rec in files["records"]])
+    assert generation["semantic_similarity"] == pytest.approx(cos(c, g).mean(), abs=1e-5)
+    assert generation["semantic_golden_vs_reference"] == pytest.approx(cos(g, r).mean(), abs=1e-5)
+    assert generation["semantic_drop"] == pytest.approx(cos(g, r).mean() - cos(c, r).mean(), abs=1e-5)
+    assert (
+        task["gen_semantic_similarity"] == generation["semantic_similarity"]
+    )  # hoisted for budgets and check
+    _, metrics = output_metrics(summary, None)
+    value = metrics["task"]["gen_semantic_similarity"]
+    assert check_limit(metrics, Limit("gen_semantic_similarity", "min", value - 1e-6)).passed
+    assert not check_limit(metrics, Limit("gen_semantic_similarity", "min", value + 1e-6)).passed
+    served = api.get(f"/jobs/{job_id}/fidelity/samples?limit=20").json()["items"]
+    by_index = {row["sample_index"]: row["task_values"] for row in served}
+    assert by_index[3]["semantic_similarity"] == pytest.approx(cos(c, g)[3], abs=1e-5)
+
+    def launch(**extra: Any) -> Any:
+        params: dict[str, Any] = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
+        params |= {"task": "language_model", "task_options": {"generate_tokens": NEW} | extra}
+        return api.http.post(
+            "/api/v1/jobs",
+            headers=api.headers,
+            json={"project_id": api.project, "kind": "fidelity", "params": params},
+        )
+
+    answer = launch(similarity_model_id=str(uuid.uuid4()))
+    assert answer.status_code == 422 and "there is no model" in answer.text
+    answer = launch(similarity_model_id=api.int8)  # a plain .onnx: no tokenizer.json
+    assert answer.status_code == 422 and "has no tokenizer.json to read the generated text" in answer.text
+    answer = launch(similarity_model_id="minilm")
+    assert answer.status_code == 422 and "must be the id of a model of this project" in answer.text

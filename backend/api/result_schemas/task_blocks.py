@@ -286,6 +286,10 @@ class LanguageModelTaskOut(ResultModel):
     gen_chrf_vs_golden: float | None = None
     gen_rouge_l_vs_golden: float | None = None
     gen_bleu_drop: float | None = None
+    gen_semantic_similarity: float | None = Field(
+        default=None, description="generation.semantic_similarity (null without an embedding model)."
+    )
+    gen_semantic_drop: float | None = None
 
 
 class SignalScoresOut(ResultModel):

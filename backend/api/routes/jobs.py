@@ -42,7 +42,7 @@ from backend.errors import (
 from backend.recovery_contracts import SWEEP_POINT_ID
 from backend.services.artifacts import job_artifacts, release
 from backend.services.jobs import dispatch, new_job
-from backend.task_launch import task_mapping_problems
+from backend.task_launch import similarity_model_problems, task_mapping_problems
 from task_specs.text import TEXT_KINDS
 
 router = APIRouter(tags=["jobs"])
@@ -103,7 +103,9 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
     if isinstance(params, FidelityJobParams):
         golden = get_in_project_or_404(session, Model, params.golden_model_id, project_id, caller)
         dataset = get_in_project_or_404(session, Dataset, params.dataset_id, project_id, caller)
-        problems = task_mapping_problems(params.task, dict(params.task_options), golden, dataset)
+        options = dict(params.task_options)
+        problems = task_mapping_problems(params.task, options, golden, dataset)
+        problems += similarity_model_problems(session, project_id, options)
         if problems:
             raise InvalidRequest("params.task_options: " + "; ".join(problems))
     twin_id = (

@@ -165,6 +165,8 @@ describe("metricCards", () => {
       gen_chrf_vs_golden: null,
       gen_rouge_l_vs_golden: null,
       gen_bleu_drop: null,
+      gen_semantic_similarity: null,
+      gen_semantic_drop: null,
     };
     const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [32, 60], task };
     expect(metricCards(metrics).map((c) => [c.path, c.direction])).toEqual([
