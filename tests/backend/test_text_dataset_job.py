@@ -35,6 +35,7 @@ from worker.engine.loaders.onnx_runner import load_onnx
 from worker.engine.tasks.generation.teacher_forced import teacher_forced
 from worker.engine.tasks.generation.tokenizer import TextDecoder
 from worker.engine.tasks.lm_generation import generation_request, run_generation
+from worker.jobs.fidelity import FidelityHandler
 from worker.jobs.inspect import InspectHandler
 from worker.runtime import execute_job
 
@@ -162,7 +163,17 @@ def test_text_datasets_that_cannot_work_are_refused_in_words(
     corpus_id = api.upload("datasets", corpus)
     answer = launch(api.golden, corpus_id)
     assert answer.status_code == 422 and "set the task option 'context_tokens'" in answer.text
-    assert launch(api.golden, corpus_id, context_tokens=16).status_code == 201
+    answer = launch(api.golden, corpus_id, context_tokens=16, generate_tokens=4)
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    assert execute_job(job_id, FidelityHandler(), api.settings) == "succeeded"
+    summary = api.get(f"/jobs/{job_id}/fidelity").json()["summary"]
+    tokens = len(Tokenizer.from_str(char_tokenizer(CHARS)).encode(corpus.read_text()).ids)  # "\n" is unknown
+    windows = -(-tokens // 16)
+    assert f"the corpus's {tokens} tokens cut into {windows} windows of up to 16 tokens" in summary["notes"]
+    task = summary["outputs"]["logits"]["task"]
+    assert task["n_tokens"] == tokens and task["n_next_tokens"] == tokens - windows  # a next token in-window
+    assert task["generation"]["n_samples"] == windows
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "ab"}\n{"prompt": "cd"\n')
@@ -231,7 +242,11 @@ def test_semantic_similarity_of_the_generations_with_a_project_model(
     assert by_index[3]["semantic_similarity"] == pytest.approx(cos(c, g)[3], abs=1e-5)
 
     def launch(**extra: Any) -> Any:
-        params: dict[str, Any] = {"golden_model_id": api.golden, "compressed_model_id": api.int8, "dataset_id": api.dataset}
+        params: dict[str, Any] = {
+            "golden_model_id": api.golden,
+            "compressed_model_id": api.int8,
+            "dataset_id": api.dataset,
+        }
         params |= {"task": "language_model", "task_options": {"generate_tokens": NEW} | extra}
         return api.http.post(
             "/api/v1/jobs",
