@@ -66,6 +66,13 @@ def _expected_arrays(records: list[dict[str, str]]) -> dict[str, np.ndarray]:
         for p, r in zip(prompts, records, strict=True)
     ]
     ids, mask = _padded([row[-CONTEXT:] for row in full])
+    reference = np.zeros_like(mask)  # the reference tokens: the end of each (cut) row
+    for i, (row, r) in enumerate(zip(full, records, strict=True)):
+        kept, length = (
+            min(len(row), CONTEXT),
+            len(tokenizer.encode(r["reference"], add_special_tokens=False).ids),
+        )
+        reference[i, max(0, kept - length) : kept] = 1
     prompt_ids, prompt_mask = _padded([p[-(CONTEXT - NEW) :] for p in prompts])
     references = np.array([r["reference"] for r in records])
     return {
@@ -74,6 +81,7 @@ def _expected_arrays(records: list[dict[str, str]]) -> dict[str, np.ndarray]:
         "prompt_ids": prompt_ids,
         "prompt_ids_mask": prompt_mask,
         "references": references,
+        "reference_mask": reference,
     }
 
 
@@ -120,6 +128,23 @@ def test_a_jsonl_dataset_is_tokenized_at_job_time_with_the_golden_tokenizer(
     for key in ("n_tokens", "n_next_tokens", "kl_mean", "nll_golden", "nll_compressed", "top1_agreement"):
         assert served[key] == pytest.approx(expected[key], rel=1e-9, abs=1e-12), key
     assert served["n_tokens"] == int(arrays["attention_mask"].sum())
+    # perplexity of the references alone: onnxruntime on the no-cache export, log-softmax in numpy
+    session = ort.InferenceSession(str(files["compressed"]), providers=["CPUExecutionProvider"])
+    positions = np.broadcast_to(np.arange(arrays["input_ids"].shape[1]), arrays["input_ids"].shape).copy()
+    feeds = {
+        "input_ids": arrays["input_ids"],
+        "attention_mask": arrays["attention_mask"],
+        "position_ids": positions,
+    }
+    logits = session.run(["logits"], feeds)[0].astype(np.float64)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    targets = arrays["input_ids"][:, 1:]
+    nll = -np.take_along_axis(log_p[:, :-1], targets[..., None], -1)[..., 0]
+    scored = arrays["reference_mask"][:, 1:] == 1
+    assert served["nll_reference_only"] and served["n_next_tokens"] == int(scored.sum())
+    assert served["nll_compressed"] == pytest.approx(nll[scored].mean(), rel=1e-5)
+    assert served["ppl_compressed"] == pytest.approx(np.exp(nll[scored].mean()), rel=1e-5)
     decoder = TextDecoder(Tokenizer.from_str(char_tokenizer(CHARS)), "tokenizer.json")
     request = generation_request(
         options | {"prompt_ids": "prompt_ids"}, arrays, golden, compressed, decoder, 4

@@ -58,6 +58,13 @@ def test_prompts_with_references_equal_the_library_called_directly(tokenizer: To
         _direct(tokenizer, p, True) for p in PROMPTS
     ]
     assert arrays["references"].tolist() == REFERENCES and made.notes == []
+    reference_lengths = [len(_direct(tokenizer, r, False)) for r in REFERENCES]
+    marked = [
+        row[: m.sum()].tolist()
+        for row, m in zip(arrays["reference_mask"], arrays["attention_mask"], strict=True)
+    ]
+    assert marked == [[0] * (len(w) - n) + [1] * n for w, n in zip(want, reference_lengths, strict=True)]
+    assert not (arrays["reference_mask"] & (1 - arrays["attention_mask"])).any()  # padding is never scored
     assert want[0][0] == 101 and 102 in want[0]  # [CLS] ... [SEP]: the post-processor's special tokens
 
 
@@ -69,6 +76,10 @@ def test_rows_over_the_context_keep_their_last_tokens_or_are_refused(tokenizer: 
         for p, r in zip(PROMPTS, REFERENCES, strict=True)
     ]
     assert _rows(made.arrays["input_ids"], made.arrays["attention_mask"]) == [row[-8:] for row in full]
+    lengths = [len(_direct(tokenizer, r, False)) for r in REFERENCES]
+    assert made.arrays["reference_mask"].sum(axis=1).tolist() == [
+        min(n, len(row[-8:])) for n, row in zip(lengths, full, strict=True)
+    ]
     prompts = [_direct(tokenizer, p, True) for p in PROMPTS]
     assert _rows(made.arrays["prompt_ids"], made.arrays["prompt_ids_mask"]) == [p[-5:] for p in prompts]
     over = sum(len(row) > 8 for row in full)

@@ -4475,7 +4475,7 @@ export interface components {
             kl_reverse_mean: number | null;
             /**
              * N Next Tokens
-             * @description Positions whose next token is kept: the NLL's count.
+             * @description Positions whose next token is scored (kept; a reference's): the NLL's count.
              * @default 0
              */
             n_next_tokens: number;
@@ -4503,6 +4503,12 @@ export interface components {
              * @description Mean NLL of the text's next tokens, nats.
              */
             nll_golden: number | null;
+            /**
+             * Nll Reference Only
+             * @description NLL and perplexity score the reference tokens only (the dataset's reference_mask: a text dataset with references), not the prompts'.
+             * @default false
+             */
+            nll_reference_only: boolean;
             /** Ppl Compressed */
             ppl_compressed: number | null;
             /**

@@ -146,6 +146,7 @@ describe("metricCards", () => {
       name: "language_model" as const,
       n_tokens: 700,
       n_next_tokens: 668,
+      nll_reference_only: false,
       top_k: 5,
       kl_mean: 0.0123,
       kl_reverse_mean: 0.012,

@@ -9,7 +9,8 @@ Arrays made (every row padded on the right with the tokenizer's pad id, 0 withou
   window shorter, kept when it has at least 2 tokens, so a next token to score).
 - `prompt_ids` / `prompt_ids_mask` (N, P): what generation continues: the prompt alone (a corpus: the window),
   its oldest tokens cut so that the prompt and the `new_tokens` fit the context.
-- `references` (N,): the reference strings, when the JSONL has them.
+- `references` (N,): the reference strings, and `reference_mask` (N, W), 1 on each row's reference tokens (the
+  language-model task then scores NLL and perplexity on those only), when the JSONL has them.
 W is the model's fixed sequence length when it has one (every row fed at that length), else the longest row.
 
 The context: the task option `context_tokens`, else the model's fixed sequence length; a JSONL without
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 Overflow = Literal["truncate_left", "refuse"]
 OVERFLOW_MODES: tuple[str, ...] = ("truncate_left", "refuse")
 PROMPT_IDS = "prompt_ids"
+REFERENCE_MASK = "reference_mask"
+"""1 on a row's reference tokens: the language-model task's NLL and perplexity score those only."""
 MIN_CORPUS_WINDOW = 2
 
 
@@ -131,9 +134,13 @@ def tokenize_prompts(
             "nothing of its text"
         )
     sequences = prompt_rows
+    reference_lengths = [0] * len(prompt_rows)
     if references is not None:
-        reference_rows = tokenizer.encode_batch(list(references), add_special_tokens=False)
-        sequences = [p + list(r.ids) for p, r in zip(prompt_rows, reference_rows, strict=True)]
+        reference_rows = [
+            list(r.ids) for r in tokenizer.encode_batch(list(references), add_special_tokens=False)
+        ]
+        sequences = [p + r for p, r in zip(prompt_rows, reference_rows, strict=True)]
+        reference_lengths = [len(r) for r in reference_rows]
     sequences, note = _cut(sequences, limit.tokens, limit, "prompts with their references", "line")
     budget = None if limit.tokens is None else limit.tokens - limit.new_tokens
     prompt_rows, prompt_note = _cut(
@@ -150,6 +157,11 @@ def tokenize_prompts(
     }
     if references is not None:
         arrays["references"] = np.array(list(references), dtype=np.str_)
+        # the reference is the end of its row (a cut takes the prompt's start first): NLL scores it alone
+        marked = np.zeros_like(mask)
+        for i, (row, length) in enumerate(zip(sequences, reference_lengths, strict=True)):
+            marked[i, max(0, len(row) - length) : len(row)] = 1
+        arrays[REFERENCE_MASK] = marked
     return Tokenized(arrays, [n for n in (note, prompt_note) if n is not None])
 
 
