@@ -92,7 +92,7 @@ def text_api(http: TestClient, settings: Settings, tmp_path: Path) -> tuple[Fide
     path = tmp_path / "prompts.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
     api = FidelityApi(http, settings, "text-dataset", files["golden_zip"], files["compressed"], path)
-    return api, files | {"records": records}
+    return api, files | {"records": records, "jsonl": path}
 
 
 def test_a_jsonl_dataset_is_tokenized_at_job_time_with_the_golden_tokenizer(
@@ -163,7 +163,8 @@ def test_a_jsonl_dataset_is_tokenized_at_job_time_with_the_golden_tokenizer(
 def test_text_datasets_that_cannot_work_are_refused_in_words(
     text_api: tuple[FidelityApi, dict[str, Any]], tmp_path: Path
 ) -> None:
-    api, _ = text_api
+    api, files = text_api
+    files_jsonl: Path = files["jsonl"]
 
     def launch(golden: str, dataset: str, task: str = "language_model", **options: Any) -> Any:
         params = {"golden_model_id": golden, "compressed_model_id": api.int8, "dataset_id": dataset}
@@ -207,6 +208,19 @@ def test_text_datasets_that_cannot_work_are_refused_in_words(
             f"/api/v1/projects/{api.project}/datasets", headers=api.headers, files={"file": (bad.name, f)}
         )
     assert answer.status_code == 422 and "line 2 is not valid JSON" in answer.text
+
+    # the same bytes as a corpus are another dataset; as prompts again, the one already stored
+    same = tmp_path / "again.txt"
+    same.write_bytes(files_jsonl.read_bytes())
+    as_corpus = api.get(f"/datasets/{api.upload('datasets', same)}").json()
+    assert as_corpus["kind"] == "text_corpus" and as_corpus["id"] != api.dataset
+    again = same.with_suffix(".jsonl")
+    again.write_bytes(files_jsonl.read_bytes())
+    with again.open("rb") as f:
+        answer = api.http.post(
+            f"/api/v1/projects/{api.project}/datasets", headers=api.headers, files={"file": (again.name, f)}
+        )
+    assert answer.status_code == 200 and answer.json()["duplicate_of"] == api.dataset
 
 
 def _embedding_model(api: FidelityApi, folder: Path) -> str:

@@ -99,7 +99,10 @@ async def upload_dataset(
             .where(Dataset.project_id == project_id, Dataset.artifact_sha256 == staged.sha256)
             .order_by(Dataset.created_at)
         ).all()
-        same = next((d for d in existing if d.preprocessing == dataset.preprocessing), None)
+        # the same bytes read another way (a recipe, or .jsonl vs .txt) are another dataset
+        same = next(
+            (d for d in existing if d.preprocessing == dataset.preprocessing and d.kind == dataset.kind), None
+        )
         if same is not None:  # the same file read the same way: answer with it, store nothing
             response.status_code = status.HTTP_200_OK
             return DatasetOut.model_validate(same).model_copy(update={"duplicate_of": same.id})
