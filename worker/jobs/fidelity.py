@@ -74,9 +74,8 @@ class FidelityHandler:
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
-        generation = generation_request(
-            ctx, params, models[0], runners, arrays
-        )  # checked before any model runs
+        # checked (and its embedding model loaded) before any model runs
+        generation = generation_request(ctx, params, models[0], runners, arrays)
         batch_size, batch_note = _comparison_batch(params.batch_size, models[0], runners[0], arrays)
         fidelity_params = FidelityParams(
             batch_size=batch_size,
