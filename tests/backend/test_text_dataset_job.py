@@ -105,6 +105,9 @@ def test_a_jsonl_dataset_is_tokenized_at_job_time_with_the_golden_tokenizer(
         "prompt": {"shape": [10], "dtype": "str"},
         "reference": {"shape": [10], "dtype": "str"},
     }
+    preview = api.get(f"/datasets/{api.dataset}/samples?offset=8&limit=8").json()  # the text as written
+    assert preview["total"] == 10 and [item["index"] for item in preview["items"]] == [8, 9]
+    assert [item["text"] for item in preview["items"]] == files["records"][8:]
     options = {"generate_tokens": NEW, "top_k": 2, "context_tokens": CONTEXT}
     job_id = api.fidelity(task="language_model", task_options=options, batch_size=4, layer_profile=False)
     summary = api.get(f"/jobs/{job_id}/fidelity").json()["summary"]
@@ -214,6 +217,8 @@ def test_text_datasets_that_cannot_work_are_refused_in_words(
     same.write_bytes(files_jsonl.read_bytes())
     as_corpus = api.get(f"/datasets/{api.upload('datasets', same)}").json()
     assert as_corpus["kind"] == "text_corpus" and as_corpus["id"] != api.dataset
+    preview = api.get(f"/datasets/{as_corpus['id']}/samples").json()
+    assert preview["total"] == 1 and preview["items"][0]["text"] == {"text": same.read_text()}
     again = same.with_suffix(".jsonl")
     again.write_bytes(files_jsonl.read_bytes())
     with again.open("rb") as f:

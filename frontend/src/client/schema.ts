@@ -2763,6 +2763,13 @@ export interface components {
              * @description The image's file in the zip (image datasets only).
              */
             name: string | null;
+            /**
+             * Text
+             * @description A text dataset's sample as written: 'prompt' and 'reference' of a JSONL line, or 'text', the start of a corpus (each cut at 2000 characters); null for array datasets.
+             */
+            text?: {
+                [key: string]: string;
+            } | null;
         };
         /** DatasetSamplesOut */
         DatasetSamplesOut: {
