@@ -67,6 +67,7 @@ class SamplePreview:
     name: str | None = None  # the member of an image zip
     image_array: str | None = None  # the npz array a thumbnail shows
     error: str | None = None  # why this sample could not be read (the others still are)
+    text: dict[str, str] | None = None  # a text dataset's strings (backend/text_preview.py)
 
 
 @dataclass(frozen=True)
@@ -323,6 +324,10 @@ def preview_samples(
         return preview_npz(path, offset, limit)
     if kind == "image_zip":
         return preview_image_zip(path, offset, limit, max_pixels)
+    from backend.text_preview import TEXT_PREVIEW_KINDS, preview_text  # it imports this module
+
+    if kind in TEXT_PREVIEW_KINDS:
+        return preview_text(path, kind, offset, limit)
     raise Conflict(f"datasets of kind {kind!r} have no preview")
 
 

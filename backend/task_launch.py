@@ -4,9 +4,12 @@ model's declared outputs (its inspection) and the dataset's arrays (its descript
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from backend.db.models import Dataset, Model
+from sqlalchemy.orm import Session
+
+from backend.db.models import Dataset, Model, ModelStatus
 from task_specs import Declared, launch_problems
 
 
@@ -40,6 +43,15 @@ def _tokenizer_size(model: Model) -> int | None:
     return size if isinstance(size, int) and not isinstance(size, bool) else None
 
 
+def _has_tokenizer(model: Model) -> bool | None:
+    """Whether the model's zip carries a readable tokenizer.json (the inspection records it; a model not
+    inspected yet: None)."""
+    if model.inspection is None:
+        return None
+    tokenizer = model.inspection.get("tokenizer")
+    return isinstance(tokenizer, dict) and tokenizer.get("member") is not None
+
+
 def task_mapping_problems(task: str, options: dict[str, Any], golden: Model, dataset: Dataset) -> list[str]:
     return launch_problems(
         task,
@@ -47,4 +59,37 @@ def task_mapping_problems(task: str, options: dict[str, Any], golden: Model, dat
         _declared_outputs(golden),
         _declared_arrays(dataset),
         tokenizer_size=_tokenizer_size(golden),
+        dataset_kind=dataset.kind,
+        has_tokenizer=_has_tokenizer(golden),
     )
+
+
+SIMILARITY_MODEL = "similarity_model_id"
+
+
+def similarity_model_problems(session: Session, project_id: uuid.UUID, options: dict[str, Any]) -> list[str]:
+    """The embedding model of the option `similarity_model_id` must be a valid model of the job's project
+    that carries a tokenizer.json (a model of another project reads as absent, so nothing of it leaks)."""
+    raw = options.get(SIMILARITY_MODEL)
+    if raw is None:
+        return []
+    key = f"task option {SIMILARITY_MODEL!r}"
+    if not options.get("generate_tokens"):
+        return [f"{key} scores generated text: set generate_tokens > 0 as well"]
+    try:
+        model_id = uuid.UUID(str(raw))
+    except ValueError:
+        return [f"{key} must be the id of a model of this project, got {raw!r}"]
+    model = session.get(Model, model_id)
+    if model is None or model.project_id != project_id:
+        return [
+            f"{key}: there is no model {model_id} in this project; upload the embedding model to it first"
+        ]
+    if model.status == ModelStatus.invalid.value:
+        return [f"{key}: the model {model.name!r} is invalid: {model.error}"]
+    if _has_tokenizer(model) is False:
+        return [
+            f"{key}: the model {model.name!r} has no tokenizer.json to read the generated text with; upload it "
+            "as a zip of its .onnx and tokenizer.json"
+        ]
+    return []

@@ -14,9 +14,11 @@ test_boundary.py) — and reads no settings: callers pass the archive limits in
 - ``archives``: the archive safety rules (member count, size, zip bombs, paths, links) for every archive
   an upload or a worker opens, datasets and zipped models alike;
 - ``npz``: .npz datasets (described from headers, memory-mapped, read by rows);
-- ``image_zip``: zips of images with an optional labels.csv (described, decoded through a recipe).
+- ``image_zip``: zips of images with an optional labels.csv (described, decoded through a recipe);
+- ``text``: a JSONL of prompts or a plain-text corpus (checked and parsed here, tokenized by the caller's
+  ``ReadOptions.tokenize`` at job time).
 
-Extension points. Annotated image zips (COCO boxes, masks), text and audio datasets arrive with the
+Extension points. Audio datasets arrive with the
 task-metrics and language-model issues; each is a package here beside ``npz`` and ``image_zip`` with a
 reader implementing ``DatasetReader`` (``RowReader`` too if it can), registered in ``registry`` under its
 kind, and any option it needs (a tokenizer, a sample rate) added to ``ReadOptions``. Nothing else changes:

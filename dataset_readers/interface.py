@@ -14,7 +14,7 @@ Readers raise the errors of ``dataset_readers.errors``; each caller maps them to
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dataset_readers.archives import ArchiveLimits
+from dataset_readers.text.parse import TextRecords
 
 LABELS = "labels"
 """The array of integer class labels, in every kind's description and arrays."""
@@ -96,6 +97,9 @@ class ReadOptions:
     cache_dir: Path | None = None
     """npz: where compressed members are decompressed once, to be memory-mapped (one folder per file,
     e.g. named after its sha256; default a fresh temporary folder)."""
+    tokenize: Callable[[TextRecords], dict[str, np.ndarray]] | None = None
+    """Text kinds, jobs: how the parsed text becomes token-id arrays (the worker's, with the golden model's
+    tokenizer and context); without it a text dataset cannot be read as arrays."""
 
 
 class DatasetReader(Protocol):

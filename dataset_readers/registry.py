@@ -7,10 +7,13 @@ from dataset_readers.errors import UnknownDatasetKind
 from dataset_readers.image_zip.reader import ImageZipReader
 from dataset_readers.interface import DatasetReader, RowReader
 from dataset_readers.npz.reader import NpzReader
+from dataset_readers.text.reader import PromptsJsonlReader, TextCorpusReader
 
-_READERS: dict[str, DatasetReader] = {reader.kind: reader for reader in (NpzReader(), ImageZipReader())}
-# Extension points (see the package docstring): "annotated_image_zip" (COCO boxes, masks), "text" and
-# "audio" register here when the task-metrics and language-model work brings them.
+_READERS: dict[str, DatasetReader] = {
+    reader.kind: reader
+    for reader in (NpzReader(), ImageZipReader(), PromptsJsonlReader(), TextCorpusReader())
+}
+# Extension point (see the package docstring): "audio" registers here when it comes.
 
 KINDS: tuple[str, ...] = tuple(_READERS)
 """Every dataset kind a reader is registered for."""

@@ -7,7 +7,11 @@ dataset array of prompt token ids (N, T), default the `input_ids` array; its pad
 `attention_mask` for `input_ids`, by `<prompt_ids>_mask` for another array, left or right, read per row), `eos_token_id` (a generation
 stops there), `tokenizer` ("model", the default: decode with the `tokenizer.json` inside the golden model's
 zip when it has one; "none": token ids joined by spaces), `references` (the dataset array of reference
-continuations, one string per sample; default "references" when the dataset has it).
+continuations, one string per sample; default "references" when the dataset has it), `similarity_model_id`
+(a model of the job's project, zipped with its tokenizer.json, whose mean-pooled embeddings compare the two
+generations by cosine: `worker/engine/tasks/generation/similarity.py`; checked at launch by
+backend/task_launch.py, which can read the project's models). A text dataset's options (`context_tokens`,
+`context_overflow`) are in `task_specs.text`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ GENERATION_OPTIONS = (
     "eos_token_id",
     "tokenizer",
     "references",
+    "similarity_model_id",
 )
 SAMPLING = ("greedy", "seeded")
 TOKENIZER = ("model", "none")

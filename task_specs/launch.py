@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from task_specs.generation import GENERATION_OPTIONS, generation_problems
+from task_specs.text import TEXT_KINDS, TEXT_OPTIONS, text_arrays, text_problems, with_text_defaults
 
 TASK_OPTIONS: dict[str, tuple[str, ...]] = {
     "segmentation": ("output", "ignore_index", "boundary_tolerance"),
     "ctc": ("output", "vocabulary", "blank", "word_delimiter"),
-    "language_model": ("output", "input_ids", "top_k", *GENERATION_OPTIONS),
+    "language_model": ("output", "input_ids", "top_k", *GENERATION_OPTIONS, *TEXT_OPTIONS),
     "signal": ("output", "sample_rate"),
     "detection": (
         "format",
@@ -296,17 +297,33 @@ def launch_problems(
     arrays: Mapping[str, Declared],
     *,
     tokenizer_size: int | None = None,
+    dataset_kind: str | None = None,
+    has_tokenizer: bool | None = None,
 ) -> list[str]:
     """What is wrong with running `task` with `options` on a golden model with these declared `outputs`
     (None: not known yet) and a dataset with these `arrays`; [] when nothing is. `tokenizer_size`: the
-    vocabulary of the tokenizer.json the golden model carries (None: none, or not known)."""
+    vocabulary of the tokenizer.json the golden model carries (None: none, or not known); `has_tokenizer`:
+    whether it carries one (None: not known). A dataset of a text kind (`dataset_kind`) is checked as the
+    arrays a job tokenizes it into (task_specs.text)."""
     known = TASK_OPTIONS.get(task, ())
     unknown = sorted(set(options) - set(known))
     if unknown:
         takes = f"its options are {', '.join(known)}" if known else "it takes no options"
         return [f"task {task!r} has no option {', '.join(map(repr, unknown))}; {takes}"]
+    logits, _ = (
+        _output(task, options, outputs, _ctc_output, "(N, T, V) float logits")
+        if task == "language_model"
+        else (None, [])
+    )
+    text = text_problems(task, dataset_kind, options, logits, has_tokenizer, tokenizer_size)
+    if dataset_kind in TEXT_KINDS:
+        if task != "language_model":
+            return text
+        made = text_arrays(dataset_kind, arrays)
+        arrays = {name: Declared(name, shape, dtype) for name, (shape, dtype) in made.items()}
+        options = with_text_defaults(options)
     check = _CHECKS.get(task)
-    problems = [] if check is None else check(options, outputs, arrays)
+    problems = text + ([] if check is None else check(options, outputs, arrays))
     if task == "language_model":
         output, _ = _output("language_model", options, outputs, _ctc_output, "(N, T, V) float logits")
         problems += generation_problems(options, output, arrays, tokenizer_size)

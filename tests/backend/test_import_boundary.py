@@ -1,4 +1,5 @@
-"""The API process never imports a model runtime: model code runs in workers."""
+"""The API process never imports a model runtime (nor a tokenizer: text datasets are tokenized at job time):
+model code runs in workers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 from tests.support.services import REPO_ROOT
 
-HEAVY = ("torch", "onnxruntime", "onnx", "onnxscript", "sklearn", "scipy", "worker")
+HEAVY = ("torch", "onnxruntime", "onnx", "onnxscript", "sklearn", "scipy", "tokenizers", "worker")
 
 
 def test_api_app_does_not_import_model_runtimes(tmp_path: object) -> None:

@@ -15,7 +15,7 @@ from tests.support.import_graph import module_imports, modules_under
 from tests.support.services import REPO_ROOT
 
 FORBIDDEN = (
-    *("torch", "onnxruntime", "onnx", "onnxscript", "scipy", "sklearn"),
+    *("torch", "onnxruntime", "onnx", "onnxscript", "scipy", "sklearn", "tokenizers"),
     *("backend", "worker", "sqlalchemy", "fastapi", "starlette", "celery", "kombu", "psycopg", "redis"),
 )
 

@@ -36,11 +36,12 @@ class Recipe:
 
 
 def test_every_kind_has_its_reader_and_an_unknown_kind_is_named() -> None:
-    assert KINDS == ("npz", "image_zip")
+    assert KINDS == ("npz", "image_zip", "prompts_jsonl", "text_corpus")
     assert all(reader_for(kind).kind == kind for kind in KINDS)
-    with pytest.raises(UnknownDatasetKind, match=r"'audio'; known kinds: npz, image_zip"):
+    with pytest.raises(UnknownDatasetKind, match=r"'audio'; known kinds: npz, image_zip, prompts_jsonl"):
         reader_for("audio")
     assert isinstance(row_reader_for("npz"), RowReader) and row_reader_for("image_zip") is None
+    assert row_reader_for("prompts_jsonl") is None
 
 
 def test_npz_description_arrays_and_rows_agree(tmp_path: Path) -> None:

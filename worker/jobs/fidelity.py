@@ -29,6 +29,7 @@ from worker.engine.types import ModelFormat, Runner
 from worker.jobs.generation_step import add_generation, comparison_runners, generation_request
 from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_dataset
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
+from worker.jobs.text_dataset_step import text_tokenizing, with_text_prompts
 from worker.peak_memory import peak_rss_mib, reset_peak_rss
 from worker.runtime import JobContext, ResultWriter, json_safe
 
@@ -61,7 +62,9 @@ class FidelityHandler:
         del loaded
         dataset = detached_row(ctx, Dataset, params.dataset_id)
         ctx.progress(0.0, f"reading the dataset {dataset.name!r}")
-        arrays = read_dataset(ctx, dataset)
+        tokenizing = text_tokenizing(dataset.kind, params, models[0], runners[0])  # None unless text
+        arrays = read_dataset(ctx, dataset, tokenize=tokenizing)
+        params = with_text_prompts(params, tokenizing)
         labels = arrays.pop("labels", None)
         n = len(next(iter(arrays.values()))) if arrays else 0
         plan = profile_plan(params, models, n)  # the layer profile's (and kernel gap's) share of the work
@@ -71,7 +74,8 @@ class FidelityHandler:
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
-        generation = generation_request(params, models[0], runners, arrays)  # checked before any model runs
+        # checked (and its embedding model loaded) before any model runs
+        generation = generation_request(ctx, params, models[0], runners, arrays)
         batch_size, batch_note = _comparison_batch(params.batch_size, models[0], runners[0], arrays)
         fidelity_params = FidelityParams(
             batch_size=batch_size,
@@ -96,6 +100,8 @@ class FidelityHandler:
             add_generation(ctx, generation, runners, report, share)
         if batch_note:
             report.notes.append(batch_note)
+        if tokenizing is not None:
+            report.notes.extend(tokenizing.notes)
         profile_start = (n + plan.n_rerun) / total_work
         runtime_outputs = kernel_gap_outputs(
             ctx, plan, compared, arrays, report.outputs, fidelity_params, share, profile_start

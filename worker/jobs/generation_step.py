@@ -6,28 +6,34 @@ task block as `generation` and the per-sample values join the task's."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from backend.contracts import FidelityJobParams
+from backend.db.models import Model
+from worker.engine.errors import ModelLoadError
 from worker.engine.types import ModelFormat, Runner
 from worker.runtime import JobContext
 
 if TYPE_CHECKING:
     from worker.engine.fidelity.compare import FidelityReport
+    from worker.engine.tasks.generation.similarity import Embedder
     from worker.engine.tasks.lm_generation import GenerationRequest
 
 
 def generation_request(
+    ctx: JobContext,
     params: FidelityJobParams,
     golden_file: tuple[Path, ModelFormat],
     runners: list[Runner],
     arrays: dict[str, np.ndarray],
 ) -> GenerationRequest | None:
     """None unless the job generates; else its checked request, decoding with the tokenizer.json inside the
-    golden model's zip unless the option `tokenizer` is "none"."""
+    golden model's zip unless the option `tokenizer` is "none", with the embedding model of the option
+    `similarity_model_id` loaded."""
     from worker.engine.tasks import lm_generation
     from worker.engine.tasks.generation.tokenizer import TextDecoder, read_tokenizer
 
@@ -39,9 +45,34 @@ def generation_request(
         read_tokenizer(path) if fmt == "onnx_zip" and options.get("tokenizer", "model") == "model" else None
     )
     decoder = TextDecoder(*found) if found is not None else TextDecoder()
-    return lm_generation.generation_request(
+    request = lm_generation.generation_request(
         options, arrays, runners[0], runners[1], decoder, params.batch_size
     )
+    if request is not None and options.get("similarity_model_id"):
+        request.similarity = similarity_embedder(ctx, str(options["similarity_model_id"]), params)
+    return request
+
+
+def similarity_embedder(ctx: JobContext, model_id: str, params: FidelityJobParams) -> Embedder:
+    """The embedding model of `similarity_model_id` with the tokenizer.json of its zip (the launch check has
+    seen both; a model changed since stops the job here with the reason)."""
+    from worker.engine.tasks.generation.similarity import embedder
+    from worker.engine.tasks.generation.tokenizer import read_tokenizer
+    from worker.jobs.inputs import detached_row, load_runner
+
+    try:
+        row_id = uuid.UUID(model_id)
+    except ValueError as exc:
+        raise ModelLoadError(f"task option 'similarity_model_id' is not a model id: {model_id!r}") from exc
+    name = detached_row(ctx, Model, row_id).name
+    loaded = load_runner(ctx, row_id, "embedding", params.threads)
+    path, fmt = loaded.file
+    found = read_tokenizer(path) if fmt == "onnx_zip" else None
+    if found is None:
+        raise ModelLoadError(
+            f"the embedding model {name!r} has no tokenizer.json: upload it as a zip of its .onnx and tokenizer.json"
+        )
+    return embedder(loaded.runner, found[0], name, params.batch_size)
 
 
 def comparison_runners(params: FidelityJobParams, runners: list[Runner]) -> list[Runner]:

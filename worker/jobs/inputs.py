@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -16,6 +17,7 @@ from backend.db.models import Dataset, Model, ModelStatus
 from dataset_readers.errors import DatasetFormatError, UnknownDatasetKind
 from dataset_readers.interface import ReadOptions
 from dataset_readers.registry import reader_for
+from dataset_readers.text.parse import TextRecords
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.engine.types import ModelFormat, Runner
 from worker.jobs.model_files import model_file
@@ -35,14 +37,21 @@ def detached_row(ctx: JobContext, table: type[Row], row_id: uuid.UUID) -> Row:
         return row
 
 
+Tokenize = Callable[[TextRecords], dict[str, np.ndarray]]
+
+
 def load_dataset(
-    path: Path, dataset: Dataset, cache_dir: Path | None = None, limit: int | None = None
+    path: Path,
+    dataset: Dataset,
+    cache_dir: Path | None = None,
+    limit: int | None = None,
+    tokenize: Tokenize | None = None,
 ) -> dict[str, np.ndarray]:
     """The dataset's arrays (and "labels" when it has them), whatever its upload format, cut to their first
     `limit` samples when given: its kind's reader (dataset_readers) at this worker's archive limits, whose
     refusals become DatasetMismatchError. .npz arrays are memory-mapped (compressed members are
     decompressed once into cache_dir / <sha256>) and the cut is a view; a zip of images is decoded into
-    memory, only its first `limit` images."""
+    memory, only its first `limit` images; a text dataset is tokenized by `tokenize` (refused without one)."""
     try:
         reader = reader_for(dataset.kind)
     except UnknownDatasetKind as exc:
@@ -50,16 +59,18 @@ def load_dataset(
     cache = (cache_dir or Path(tempfile.gettempdir()) / "kneeboard-datasets") / dataset.artifact_sha256
     recipe = ImagePreprocessing.model_validate(dataset.preprocessing or {})
     try:
-        return reader.arrays(path, archive_limits(), ReadOptions(recipe=recipe, cache_dir=cache), limit)
+        options = ReadOptions(recipe=recipe, cache_dir=cache, tokenize=tokenize)
+        return reader.arrays(path, archive_limits(), options, limit)
     except DatasetFormatError as exc:
         raise DatasetMismatchError(exc.message) from exc
 
 
-def read_dataset(ctx: JobContext, dataset: Dataset, limit: int | None = None) -> dict[str, np.ndarray]:
+def read_dataset(
+    ctx: JobContext, dataset: Dataset, limit: int | None = None, tokenize: Tokenize | None = None
+) -> dict[str, np.ndarray]:
     """`load_dataset` of a dataset row from the job's artifact store, cached in the worker's data dir."""
-    return load_dataset(
-        ctx.store.local_path(dataset.artifact_sha256), dataset, ctx.settings.data_dir / "dataset-cache", limit
-    )
+    path = ctx.store.local_path(dataset.artifact_sha256)
+    return load_dataset(path, dataset, ctx.settings.data_dir / "dataset-cache", limit, tokenize)
 
 
 def named_dataset(

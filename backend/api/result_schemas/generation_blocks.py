@@ -98,6 +98,25 @@ class GenerationOut(ResultModel):
     rouge_l_compressed_vs_reference: float | None = None
     rouge_l_drop: float | None = None
     repetition: RepetitionSidesOut = Field(default_factory=RepetitionSidesOut)
+    similarity_model: str | None = Field(
+        default=None,
+        description="The embedding model (task option similarity_model_id) of the semantic numbers; null: none.",
+    )
+    semantic_similarity: float | None = Field(
+        default=None,
+        description="Mean cosine of the mean-pooled embeddings of the compressed and golden generations.",
+    )
+    semantic_similarity_min: float | None = None
+    semantic_n_empty: int | None = Field(
+        default=None, description="Prompts whose generation had no token to embed (left out of the means)."
+    )
+    semantic_golden_vs_reference: float | None = Field(
+        default=None, description="Mean cosine of the golden generation and its reference; null without."
+    )
+    semantic_compressed_vs_reference: float | None = None
+    semantic_drop: float | None = Field(
+        default=None, description="Golden minus compressed cosine against the references."
+    )
     samples: list[GeneratedSampleOut] = Field(
         default_factory=list, description="The first samples' prompt and both generated texts."
     )

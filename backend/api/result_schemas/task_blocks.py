@@ -256,7 +256,14 @@ class LanguageModelTaskOut(ResultModel):
 
     name: Literal["language_model"] = "language_model"
     n_tokens: int = Field(default=0, description="Positions compared (kept by the attention mask).")
-    n_next_tokens: int = Field(default=0, description="Positions whose next token is kept: the NLL's count.")
+    n_next_tokens: int = Field(
+        default=0, description="Positions whose next token is scored (kept; a reference's): the NLL's count."
+    )
+    nll_reference_only: bool = Field(
+        default=False,
+        description="NLL and perplexity score the reference tokens only (the dataset's reference_mask: a text "
+        "dataset with references), not the prompts'.",
+    )
     top_k: int = 5
     kl_mean: float | None = Field(default=None, description="Mean KL(golden ‖ compressed) per token, nats.")
     kl_reverse_mean: float | None = None
@@ -286,6 +293,10 @@ class LanguageModelTaskOut(ResultModel):
     gen_chrf_vs_golden: float | None = None
     gen_rouge_l_vs_golden: float | None = None
     gen_bleu_drop: float | None = None
+    gen_semantic_similarity: float | None = Field(
+        default=None, description="generation.semantic_similarity (null without an embedding model)."
+    )
+    gen_semantic_drop: float | None = None
 
 
 class SignalScoresOut(ResultModel):

@@ -66,6 +66,11 @@ class DatasetSampleOut(BaseModel):
         description="Per array (an .npz's arrays except labels; 'image' for a zip of images): shape, dtype "
         "and statistics of this sample."
     )
+    text: dict[str, str] | None = Field(
+        default=None,
+        description="A text dataset's sample as written: 'prompt' and 'reference' of a JSONL line, or 'text', "
+        "the start of a corpus (each cut at 2000 characters); null for array datasets.",
+    )
 
 
 class DatasetSamplesOut(BaseModel):
@@ -98,6 +103,7 @@ def _sample_out(sample: SamplePreview) -> DatasetSampleOut:
         image_array=sample.image_array,
         error=sample.error,
         arrays={name: _array_out(stats) for name, stats in sample.arrays.items()},
+        text=sample.text,
     )
 
 

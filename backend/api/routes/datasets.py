@@ -30,6 +30,13 @@ from dataset_readers.registry import reader_for
 
 router = APIRouter(tags=["datasets"])
 
+KIND_BY_SUFFIX = {
+    ".npz": "npz",
+    ".zip": "image_zip",
+    ".jsonl": "prompts_jsonl",  # text, tokenized at job time with the golden model's tokenizer (issue 31)
+    ".txt": "text_corpus",
+}
+
 
 @router.post(
     "/projects/{project_id}/datasets",
@@ -43,11 +50,12 @@ router = APIRouter(tags=["datasets"])
         },
         **error_responses(NotFound, Forbidden, InvalidRequest, InvalidUpload, UploadTooLarge, StorageError),
     },
-    summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of "
-    "images with an optional labels.csv (filename,label) and a preprocessing recipe; the same file (and recipe) "
-    "again answers 200 with the existing dataset (duplicate_of)",
+    summary="Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels'), a .zip of "
+    "images with an optional labels.csv (filename,label) and a preprocessing recipe, a .jsonl of prompts "
+    "(optional reference continuations) or a .txt corpus, both tokenized at job time with the golden model's "
+    "tokenizer; the same file (and recipe) again answers 200 with the existing dataset (duplicate_of)",
     openapi_extra=multipart_openapi(
-        "The .npz file or the .zip of images.",
+        "The .npz file, the .zip of images, the .jsonl of prompts or the .txt corpus.",
         {
             "name": "Display name (default: the file name).",
             "preprocessing": "For a zip of images: JSON of the recipe (size, mode, scale, mean, std, layout, "
@@ -68,11 +76,13 @@ async def upload_dataset(
     with staging_file(store) as path:
         staged, filename, fields = await receive_upload(request, path, settings.max_upload_bytes)
         suffix = Path(filename).suffix.lower()
-        if suffix not in (".npz", ".zip"):
+        if suffix not in KIND_BY_SUFFIX:
             raise InvalidUpload(
                 f"unsupported dataset file {filename!r}: upload a .npz written by numpy.savez('data.npz', "
-                "input=x, labels=y), or a .zip of images with an optional labels.csv"
+                "input=x, labels=y), a .zip of images with an optional labels.csv, a .jsonl of prompts "
+                '({"prompt": ..., "reference": ...} a line) or a .txt corpus'
             )
+        kind = KIND_BY_SUFFIX[suffix]
         dataset = Dataset(
             id=uuid.uuid4(),
             project_id=project_id,
@@ -82,14 +92,17 @@ async def upload_dataset(
             size_bytes=staged.size_bytes,
             created_by=caller.user_id,
         )
-        recipe = None if suffix == ".npz" else _parse_recipe(fields)
-        _describe_into(dataset, "npz" if suffix == ".npz" else "image_zip", staged.path, recipe, settings)
+        recipe = _parse_recipe(fields) if kind == "image_zip" else None
+        _describe_into(dataset, kind, staged.path, recipe, settings)
         existing = session.scalars(
             select(Dataset)
             .where(Dataset.project_id == project_id, Dataset.artifact_sha256 == staged.sha256)
             .order_by(Dataset.created_at)
         ).all()
-        same = next((d for d in existing if d.preprocessing == dataset.preprocessing), None)
+        # the same bytes read another way (a recipe, or .jsonl vs .txt) are another dataset
+        same = next(
+            (d for d in existing if d.preprocessing == dataset.preprocessing and d.kind == dataset.kind), None
+        )
         if same is not None:  # the same file read the same way: answer with it, store nothing
             response.status_code = status.HTTP_200_OK
             return DatasetOut.model_validate(same).model_copy(update={"duplicate_of": same.id})

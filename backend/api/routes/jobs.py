@@ -42,7 +42,8 @@ from backend.errors import (
 from backend.recovery_contracts import SWEEP_POINT_ID
 from backend.services.artifacts import job_artifacts, release
 from backend.services.jobs import dispatch, new_job
-from backend.task_launch import task_mapping_problems
+from backend.task_launch import similarity_model_problems, task_mapping_problems
+from task_specs.text import TEXT_KINDS
 
 router = APIRouter(tags=["jobs"])
 
@@ -92,11 +93,19 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
         if model.status == ModelStatus.invalid.value:
             raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
     for dataset_id in dataset_ids:
-        get_in_project_or_404(session, Dataset, dataset_id, project_id, caller)
+        dataset = get_in_project_or_404(session, Dataset, dataset_id, project_id, caller)
+        evaluated = isinstance(params, FidelityJobParams) and dataset_id == params.dataset_id
+        if dataset.kind in TEXT_KINDS and not evaluated:  # tokenized by a fidelity job's golden model only
+            raise InvalidRequest(
+                f"dataset {dataset.name!r} is text ({dataset.kind}), tokenized at job time by a fidelity job of "
+                "task 'language_model' (as its dataset_id); this job reads arrays: upload token ids as an .npz"
+            )
     if isinstance(params, FidelityJobParams):
         golden = get_in_project_or_404(session, Model, params.golden_model_id, project_id, caller)
         dataset = get_in_project_or_404(session, Dataset, params.dataset_id, project_id, caller)
-        problems = task_mapping_problems(params.task, dict(params.task_options), golden, dataset)
+        options = dict(params.task_options)
+        problems = task_mapping_problems(params.task, options, golden, dataset)
+        problems += similarity_model_problems(session, project_id, options)
         if problems:
             raise InvalidRequest("params.task_options: " + "; ".join(problems))
     twin_id = (

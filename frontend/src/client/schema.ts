@@ -1103,7 +1103,7 @@ export interface paths {
         /** List Datasets */
         get: operations["listDatasets"];
         put?: never;
-        /** Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels') or a .zip of images with an optional labels.csv (filename,label) and a preprocessing recipe; the same file (and recipe) again answers 200 with the existing dataset (duplicate_of) */
+        /** Upload a dataset: .npz (arrays named after the model inputs, optional int 'labels'), a .zip of images with an optional labels.csv (filename,label) and a preprocessing recipe, a .jsonl of prompts (optional reference continuations) or a .txt corpus, both tokenized at job time with the golden model's tokenizer; the same file (and recipe) again answers 200 with the existing dataset (duplicate_of) */
         post: operations["uploadDataset"];
         delete?: never;
         options?: never;
@@ -2784,6 +2784,13 @@ export interface components {
              * @description The image's file in the zip (image datasets only).
              */
             name: string | null;
+            /**
+             * Text
+             * @description A text dataset's sample as written: 'prompt' and 'reference' of a JSONL line, or 'text', the start of a corpus (each cut at 2000 characters); null for array datasets.
+             */
+            text?: {
+                [key: string]: string;
+            } | null;
         };
         /** DatasetSamplesOut */
         DatasetSamplesOut: {
@@ -3903,6 +3910,35 @@ export interface components {
              * @description The draws' seed of seeded sampling (the same for both).
              */
             seed: number | null;
+            /** Semantic Compressed Vs Reference */
+            semantic_compressed_vs_reference: number | null;
+            /**
+             * Semantic Drop
+             * @description Golden minus compressed cosine against the references.
+             */
+            semantic_drop: number | null;
+            /**
+             * Semantic Golden Vs Reference
+             * @description Mean cosine of the golden generation and its reference; null without.
+             */
+            semantic_golden_vs_reference: number | null;
+            /**
+             * Semantic N Empty
+             * @description Prompts whose generation had no token to embed (left out of the means).
+             */
+            semantic_n_empty: number | null;
+            /**
+             * Semantic Similarity
+             * @description Mean cosine of the mean-pooled embeddings of the compressed and golden generations.
+             */
+            semantic_similarity: number | null;
+            /** Semantic Similarity Min */
+            semantic_similarity_min: number | null;
+            /**
+             * Similarity Model
+             * @description The embedding model (task option similarity_model_id) of the semantic numbers; null: none.
+             */
+            similarity_model: string | null;
             /**
              * Stopped At Eos Compressed
              * @default 0
@@ -4511,6 +4547,13 @@ export interface components {
             gen_exact_match_rate: number | null;
             /** Gen Rouge L Vs Golden */
             gen_rouge_l_vs_golden: number | null;
+            /** Gen Semantic Drop */
+            gen_semantic_drop: number | null;
+            /**
+             * Gen Semantic Similarity
+             * @description generation.semantic_similarity (null without an embedding model).
+             */
+            gen_semantic_similarity: number | null;
             /** @description Generated text compared; null unless the job set generate_tokens. */
             generation: components["schemas"]["GenerationOut"] | null;
             /** Js Mean */
@@ -4529,7 +4572,7 @@ export interface components {
             kl_reverse_mean: number | null;
             /**
              * N Next Tokens
-             * @description Positions whose next token is kept: the NLL's count.
+             * @description Positions whose next token is scored (kept; a reference's): the NLL's count.
              * @default 0
              */
             n_next_tokens: number;
@@ -4557,6 +4600,12 @@ export interface components {
              * @description Mean NLL of the text's next tokens, nats.
              */
             nll_golden: number | null;
+            /**
+             * Nll Reference Only
+             * @description NLL and perplexity score the reference tokens only (the dataset's reference_mask: a text dataset with references), not the prompts'.
+             * @default false
+             */
+            nll_reference_only: boolean;
             /** Ppl Compressed */
             ppl_compressed: number | null;
             /**
@@ -12175,7 +12224,7 @@ export interface operations {
                 "multipart/form-data": {
                     /**
                      * Format: binary
-                     * @description The .npz file or the .zip of images.
+                     * @description The .npz file, the .zip of images, the .jsonl of prompts or the .txt corpus.
                      */
                     file: string;
                     /** @description Display name (default: the file name). */

@@ -146,6 +146,7 @@ describe("metricCards", () => {
       name: "language_model" as const,
       n_tokens: 700,
       n_next_tokens: 668,
+      nll_reference_only: false,
       top_k: 5,
       kl_mean: 0.0123,
       kl_reverse_mean: 0.012,
@@ -165,6 +166,8 @@ describe("metricCards", () => {
       gen_chrf_vs_golden: null,
       gen_rouge_l_vs_golden: null,
       gen_bleu_drop: null,
+      gen_semantic_similarity: null,
+      gen_semantic_drop: null,
     };
     const metrics = { ...regressionMetrics(), kind: "tensor" as const, per_sample_shape: [32, 60], task };
     expect(metricCards(metrics).map((c) => [c.path, c.direction])).toEqual([

@@ -1,4 +1,5 @@
-// A look at a dataset's first samples: thumbnails of image samples, and per array its shape, dtype and values.
+// A look at a dataset's first samples: thumbnails of image samples, per array its shape, dtype and values, and
+// the prompts (and references) of a text dataset as written.
 import { useState } from "react";
 import { thumbnailHref, useDatasetSamples } from "../api/datasets";
 import type { components } from "../client/schema";
@@ -57,7 +58,23 @@ function Thumbnail({ datasetId, sample }: { datasetId: string; sample: DatasetSa
   );
 }
 
-function SampleCard({ datasetId, sample }: { datasetId: string; sample: DatasetSample }) {
+/** A text dataset's sample as written: a JSONL line's prompt and reference, or the start of a corpus. */
+function SampleText({ text }: { text: Record<string, string> }) {
+  return (
+    <dl className="sample-text">
+      {Object.entries(text).map(([name, value]) => (
+        <div key={name}>
+          <dt className="muted">{name}</dt>
+          <dd>
+            <q>{value}</q>
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function SampleCard({ datasetId, sample }: { datasetId: string; sample: DatasetSample }) {
   return (
     <li className="sample-card" data-sample={sample.index}>
       {sample.image && <Thumbnail datasetId={datasetId} sample={sample} />}
@@ -71,6 +88,7 @@ function SampleCard({ datasetId, sample }: { datasetId: string; sample: DatasetS
         )}
       </div>
       {sample.error && <p className="error">{sample.error}</p>}
+      {sample.text && <SampleText text={sample.text} />}
       <ul className="plain sample-arrays">
         {Object.entries(sample.arrays).map(([name, array]) => (
           <ArrayFacts key={name} name={name} array={array} />

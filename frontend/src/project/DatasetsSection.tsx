@@ -107,8 +107,12 @@ function DatasetUpload({ projectId }: { projectId: string }) {
   return (
     <UploadForm
       title="Upload a dataset"
-      accept=".npz,.zip"
-      hint=".npz with arrays named after the model inputs (and optional int 'labels'), or a .zip of images."
+      accept=".npz,.zip,.jsonl,.txt"
+      hint={
+        ".npz with arrays named after the model inputs (and optional int 'labels'), a .zip of images, or text for a " +
+        'language model: a .jsonl of {"prompt": …, "reference": …} lines or a .txt corpus, tokenized at job time ' +
+        "with the golden model's tokenizer.json."
+      }
       upload={upload}
     >
       <UploadNameField value={name} onChange={setName} />

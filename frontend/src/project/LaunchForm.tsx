@@ -11,6 +11,8 @@ import { isObject, type JsonObject } from "../lib/json";
 import { numericParam, parseParam, type NumericParam } from "../lib/paramSchema";
 import { DatasetSelect, ModelSelect, NumberField, Queued } from "./fields";
 import { eligibleTwins, fidelityOptions, isOnnx, isPyTorch } from "./fidelityOptions";
+import { fidelityTask, NO_FIDELITY_TASK } from "./fidelityTask";
+import { FidelityTaskFields } from "./FidelityTaskFields";
 import { RobustnessFields } from "./RobustnessFields";
 import { SEVERITIES, SLICE_LABELS, robustnessChoice, sliceOffers, type RobustnessSlice } from "./robustnessSlices";
 import { SensitivityForm } from "./SensitivityForm";
@@ -60,6 +62,7 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
     () => new Set(Object.keys(SLICE_LABELS) as RobustnessSlice[]),
   );
   const [severities, setSeverities] = useState<Set<number>>(() => new Set(SEVERITIES));
+  const [task, setTask] = useState(NO_FIDELITY_TASK);
   const goldenIsOnnx = isOnnx(models.find((m) => m.id === golden));
   const twins = eligibleTwins(models, golden);
   const attacks = isPyTorch(models.find((m) => m.id === golden)) || twins.some((m) => m.id === twin);
@@ -75,11 +78,17 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
       setProblem(chosen);
       return;
     }
+    const scored = fidelityTask(task);
+    if (typeof scored === "string") {
+      setProblem(scored);
+      return;
+    }
     const body: Record<string, unknown> = {
       golden_model_id: golden,
       compressed_model_id: compressed,
       dataset_id: dataset,
       ...fidelityOptions({ calibration, robustness, ood, twin, slices: chosen }, models, golden),
+      ...scored,
     };
     for (const param of params) {
       const parsed = parseParam(param, values[param.name] ?? "");
@@ -120,6 +129,7 @@ function FidelityForm({ projectId, schema }: { projectId: string; schema: JsonOb
           />
         ))}
       </div>
+      <FidelityTaskFields schema={schema} models={models} value={task} onChange={setTask} />
       <label
         title={
           "The slices you choose that apply, at the severities you choose: noise; brightness, contrast, blur, " +

@@ -57,6 +57,15 @@ describe("GeneratedText", () => {
     expect(html).toContain("first differs at token 1");
     expect(html).toContain("(KV cache)");
     expect(html).not.toContain("Golden vs references"); // no reference texts
+    expect(html).not.toContain("Semantic similarity"); // no embedding model named
+    const semantic = { ...generation, similarity_model: "minilm.zip", semantic_similarity: 0.91234 };
+    const withModel = {
+      name: "language_model",
+      kl_by_position: [],
+      generation: semantic,
+    } as unknown as LanguageModelTask;
+    const scored = renderToStaticMarkup(<GeneratedText task={withModel} />);
+    expect(scored).toContain("Semantic similarity (cosine, minilm.zip)</th><td>0.9123</td>");
     const none = { name: "language_model", kl_by_position: [], generation: null } as unknown as LanguageModelTask;
     expect(renderToStaticMarkup(<GeneratedText task={none} />)).toBe("");
   });

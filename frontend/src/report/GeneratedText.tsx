@@ -1,6 +1,6 @@
 // The language-model task's generated text (issue 31): both models continue the prompts; their agreement
-// (exact match, BLEU / chrF / ROUGE-L of the compressed text against the golden one, and both against the
-// references), where the two first diverge, repetition, and the first samples side by side with the point
+// (exact match, BLEU / chrF / ROUGE-L and, with an embedding model, the semantic similarity of the compressed
+// text against the golden one, and both against the references), where the two first diverge, repetition, and the first samples side by side with the point
 // where the texts part marked.
 import type { Layout } from "plotly.js";
 import { ChartPanel } from "../components/ChartPanel";
@@ -18,6 +18,15 @@ function Scores({ g }: { g: Generation }) {
     ["chrF", g.chrf_vs_golden, g.chrf_golden_vs_reference, g.chrf_compressed_vs_reference],
     ["ROUGE-L", g.rouge_l_vs_golden, g.rouge_l_golden_vs_reference, g.rouge_l_compressed_vs_reference],
   ];
+  if (g.similarity_model != null) {
+    // mean cosine of the mean-pooled embeddings of the project model the launch named (similarity_model_id)
+    rows.push([
+      `Semantic similarity (cosine, ${g.similarity_model})`,
+      g.semantic_similarity,
+      g.semantic_golden_vs_reference,
+      g.semantic_compressed_vs_reference,
+    ]);
+  }
   const refs = rows.some(([, , a, b]) => a != null || b != null);
   return (
     <table className="compact" aria-label="Generated text scores">

@@ -15,6 +15,10 @@ Memory: one sequence at a time (T × V float64 per model), never the batch or th
 
 Per-sample values: `kl_mean`, `top1_agreement`, `nll_golden`, `nll_compressed` of each sequence.
 
+With a dataset array `reference_mask` (N, T) (a text dataset with references has one), the NLL counts only
+the tokens it marks: the perplexity of the reference continuations given their prompts, not of the prompts;
+the divergences still cover every kept position.
+
 task_options: `output` (default: the first output shaped (T, V)), `input_ids` (the dataset array of token ids
 (N, T) the logits predict from; default "input_ids"), `top_k` (default 5), and the generation options
 (`generate_tokens`... listed in task_specs/generation.py; read by the fidelity job's generation step, which puts
@@ -37,6 +41,10 @@ from worker.engine.tasks.lm_generation import HOISTED
 
 OPTION_KEYS = TASK_OPTIONS["language_model"]  # one list for the launch check (task_specs) and the adapter
 MASK_KEY = "attention_mask"
+REFERENCE_MASK = "reference_mask"
+"""Optional dataset array (N, T): non-zero where the token is a reference continuation's. With it, NLL and
+perplexity score those tokens only (the definition: perplexity of the reference text), not the prompt's;
+a text dataset with references carries it (worker/engine/tasks/generation/text_dataset.py)."""
 
 
 def _option(options: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -64,6 +72,7 @@ class LanguageModelTask:
         self.primary_output = ""
         self.ids: Any = None
         self.mask: Any = None
+        self.reference: Any = None
         self.top_k = 5
         self.sums = _Sums(0)
 
@@ -99,6 +108,13 @@ class LanguageModelTask:
         self.ids = ids
         mask = context.dataset.get(MASK_KEY)
         self.mask = mask if mask is not None and tuple(np.shape(mask)) == tuple(np.shape(ids)) else None
+        reference = context.dataset.get(REFERENCE_MASK)
+        if reference is not None and tuple(np.shape(reference)) != tuple(np.shape(ids)):
+            raise DatasetMismatchError(
+                f"dataset array '{REFERENCE_MASK}' is {tuple(np.shape(reference))}; it marks the reference tokens "
+                f"of '{key}' {tuple(np.shape(ids))}, one flag a token"
+            )
+        self.reference = reference
         self.sums = _Sums(positions)
 
     def _choose_output(self, context: TaskContext) -> str:
@@ -126,6 +142,7 @@ class LanguageModelTask:
         g_all, c_all = golden[self.primary_output], compressed[self.primary_output]
         ids = np.asarray(self.ids[start:stop])
         keep = np.ones(ids.shape, dtype=bool) if self.mask is None else np.asarray(self.mask[start:stop]) != 0
+        scored = keep if self.reference is None else keep & (np.asarray(self.reference[start:stop]) != 0)
         rows: dict[str, list[float]] = {
             "kl_mean": [],
             "top1_agreement": [],
@@ -134,12 +151,15 @@ class LanguageModelTask:
         }
         for i in range(stop - start):
             for key, value in self._sequence(
-                np.asarray(g_all[i]), np.asarray(c_all[i]), ids[i], keep[i]
+                np.asarray(g_all[i]), np.asarray(c_all[i]), ids[i], keep[i], scored[i]
             ).items():
                 rows[key].append(value)
         return {key: np.asarray(values, dtype=np.float64) for key, values in rows.items()}
 
-    def _sequence(self, g: np.ndarray, c: np.ndarray, ids: np.ndarray, keep: np.ndarray) -> dict[str, float]:
+    def _sequence(
+        self, g: np.ndarray, c: np.ndarray, ids: np.ndarray, keep: np.ndarray, scored: np.ndarray
+    ) -> dict[str, float]:
+        """One sequence's sums; `scored`: the kept tokens whose NLL counts (all kept ones, or the reference's)."""
         s = self.sums
         lp, lq = distributions.log_softmax(g, axis=-1), distributions.log_softmax(c, axis=-1)
         kl = distributions.kl(lp, lq)
@@ -157,7 +177,7 @@ class LanguageModelTask:
         s.overlap += float(overlap[keep].sum())
         s.kl_at += np.where(keep, kl, 0.0)
         s.tokens_at += keep
-        follows = keep[:-1] & keep[1:]  # position t predicts the kept token at t + 1
+        follows = keep[:-1] & scored[1:]  # position t predicts the scored token at t + 1
         targets = ids[1:]
         nll_g = -lp[:-1][np.arange(len(targets)), targets][follows]
         nll_c = -lq[:-1][np.arange(len(targets)), targets][follows]
@@ -185,6 +205,7 @@ class LanguageModelTask:
             "name": self.name,
             "n_tokens": s.n_tokens,
             "n_next_tokens": s.n_next,
+            "nll_reference_only": self.reference is not None,
             "top_k": self.top_k,
             "kl_mean": mean(s.kl, s.n_tokens),
             "kl_reverse_mean": mean(s.kl_reverse, s.n_tokens),

@@ -22,6 +22,7 @@ from worker.engine.errors import DatasetMismatchError, EngineError, OutputMismat
 from worker.engine.tasks.generation import Generated, GenerationConfig, decoder_layout, generate, read_prompts
 from worker.engine.tasks.generation.plain import check_context
 from worker.engine.tasks.generation.prompts import Padding
+from worker.engine.tasks.generation.similarity import Embedder, semantic_similarity
 from worker.engine.tasks.generation.tokenizer import TextDecoder
 from worker.engine.tasks.text_metrics import compare_generations
 from worker.engine.types import Runner
@@ -35,8 +36,20 @@ HOISTED = {
     "chrf_vs_golden": "gen_chrf_vs_golden",
     "rouge_l_vs_golden": "gen_rouge_l_vs_golden",
     "bleu_drop": "gen_bleu_drop",
+    "semantic_similarity": "gen_semantic_similarity",
+    "semantic_drop": "gen_semantic_drop",
 }
 """Generation numbers copied to the task block's top level (the name there)."""
+SEMANTIC_KEYS = (
+    "similarity_model",
+    "semantic_similarity",
+    "semantic_similarity_min",
+    "semantic_n_empty",
+    "semantic_golden_vs_reference",
+    "semantic_compressed_vs_reference",
+    "semantic_drop",
+)
+"""The block's semantic-similarity numbers (`generation.similarity`), None without an embedding model."""
 
 
 @dataclass
@@ -48,6 +61,9 @@ class GenerationRequest:
     references: list[str] | None
     decoder: TextDecoder
     logits: str | None
+    similarity: Embedder | None = None
+    """The embedding model of the task option `similarity_model_id`, loaded by the job (None: no semantic
+    similarity)."""
 
 
 def _prompt_mask(arrays: Mapping[str, Any], key: str, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -168,8 +184,9 @@ def run_generation(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The generation block and per-sample values (exact_match, first_divergence, bleu_vs_golden,
-    rouge_l_vs_golden; bleu_golden and bleu_compressed with references). Progress counts prompts of both
-    models: (done, 2 N)."""
+    rouge_l_vs_golden; bleu_golden and bleu_compressed with references; semantic_similarity, and
+    semantic_golden / semantic_compressed with references, when the request has an embedding model).
+    Progress counts prompts of both models: (done, 2 N)."""
     n = len(request.prompts)
     progress = [0]
 
@@ -195,6 +212,13 @@ def run_generation(
         count = sum(len(t) for t in tokens)
         return 1000.0 * run.seconds / count if count else None
 
+    semantic: dict[str, Any] = dict.fromkeys(SEMANTIC_KEYS)
+    if request.similarity is not None:
+        semantic, semantic_values = semantic_similarity(
+            request.similarity, g_texts, c_texts, request.references
+        )
+        per_sample.update(semantic_values)
+    block.update(semantic)
     divergence = per_sample["first_divergence"]
     block.update(
         {
