@@ -36,6 +36,7 @@ w8+a8: identical; EfficientNet-Lite0 w8+a8 on 16 images: KL 0.0224 in torch, 0.0
 Manifest keys: format, file, kind, point_id, config (to_dict or None), plan (layer → to_dict, for
 per-layer plans), source_sha256 (+ source_sha256_of), file_sha256, file_size_bytes, size_bytes
 (computed, `cost`), size_bytes_fp32, matches_simulation, quantization (the converter's settings),
+structured_pruning (channel-pruned plans: `structured_export.prune_proto`'s record, else None),
 metrics: {"simulated": the point's fidelity or None, "measured": the file run in onnxruntime against the
 golden model, or None without eval feeds}, onnxruntime_version, opset, notes.
 """
@@ -46,7 +47,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,6 +68,10 @@ from worker.engine.sweep.runtime_forms import (
     float_part,
     runtime_support,
 )
+from worker.engine.sweep.structured_export import has_channel_prune, prune_proto, sample_shapes
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["MANIFEST_FORMAT", "export_point", "ort_runner"]
 
@@ -146,15 +151,30 @@ def export_point(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{_slug(spec.id)}.{chosen}.onnx"
     quantization: dict[str, Any] = {}
+    structured: dict[str, Any] | None = None
+    prune = has_channel_prune(spec.plan)
+
+    def physically_pruned(proto: onnx.ModelProto) -> onnx.ModelProto:
+        nonlocal structured
+        if prune:
+            structured = prune_proto(proto, sample_shapes(calib.feeds))
+            notes.append(_structured_note(structured))
+        return proto
+
     if chosen in ("fp32", "simulated-float"):
-        save_proto(build(spec.plan), path)
+        save_proto(physically_pruned(build(spec.plan)), path)
     elif chosen == "real-int8-weights":
         proto = build(spec.plan)
         quantization = int8_weights(proto, golden.layers(), golden.read, spec.plan, notes)
+        if prune:
+            notes.append(
+                "channels are not removed from the int8-weights form (its integers are matched to the weights "
+                "by name and shape); the simulated-float export is the physically pruned one"
+            )
         save_proto(proto, path)
     else:
         float_plan = {name: part for name, config in spec.plan.items() if (part := float_part(config))}
-        base = build(float_plan)
+        base = physically_pruned(build(float_plan))
         config = next(iter(spec.plan.values()))
         if chosen == "fp16":
             quantization = fp16(base, path)
@@ -191,6 +211,7 @@ def export_point(
         "size_bytes_fp32": cost.size_bytes_fp32,
         "matches_simulation": chosen in EXACT_KINDS,
         "quantization": quantization,
+        "structured_pruning": structured,
         "metrics": {"simulated": None if point is None else point.fidelity, "measured": measured},
         "onnxruntime_version": onnxruntime.__version__,
         "opset": file_opset(path),
@@ -199,6 +220,18 @@ def export_point(
     manifest = json_safe(manifest)
     path.with_suffix(".json").write_text(json.dumps(manifest, indent=2, allow_nan=False))
     return path, manifest
+
+
+def _structured_note(structured: Mapping[str, Any]) -> str:
+    if not structured["applied"]:
+        return (
+            "channel pruning: no channel could be removed from the graph (see structured_pruning.left_dense)"
+        )
+    return (
+        f"channel pruning: zeroed channels removed from the graph ({structured['params_dense']} → "
+        f"{structured['params']} parameters, {structured['macs_dense']} → {structured['macs']} MACs per sample; "
+        f"{len(structured['left_dense'])} layer(s) left dense, see structured_pruning)"
+    )
 
 
 def _choose_kind(kind: str, plan: Mapping[str, Config], real: tuple[ExportKind, ...]) -> ExportKind:

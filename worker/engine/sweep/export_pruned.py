@@ -52,7 +52,12 @@ runs before phase 1 (output channels), so a fold sees the bias before its channe
 
 
 class Refused(Exception):
-    """A group whose removal would not be exact; the message says why."""
+    """A group whose removal would not be exact; the message says why. `channels`: when only these of the
+    removed channels are the problem (a non-zero constant that cannot be folded), the others can go."""
+
+    def __init__(self, reason: str, channels: np.ndarray | None = None) -> None:
+        super().__init__(reason)
+        self.channels = channels
 
 
 @dataclass
@@ -94,9 +99,10 @@ def remove_zero_channels(model: onnx.ModelProto) -> StructuredPruning:
             if len(common) == space.channels:
                 common.discard(min(common))
                 result.notes.append(f"{names}: every channel is zero; one is kept (0 channels is not valid)")
-            removed = sorted(common)
-            keep = np.array([c for c in range(space.channels) if c not in common])
-            planned, groups = _plan(facts, space, sid, tensors, np.array(removed), keep)
+            planned, groups, removed, kept = _plan_largest(
+                facts, space, sid, tensors, np.array(sorted(common))
+            )
+            result.notes += [f"{names}: {reason}" for reason in kept]
         except Refused as why:
             for name, zero in zip(names, zeros, strict=True):
                 if zero:
@@ -110,10 +116,28 @@ def remove_zero_channels(model: onnx.ModelProto) -> StructuredPruning:
             )
             if len(zero) > len(removed):
                 result.notes.append(
-                    f"{name}: {len(zero) - len(removed)} more zero channel(s) kept (not zero in all of {names})"
+                    f"{name}: {len(zero) - len(removed)} of its zero channels kept (zero in only some of the group "
+                    f"{names}, or carrying a constant that cannot be folded)"
                 )
     _apply(model, facts, edits, attrs)
     return result
+
+
+def _plan_largest(
+    facts: GraphFacts, space: Space, sid: int, tensors: dict[str, tuple[int, int]], removed: np.ndarray
+) -> tuple[list[Edit], dict[int, int], np.ndarray, list[str]]:
+    """`_plan` for `removed`, less the channels whose constant cannot be folded (each time noted)."""
+    kept: list[str] = []
+    while True:
+        keep = np.setdiff1d(np.arange(space.channels), removed)
+        try:
+            edits, groups = _plan(facts, space, sid, tensors, removed, keep)
+            return edits, groups, removed, kept
+        except Refused as why:
+            if why.channels is None or not 0 < len(why.channels) < len(removed):
+                raise
+            kept.append(f"{len(why.channels)} zero channel(s) kept because {why}")
+            removed = np.setdiff1d(removed, why.channels)
 
 
 def _vector(value: np.ndarray, axis: int, channels: int, index: np.ndarray, where: str) -> np.ndarray:
@@ -262,7 +286,10 @@ def _plan(
             groups[index] = len(keep)
         elif node.op_type == "AveragePool" and _padded(node) and attr(node, "count_include_pad", 0):
             if np.any(x != 0):
-                raise Refused(f"{where} averages zero padding with the removed channels' constant {_show(x)}")
+                raise Refused(
+                    f"{where} averages zero padding with the removed channels' constant {_show(x)}",
+                    removed[x != 0],
+                )
             carried[node.output[0]] = x
         elif node.op_type in BINARY or node.op_type == "Clip":
             values: list[np.ndarray] = []
@@ -346,7 +373,8 @@ def _consume(
         if nonzero and _padded(node):
             raise Refused(
                 f"the removed channels carry the constant {_show(carried)} into {where}, which zero-pads its "
-                "input: removing them would change its border outputs"
+                "input: removing them would change its border outputs",
+                removed[carried != 0],
             )
         fold = np.tensordot(
             weight[:, removed].reshape(weight.shape[0], len(removed), -1).sum(axis=2), carried, 1
@@ -356,12 +384,16 @@ def _consume(
         edits.append((0, index, 1, _take(1 if attr(node, "transB", 0) else 0, keep)))
         beta = attr(node, "beta", 1.0)
         if nonzero and beta == 0:
-            raise Refused(f"{where} has beta 0: no bias to fold the removed channels' constant into")
+            raise Refused(
+                f"{where} has beta 0: no bias to fold the removed channels' constant into",
+                removed[carried != 0],
+            )
         fold = attr(node, "alpha", 1.0) * (carried @ rows[removed]) / (beta or 1.0)
     else:
         if nonzero:
             raise Refused(
-                f"the removed channels carry the constant {_show(carried)} into {where}, a MatMul with no bias"
+                f"the removed channels carry the constant {_show(carried)} into {where}, a MatMul with no bias",
+                removed[carried != 0],
             )
         edits.append((0, index, 1, _take(0, keep)))
         return

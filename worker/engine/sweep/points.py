@@ -34,7 +34,8 @@ from worker.engine.sweep.golden import (
     json_safe,
     point_spec,
 )
-from worker.engine.sweep.runtime_forms import runtime_support
+from worker.engine.sweep.runtime_forms import float_part, runtime_support
+from worker.engine.sweep.structured_export import has_channel_prune, prune_proto, real_cost, sample_shapes
 
 if TYPE_CHECKING:
     from worker.engine.sensitivity.scan import MixedPrecisionPlan
@@ -126,7 +127,26 @@ def evaluate_point(
                 fidelity_params=params,
             )
             point.exports.append(manifest)
+    if has_channel_prune(spec.plan):
+        point.cost = _physically_pruned_cost(golden, spec.plan, point, calibration)
     return point
+
+
+def _physically_pruned_cost(
+    golden: CompressibleModel, plan: Mapping[str, Config], point: SweepPoint, calibration: Calibration
+) -> dict[str, Any]:
+    """The point's cost counted on its physically pruned export: the exported one's record, or (without an
+    export folder) the simulated float graph pruned in memory."""
+    structured = next(
+        (m["structured_pruning"] for m in reversed(point.exports) if m.get("structured_pruning")), None
+    )
+    if structured is None:
+        from worker.engine.sweep.export import _builder
+
+        float_plan = {name: part for name, config in plan.items() if (part := float_part(config))}
+        proto = _builder(golden, calibration, [])(float_plan)
+        structured = prune_proto(proto, sample_shapes(calibration.feeds))
+    return real_cost(point.cost, plan, structured)
 
 
 def evaluate_points(

@@ -87,6 +87,10 @@ class GraphFacts:
         self.constant_nodes = {
             node.output[0]: node for node in graph.node if node.op_type == "Constant" and node.output
         }
+        self.identities = {
+            node.output[0]: node.input[0] for node in graph.node if node.op_type == "Identity" and node.input
+        }
+        """Identity of a constant (the TorchScript exporter writes them without constant folding)."""
         self._arrays: dict[str, np.ndarray] = {}
         self._numpy = numpy_helper
         self.shapes = _inferred_shapes(model)
@@ -100,6 +104,8 @@ class GraphFacts:
         value: np.ndarray | None = None
         if name in self.inits:
             value = self._numpy.to_array(self.inits[name])
+        elif name in self.identities:
+            value = self.const(self.identities[name])
         elif name in self.constant_nodes:
             tensor = attr(self.constant_nodes[name], "value", None)
             value = None if tensor is None else self._numpy.to_array(tensor)

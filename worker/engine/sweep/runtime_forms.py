@@ -34,9 +34,10 @@ Per config (uniform over the model unless noted):
   Activations alone, or below 8 bits: simulated only (ORT's CPU kernels are 8-bit; quantize_static
   always quantizes weights too).
 * FloatCast fp16: fp16 (uniform only). bf16: simulated only (no bf16 Conv/Gemm kernels on CPU).
-* MagnitudePrune, ChannelPrune, LowRank: simulated-float *is* a deployable dense float32 model; it runs
+* MagnitudePrune, LowRank: simulated-float *is* a deployable dense float32 model; it runs
   exactly as simulated, with the zeros / the dense low-rank product (no size or speed gain without a
-  sparse or factorized runtime). Prune or low-rank stages before a quantization are kept in every kind.
+  sparse or factorized runtime). ChannelPrune: the export removes the zeroed channels from the graph
+  (`export_pruned`), so the file is smaller and runs fewer MACs (same outputs to float rounding). Prune or low-rank stages before a quantization are kept in every kind.
 * NoiseInjection: an analysis probe, not a model anyone deploys: not executable.
 """
 
@@ -189,6 +190,12 @@ def config_kinds(config: Config) -> tuple[tuple[ExportKind, ...], list[str]]:
             "quantize_dynamic (int8 kernels, activations quantized per batch) is the faster alternative"
         )
         return ("real-int8-weights", "real-int8-dynamic"), notes
+    if any(isinstance(s, ChannelPrune) for s in stages):
+        return ("simulated-float",), [
+            "a float32 model with the zeroed channels removed from the graph (export_pruned): onnxruntime runs "
+            "it as simulated, with fewer parameters and MACs; layers the pass cannot follow stay dense "
+            "(manifest structured_pruning)"
+        ]
     return ("simulated-float",), [
         "a dense float32 model with zeroed / low-rank weights: onnxruntime runs it exactly as simulated "
         "(dense kernels: no speed-up, and the file keeps the dense size)"
