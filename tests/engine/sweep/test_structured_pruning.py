@@ -19,7 +19,8 @@ import torch
 from onnx import numpy_helper
 from torch import nn
 
-from worker.engine.compression import ChannelPrune
+from worker.demo.models import DigitsSplit
+from worker.engine.compression import ChannelPrune, open_compressible
 from worker.engine.compression.model import resolve
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.sweep import evaluate_point
@@ -256,3 +257,29 @@ def test_sweep_point_reports_the_pruned_file(
     # the file measured in onnxruntime reproduces the simulated point
     measured, simulated = manifest["metrics"]["measured"], manifest["metrics"]["simulated"]
     assert measured["kl_mean"] == pytest.approx(simulated["kl_mean"], rel=1e-4, abs=1e-7)
+
+
+def test_trained_digits_cnn_sweep_point_is_pruned_through_its_flatten(
+    cnn_path: Path, digits_split: DigitsSplit, tmp_path: Path
+) -> None:
+    """The demo CNN trained on scikit-learn's digits (conv1 → conv2 → x.view(n, -1) → fc): both convs lose
+    half their channels, the Reshape's target shrinks with them, and the file's accuracy is the point's."""
+    feeds = {"input": digits_split.x_test}
+    golden_digits = open_compressible(cnn_path, "onnx", intra_op_threads=1)
+    point = evaluate_point(golden_digits, feeds, digits_split.y_test, ChannelPrune(0.5), export_dir=tmp_path)
+    (manifest,) = point.exports
+    pruned = {
+        entry["layer"].split("'")[1]: entry["removed"] for entry in manifest["structured_pruning"]["pruned"]
+    }
+    assert pruned == {"conv1": 4, "conv2": 8}
+    model = onnx.load(str(tmp_path / manifest["file"]))
+    fc = next(n for n in model.graph.node if n.op_type == "Gemm")
+    assert _weight(model, fc).shape == (10, 8 * 4 * 4)
+    logits = ort.InferenceSession(str(tmp_path / manifest["file"]), providers=["CPUExecutionProvider"]).run(
+        None, {"input": digits_split.x_test}
+    )[0]
+    accuracy = float(np.mean(np.argmax(logits, axis=1) == digits_split.y_test))
+    assert accuracy == pytest.approx(point.fidelity["accuracy_compressed"], abs=1e-9)
+    assert point.cost["params_total"] - point.cost["params_kept"] == _params(
+        onnx.load(str(cnn_path))
+    ) - _params(model)

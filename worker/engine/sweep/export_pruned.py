@@ -124,7 +124,7 @@ def remove_zero_channels(model: onnx.ModelProto) -> StructuredPruning:
 
 
 def _plan_largest(
-    facts: GraphFacts, space: Space, sid: int, tensors: dict[str, tuple[int, int]], removed: np.ndarray
+    facts: GraphFacts, space: Space, sid: int, tensors: dict[str, tuple[int, int, int]], removed: np.ndarray
 ) -> tuple[list[Edit], dict[int, int], np.ndarray, list[str]]:
     """`_plan` for `removed`, less the channels whose constant cannot be folded (each time noted)."""
     kept: list[str] = []
@@ -179,7 +179,7 @@ def _padded(node: onnx.NodeProto) -> bool:
 
 def _unary(node: onnx.NodeProto, x: np.ndarray, operands: list[np.ndarray]) -> np.ndarray:
     op = node.op_type
-    if op in ("Identity", "Dropout", "Flatten", *POOLS, *REDUCE):
+    if op in ("Identity", "Dropout", "Flatten", "Reshape", *POOLS, *REDUCE):
         return x  # AveragePool: one that pads and counts the padding is refused before (see _plan)
     if op == "Relu":
         return np.maximum(x, 0.0)
@@ -229,7 +229,7 @@ def _plan(
     facts: GraphFacts,
     space: Space,
     sid: int,
-    tensors: dict[str, tuple[int, int]],
+    tensors: dict[str, tuple[int, int, int]],
     removed: np.ndarray,
     keep: np.ndarray,
 ) -> tuple[list[Edit], dict[int, int]]:
@@ -248,8 +248,13 @@ def _plan(
         node = nodes[index]
         where = label(node, index)
         inputs = list(node.input)
-        if index in consumers and (index not in space.producers or mine(inputs[0])):
-            _consume(facts, index, consumers[index], carried[inputs[0]], removed, keep, edits)
+        if index in consumers:
+            block = tensors[inputs[0]][2]
+            features = (removed[:, None] * block + np.arange(block)).reshape(-1)
+            kept = (keep[:, None] * block + np.arange(block)).reshape(-1)
+            _consume(
+                facts, index, consumers[index], np.repeat(carried[inputs[0]], block), features, kept, edits
+            )
         if index in space.producers:
             carried[node.output[0]] = _produce(facts, index, removed, keep, edits)
             continue
@@ -291,6 +296,12 @@ def _plan(
                     removed[x != 0],
                 )
             carried[node.output[0]] = x
+        elif node.op_type == "Reshape":  # a flatten (pruned_graph._flattened_block): C·H·W shrinks
+            target = facts.const(inputs[1])
+            assert target is not None
+            if int(target.reshape(-1)[1]) != -1:
+                edits.append((1, index, 1, _reshape_to(target, len(keep) * tensors[node.output[0]][2])))
+            carried[node.output[0]] = x
         elif node.op_type in BINARY or node.op_type == "Clip":
             values: list[np.ndarray] = []
             for pos, name in enumerate(inputs):
@@ -313,6 +324,10 @@ def _plan(
         else:
             carried[node.output[0]] = _unary(node, x, [])
     return edits, groups
+
+
+def _reshape_to(target: np.ndarray, features: int) -> Callable[[np.ndarray | None], np.ndarray]:
+    return lambda _: np.array([target.reshape(-1)[0], features], dtype=target.dtype)
 
 
 def _show(x: np.ndarray) -> str:

@@ -183,6 +183,24 @@ def consumer_kind(facts: GraphFacts, node: onnx.NodeProto, axis: int) -> str | N
     return None
 
 
+def _flattened_block(
+    facts: GraphFacts, node: onnx.NodeProto, shape: tuple[int | None, ...], axis: int
+) -> int | None:
+    """H·W when `node` flattens an N x C x H x W map (channels on axis 1) to N x (C·H·W): a Flatten(axis 1)
+    or a Reshape to a constant [-1 | 0, C·H·W] or [0, -1], as exporters write x.flatten(1); else None."""
+    if len(shape) < 3 or axis != 1 - len(shape) or any(d is None for d in shape[1:]):
+        return None
+    block = int(np.prod([int(d or 0) for d in shape[2:]]))
+    features = int(shape[1] or 0) * block
+    if node.op_type == "Flatten" and attr(node, "axis", 1) == 1:
+        return block
+    target = facts.const(node.input[1]) if node.op_type == "Reshape" and len(node.input) > 1 else None
+    if target is None or target.size != 2:
+        return None
+    first, second = (int(v) for v in target.reshape(-1))
+    return block if (first in (-1, 0) and second == features) or (first == 0 and second == -1) else None
+
+
 def _reduced_axis(facts: GraphFacts, node: onnx.NodeProto, axis: int, rank: int) -> int | None:
     """The channel axis (from the end) after a reduction that keeps the channels, else None."""
     axes_value = attr(node, "axes", None)
@@ -201,13 +219,16 @@ def _reduced_axis(facts: GraphFacts, node: onnx.NodeProto, axis: int, rank: int)
     return channel - sum(1 for a in axes if a < channel) - new_rank
 
 
-def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[int, int]]]:
-    """The channel spaces by id, and each tensor's (space id, channel axis counted from the end)."""
+def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[int, int, int]]]:
+    """The channel spaces by id, and each tensor's (space id, channel axis counted from the end, values per
+    channel along that axis)."""
     graph = facts.model.graph
     spaces: list[Space] = []
     parent: list[int] = []
     of: dict[str, int] = {}
     axis_of: dict[str, int] = {}
+    block_of: dict[str, int] = {}
+    """Values per channel along the axis: H·W after a Flatten of a C x H x W map, else 1."""
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -246,7 +267,16 @@ def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[in
             nonconst = [name for name in node.input if name and facts.const(name) is None]
             kind = consumer_kind(facts, node, axis) if (first_pos, len(data)) == (0, 1) else None
             follows = True
-            if kind is not None:
+            block = block_of[first]
+            if block > 1 and not (
+                kind in ("gemm", "matmul") or (node.op_type in UNARY and len(nonconst) == 1)
+            ):
+                space.taint.append(
+                    f"{where} reads channels flattened with their {block} spatial values: only element-wise "
+                    "activations and Gemm / MatMul are followed there"
+                )
+                follows = False
+            elif kind is not None:
                 space.consumers.append((index, kind))
                 follows = False
             elif node.op_type in UNARY | POOLS and first_pos == 0 and len(nonconst) == 1:
@@ -273,10 +303,8 @@ def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[in
                     space.taint.append(f"{where} reduces over the channel axis or over unknown axes")
                 else:
                     axis = reduced
-            elif node.op_type == "Flatten" and attr(node, "axis", 1) == 1 and axis != -1:
-                if not shape or any(d != 1 for d in shape[2:]):
-                    space.taint.append(f"{where} flattens channels with a spatial map of {shape[2:] or '?'}")
-                axis = -1
+            elif (flat := _flattened_block(facts, node, shape, axis)) is not None:
+                axis, block = -1, flat
             else:
                 space.taint.append(
                     f"{where} reads the channels (input {first!r}) and is not followed by the channel pruner "
@@ -285,12 +313,12 @@ def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[in
                 follows = False
             if follows and out:
                 space.passes.append(index)
-                of[out], axis_of[out] = root, axis
+                of[out], axis_of[out], block_of[out] = root, axis, block
         found = producer_channels(facts, node)
         if found is not None and out:
             spaces.append(Space(found[0], found[1], producers=[index]))
             parent.append(len(parent))
-            of[out], axis_of[out] = len(spaces) - 1, found[0]
+            of[out], axis_of[out], block_of[out] = len(spaces) - 1, found[0], 1
     outputs = {o.name for o in graph.output}
     for name, sid in of.items():
         if name in outputs:
@@ -300,4 +328,4 @@ def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[in
     found_spaces = {i: spaces[i] for i in range(len(spaces)) if find(i) == i}
     for space in found_spaces.values():
         space.passes = sorted(set(space.passes))
-    return found_spaces, {name: (find(sid), axis_of[name]) for name, sid in of.items()}
+    return found_spaces, {name: (find(sid), axis_of[name], block_of[name]) for name, sid in of.items()}
