@@ -296,6 +296,13 @@ def _plan(
                     removed[x != 0],
                 )
             carried[node.output[0]] = x
+        elif node.op_type == "Pad":  # zero padding of the spatial axes (pruned_graph._pads_around_channels)
+            if np.any(x != 0):
+                raise Refused(
+                    f"{where} pads the map with 0 while the removed channels carry {_show(x)}",
+                    removed[x != 0],
+                )
+            carried[node.output[0]] = x
         elif node.op_type == "Reshape":  # a flatten (pruned_graph._flattened_block): C·H·W shrinks
             target = facts.const(inputs[1])
             assert target is not None

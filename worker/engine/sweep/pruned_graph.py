@@ -183,6 +183,22 @@ def consumer_kind(facts: GraphFacts, node: onnx.NodeProto, axis: int) -> str | N
     return None
 
 
+def _pads_around_channels(facts: GraphFacts, node: onnx.NodeProto, rank: int, axis: int) -> bool:
+    """A constant zero padding of the other axes (TensorFlow "SAME" padding as exported): per channel."""
+    mode = attr(node, "mode", b"constant")
+    pads = attr(node, "pads", None)
+    if pads is None and len(node.input) > 1:
+        const = facts.const(node.input[1])
+        pads = None if const is None else const.reshape(-1).tolist()
+    value = facts.const(node.input[2]) if len(node.input) > 2 and node.input[2] else np.zeros(1)
+    if mode not in (b"constant", "constant") or pads is None or value is None or np.any(value != 0):
+        return False
+    if len(node.input) > 3 and node.input[3]:  # opset 18 axes: not written by the exporters seen
+        return False
+    channel = rank + axis
+    return len(pads) == 2 * rank and pads[channel] == 0 and pads[channel + rank] == 0
+
+
 def _flattened_block(
     facts: GraphFacts, node: onnx.NodeProto, shape: tuple[int | None, ...], axis: int
 ) -> int | None:
@@ -303,6 +319,11 @@ def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[in
                     space.taint.append(f"{where} reduces over the channel axis or over unknown axes")
                 else:
                     axis = reduced
+            elif node.op_type == "Pad" and first_pos == 0 and rank is not None:
+                if not _pads_around_channels(facts, node, rank, axis):
+                    space.taint.append(
+                        f"{where} pads the channel axis, with a value other than 0, or not by a constant"
+                    )
             elif (flat := _flattened_block(facts, node, shape, axis)) is not None:
                 axis, block = -1, flat
             else:
