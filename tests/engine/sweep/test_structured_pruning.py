@@ -283,3 +283,29 @@ def test_trained_digits_cnn_sweep_point_is_pruned_through_its_flatten(
     assert point.cost["params_total"] - point.cost["params_kept"] == _params(
         onnx.load(str(cnn_path))
     ) - _params(model)
+
+
+class PaddedDepthwise(nn.Module):
+    """EfficientNet-Lite's block: expand 1x1, ReLU6, TensorFlow "SAME" zero Pad, depthwise, project 1x1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expand = nn.Conv2d(3, 12, 1)
+        self.depthwise = nn.Conv2d(12, 12, 3, stride=2, groups=12)
+        self.project = nn.Conv2d(12, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.pad(torch.clamp(self.expand(x), 0, 6), (0, 1, 0, 1))
+        return self.project(torch.clamp(self.depthwise(x), 0, 6)).mean((2, 3))
+
+
+def test_zero_pad_before_a_depthwise_conv_is_followed(inputs: np.ndarray) -> None:
+    """A zero channel stays zero through the Pad; the depthwise conv then outputs its bias there, which the
+    unpadded 1 x 1 projection takes into its own bias."""
+    dense = _zeroed(_built(PaddedDepthwise()))
+    assert any(n.op_type == "Pad" for n in dense.graph.node)
+    pruned = _copy(dense)
+    report = remove_zero_channels(pruned)
+    assert [entry["removed"] for entry in report.pruned if "expand" in entry["layer"]] == [6]
+    np.testing.assert_allclose(_run(pruned, inputs), _run(dense, inputs), atol=1e-5, rtol=0)
+    assert _params(pruned) < _params(dense)

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from worker.engine.compression.onnx_layers import OnnxLayerFinder
+from worker.engine.errors import EngineError
+
 if TYPE_CHECKING:
     import onnx
 
@@ -92,6 +95,7 @@ class GraphFacts:
         }
         """Identity of a constant (the TorchScript exporter writes them without constant folding)."""
         self._arrays: dict[str, np.ndarray] = {}
+        self._finder = OnnxLayerFinder(model)
         self._numpy = numpy_helper
         self.shapes = _inferred_shapes(model)
 
@@ -109,6 +113,14 @@ class GraphFacts:
         elif name in self.constant_nodes:
             tensor = attr(self.constant_nodes[name], "value", None)
             value = None if tensor is None else self._numpy.to_array(tensor)
+        elif (
+            name in self._finder.constants
+        ):  # a constant sub-graph (pads computed by the TorchScript exporter)
+            try:
+                self._finder.evaluate([name])
+                value = self._finder.values[name]
+            except EngineError:
+                value = None
         if value is not None:
             self._arrays[name] = value
         return value
