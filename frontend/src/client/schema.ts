@@ -2785,6 +2785,27 @@ export interface components {
              */
             total: number;
         };
+        /** DenseLayerOut */
+        DenseLayerOut: {
+            /**
+             * Layer
+             * @default
+             */
+            layer: string;
+            /**
+             * Reason
+             * @description Why its zeroed channels stay in the exported file.
+             * @default
+             */
+            reason: string;
+            /**
+             * Zero Channels
+             * @default 0
+             */
+            zero_channels: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** DetectionClassOut */
         DetectionClassOut: {
             /**
@@ -3324,6 +3345,8 @@ export interface components {
             source_sha256: string | null;
             /** Source Sha256 Of */
             source_sha256_of: string | null;
+            /** @description Channel pruning: the channels removed from this file, and the layers left dense. */
+            structured_pruning: components["schemas"]["StructuredPruningOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -5427,6 +5450,11 @@ export interface components {
             other_params: number | null;
             /** Params Kept */
             params_kept: number | null;
+            /**
+             * Params Kept Simulated
+             * @description Channel pruning: the simulation's count, before the export removed channels.
+             */
+            params_kept_simulated: number | null;
             /** Params Nonzero */
             params_nonzero: number | null;
             /** Params Total */
@@ -5439,6 +5467,8 @@ export interface components {
             size_bytes_fp32: number | null;
             /** Size Bytes Sparse */
             size_bytes_sparse: number | null;
+            /** @description Channel pruning: what the export removed (params_kept, MACs and size are the file's). */
+            structured_pruning: components["schemas"]["StructuredPruningOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -5697,6 +5727,32 @@ export interface components {
             values: {
                 [key: string]: number | null;
             };
+        } & {
+            [key: string]: unknown;
+        };
+        /** PrunedLayerOut */
+        PrunedLayerOut: {
+            /**
+             * Channels
+             * @default 0
+             */
+            channels: number;
+            /**
+             * Group
+             * @description Layers pruned together (a residual group).
+             */
+            group: string[];
+            /**
+             * Layer
+             * @default
+             */
+            layer: string;
+            /**
+             * Removed
+             * @description Output channels removed from the exported file.
+             * @default 0
+             */
+            removed: number;
         } & {
             [key: string]: unknown;
         };
@@ -7292,6 +7348,37 @@ export interface components {
              * @enum {string}
              */
             name: "smoothquant";
+        };
+        /**
+         * StructuredPruningOut
+         * @description Channels physically removed from a channel-pruned point's export, counted on the file.
+         */
+        StructuredPruningOut: {
+            /**
+             * Applied
+             * @default false
+             */
+            applied: boolean;
+            /** Bytes */
+            bytes: number | null;
+            /** Bytes Dense */
+            bytes_dense: number | null;
+            /** Left Dense */
+            left_dense: components["schemas"]["DenseLayerOut"][];
+            /** Macs */
+            macs: number | null;
+            /** Macs Dense */
+            macs_dense: number | null;
+            /** Notes */
+            notes: string[];
+            /** Params */
+            params: number | null;
+            /** Params Dense */
+            params_dense: number | null;
+            /** Pruned */
+            pruned: components["schemas"]["PrunedLayerOut"][];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SweepPointDocOut
