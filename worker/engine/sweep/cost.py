@@ -23,8 +23,9 @@ BOPs = MACs × weight bits × activation bits), made precise here:
   dense runtime executes: the zeros are still there). `size_bytes_sparse` is what a bitmask sparse format
   would need per pruned tensor — ceil(elements / 8) mask bytes + the kept values — or the dense size when
   that is smaller. `params_kept` counts a pruned tensor's nonzero entries. Channel pruning is counted
-  the same way (zeroed rows); removing the channels from the graph would also shrink the next layer's
-  inputs, which is not counted.
+  the same way here (zeroed rows); a sweep point then replaces params_kept, macs_effective and (float32
+  plans) size_bytes by the counts of its physically pruned export, which also loses the next layers'
+  input channels (`structured_export.real_cost`).
 * Low rank (LowRank): a weight reshaped to m × n with rank r is stored as its two factors, r·(m + n)
   elements, when that is fewer than m·n (else dense). `params_kept` counts the factors; `macs_effective`
   scales the layer's MACs by the same ratio (a factorized layer runs as two smaller ones). The ONNX
