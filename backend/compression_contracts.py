@@ -91,6 +91,21 @@ class ChannelPruneIn(_Config):
     norm: Literal["l1", "l2"] = "l1"
 
 
+class NMSparsityIn(_Config):
+    """N:M semi-structured sparsity: keep the n largest of every m consecutive input weights (2:4). The
+    file stays dense float32: the point is marked "needs sparse kernels" and claims no speed or size."""
+
+    type: Literal["nm_sparsity"] = "nm_sparsity"
+    n: int = Field(default=2, ge=1, le=15)
+    m: int = Field(default=4, ge=2, le=16)
+
+    @model_validator(mode="after")
+    def _n_below_m(self) -> NMSparsityIn:
+        if self.n >= self.m:
+            raise ValueError(f"n must be less than m ({self.m})")
+        return self
+
+
 class LowRankIn(_Config):
     """Truncated SVD of each weight (out × in·k), keeping rank_ratio of its singular values."""
 
@@ -113,6 +128,7 @@ StageIn = Annotated[
     | QuantizeIn
     | MagnitudePruneIn
     | ChannelPruneIn
+    | NMSparsityIn
     | LowRankIn
     | NoiseIn,
     Field(discriminator="type"),
@@ -133,6 +149,7 @@ CompressionConfigIn = Annotated[
     | QuantizeIn
     | MagnitudePruneIn
     | ChannelPruneIn
+    | NMSparsityIn
     | LowRankIn
     | NoiseIn
     | ScheduleIn,

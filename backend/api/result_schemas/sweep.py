@@ -147,6 +147,9 @@ class RuntimeSupportOut(ResultModel):
     """Whether a real runtime runs the point, and in which form."""
 
     executable: bool | None = None
+    needs_sparse_kernels: bool | None = Field(
+        default=None, description="N:M sparsity: fast only on sparse kernels; no speed or size is claimed."
+    )
     runtime: str | None = None
     real_export: str | None = Field(default=None, description="The runtime form, e.g. real-int8-qdq.")
     real_kinds: list[str] = Field(default_factory=list)

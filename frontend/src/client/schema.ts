@@ -2370,6 +2370,16 @@ export interface components {
              * @description weight_quant in groups: this many weights of an output channel share a scale.
              */
             group_size?: number | null;
+            /**
+             * M
+             * @description nm_sparsity: the group size along the input dimension.
+             */
+            m?: number | null;
+            /**
+             * N
+             * @description nm_sparsity: weights kept in every group of m.
+             */
+            n?: number | null;
             /** Norm */
             norm?: string | null;
             /** Per Channel */
@@ -2388,7 +2398,7 @@ export interface components {
             symmetric?: boolean | null;
             /**
              * Type
-             * @description weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag.
+             * @description weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, nm_sparsity, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag.
              */
             type: string;
             weights?: components["schemas"]["CompressionConfigOut"] | null;
@@ -5094,6 +5104,28 @@ export interface components {
             name: string | null;
         };
         /**
+         * NMSparsityIn
+         * @description N:M semi-structured sparsity: keep the n largest of every m consecutive input weights (2:4). The
+         *     file stays dense float32: the point is marked "needs sparse kernels" and claims no speed or size.
+         */
+        NMSparsityIn: {
+            /**
+             * M
+             * @default 4
+             */
+            m: number;
+            /**
+             * N
+             * @default 2
+             */
+            n: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "nm_sparsity";
+        };
+        /**
          * NoiseIn
          * @description Uniform noise with the power of b-bit symmetric quantization: "what if this tensor were b-bit".
          */
@@ -6008,7 +6040,7 @@ export interface components {
              * Config
              * @description The compression configuration to recover (as sweeps take it).
              */
-            config?: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"] | components["schemas"]["ScheduleIn"]) | null;
+            config?: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["NMSparsityIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"] | components["schemas"]["ScheduleIn"]) | null;
             /**
              * Dataset Id
              * Format: uuid
@@ -6618,6 +6650,11 @@ export interface components {
             /** Matches Simulation */
             matches_simulation: boolean | null;
             /**
+             * Needs Sparse Kernels
+             * @description N:M sparsity: fast only on sparse kernels; no speed or size is claimed.
+             */
+            needs_sparse_kernels: boolean | null;
+            /**
              * Real Export
              * @description The runtime form, e.g. real-int8-qdq.
              */
@@ -6758,7 +6795,7 @@ export interface components {
          */
         ScheduleIn: {
             /** Stages */
-            stages: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"])[];
+            stages: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["NMSparsityIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"])[];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}

@@ -58,6 +58,13 @@ export const SWEEP_PRESETS: readonly Preset[] = [
     config: { type: "channel_prune", sparsity: 0.25 },
   },
   {
+    id: "sparse24",
+    label: "2:4 sparsity",
+    title:
+      "Two of every four input weights zeroed (smallest magnitude): fidelity only, the point needs sparse kernels (no speed or size claimed)",
+    config: { type: "nm_sparsity", n: 2, m: 4 },
+  },
+  {
     id: "prune50w8",
     label: "prune 50 % → W8",
     title:

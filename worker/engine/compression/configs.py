@@ -23,6 +23,7 @@ backends (activations); the conventions are summarised here:
   torch.nn.utils.prune.l1_unstructured).
 * ChannelPrune: zero the round(sparsity·C) output channels with the smallest L1/L2 norm, and their bias
   entries, so that the channel's output is 0 (what removing it does when the next op maps 0 to 0).
+* NMSparsity: keep the n largest |w| of every m consecutive input weights (2:4), `nm_sparsity`.
 * LowRank: truncated SVD of each weight reshaped to out × (in·k…), keeping r = max(1, round(ratio·min(m,n)))
   singular values: the best rank-r approximation in Frobenius norm (Eckart–Young).
 * NoiseInjection: add uniform noise U(−Δ/2, Δ/2), Δ = max|w| / (2^(b−1)−1) — exactly the step of the
@@ -48,8 +49,9 @@ from worker.engine.compression.config_fields import (
     fields_of,
     num_text,
 )
+from worker.engine.compression.nm_sparsity import NMSparsity
 
-__all__ = ["CompressionConfigError"]  # re-exported: callers catch it from here
+__all__ = ["CompressionConfigError", "NMSparsity"]  # re-exported: callers catch it from here
 
 CalibrationMethod = Literal["minmax", "percentile", "mse", "entropy"]
 FloatDtype = Literal["fp16", "bf16"]
@@ -299,6 +301,7 @@ Stage = (
     | Quantize
     | MagnitudePrune
     | ChannelPrune
+    | NMSparsity
     | LowRank
     | NoiseInjection
 )
@@ -349,6 +352,7 @@ STAGE_TYPES = (
     Quantize,
     MagnitudePrune,
     ChannelPrune,
+    NMSparsity,
     LowRank,
     NoiseInjection,
 )

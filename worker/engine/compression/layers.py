@@ -28,12 +28,14 @@ from worker.engine.compression.configs import (
     FloatCast,
     LowRank,
     MagnitudePrune,
+    NMSparsity,
     NoiseInjection,
     Quantize,
     Stage,
     WeightQuant,
     stages_of,
 )
+from worker.engine.compression.nm_sparsity import nm_prune
 from worker.engine.errors import EngineError
 
 
@@ -260,6 +262,9 @@ def _apply_stage(
     elif isinstance(stage, MagnitudePrune):
         for w in weights:
             out[w.key] = ops.magnitude_prune(out[w.key], stage.sparsity)
+    elif isinstance(stage, NMSparsity):
+        for w in weights:
+            out[w.key] = nm_prune(out[w.key], stage.n, stage.m, w.prune_axis)
     elif isinstance(stage, LowRank):
         ranks = []
         for w in weights:
