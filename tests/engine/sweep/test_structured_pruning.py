@@ -309,3 +309,78 @@ def test_zero_pad_before_a_depthwise_conv_is_followed(inputs: np.ndarray) -> Non
     assert [entry["removed"] for entry in report.pruned if "expand" in entry["layer"]] == [6]
     np.testing.assert_allclose(_run(pruned, inputs), _run(dense, inputs), atol=1e-5, rtol=0)
     assert _params(pruned) < _params(dense)
+
+
+def test_a_wrong_pruned_graph_is_never_exported(
+    golden: onnx.ModelProto, inputs: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The safety net of prune_proto: a pass that changed the outputs (here: a weight doubled) or failed
+    leaves the graph dense, with the reason."""
+    from worker.engine.sweep import structured_export
+    from worker.engine.sweep.export_pruned import StructuredPruning
+
+    def wrong(model: onnx.ModelProto) -> StructuredPruning:
+        init = model.graph.initializer[0]
+        init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * 2, init.name))
+        return StructuredPruning(pruned=[{"layer": "x", "channels": 1, "removed": 1, "group": ["x"]}])
+
+    def failing(model: onnx.ModelProto) -> StructuredPruning:
+        raise IndexError("boom")
+
+    dense = _zeroed(golden)
+    for bad, words in ((wrong, "differ from the dense graph"), (failing, "IndexError: boom")):
+        monkeypatch.setattr(structured_export, "remove_zero_channels", bad)
+        model = _copy(dense)
+        record = structured_export.prune_proto(model, {"input": inputs})
+        assert not record["applied"] and record["params"] == record["params_dense"]
+        assert words in record["left_dense"][0]["reason"]
+        np.testing.assert_array_equal(_run(model, inputs), _run(dense, inputs))
+
+
+class TinyEncoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(8, 32)
+        self.encoder = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, activation="gelu")
+        self.head = nn.Linear(32, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(self.embed(x)).mean(1))
+
+
+def test_transformer_feed_forward_hidden_units_are_removed_attention_is_left_dense(tmp_path: Path) -> None:
+    """MatMul + bias → Gelu → MatMul: the feed-forward hidden units go; the attention projections (read by
+    Reshape / Transpose into heads) and the residual stream (joined with LayerNormalization outputs) stay."""
+    torch.manual_seed(0)
+    model = TinyEncoder().eval()
+    x = np.random.default_rng(0).standard_normal((3, 6, 8)).astype(np.float32)
+    path = tmp_path / "encoder.onnx"
+    torch.onnx.export(
+        model,
+        (torch.from_numpy(x),),
+        str(path),
+        dynamo=False,
+        input_names=["input"],
+        output_names=["logits"],
+        dynamic_axes={"input": {0: "batch"}},
+    )
+    compressible = OnnxCompressible(onnx.load(str(path)))
+    compressible.prepare({"input": x[:1]})
+    outcome, chains = resolve(
+        compressible, {layer.name: ChannelPrune(0.5) for layer in compressible.layers()}, None
+    )
+    dense = compressible.build(outcome.tensors, chains)
+    pruned = _copy(dense)
+    report = remove_zero_channels(pruned)
+    assert [entry["layer"] for entry in report.pruned] == ["MatMul '/encoder/linear1/MatMul'"]
+    assert any("self_attn" in entry["layer"] for entry in report.left_dense)
+    outputs = [
+        ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {"input": x}
+        )[0]
+        for m in (dense, pruned)
+    ]
+    np.testing.assert_allclose(outputs[1], outputs[0], atol=1e-5, rtol=0)
+    assert (
+        _params(pruned) == _params(dense) - 32 * 32 - 32 - 32 * 32
+    )  # 32 of 64 hidden units: W1 cols, b1, W2 rows

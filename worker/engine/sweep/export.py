@@ -68,7 +68,7 @@ from worker.engine.sweep.runtime_forms import (
     float_part,
     runtime_support,
 )
-from worker.engine.sweep.structured_export import has_channel_prune, prune_proto, sample_shapes
+from worker.engine.sweep.structured_export import has_channel_prune, prune_proto
 
 if TYPE_CHECKING:
     import onnx
@@ -157,7 +157,7 @@ def export_point(
     def physically_pruned(proto: onnx.ModelProto) -> onnx.ModelProto:
         nonlocal structured
         if prune:
-            structured = prune_proto(proto, sample_shapes(calib.feeds))
+            structured = prune_proto(proto, calib.feeds)
             notes.append(_structured_note(structured))
         return proto
 

@@ -203,6 +203,10 @@ def _unary(node: onnx.NodeProto, x: np.ndarray, operands: list[np.ndarray]) -> n
         return np.vectorize(math.erf)(x)
     if op == "Elu":
         return np.where(x > 0, x, attr(node, "alpha", 1.0) * np.expm1(x))
+    if op == "Gelu":
+        if attr(node, "approximate", b"none") in (b"tanh", "tanh"):
+            return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+        return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
     if op == "Softplus":
         return np.log1p(np.exp(x))
     raise Refused(f"{op} is not evaluated by the channel pruner")

@@ -35,7 +35,7 @@ from worker.engine.sweep.golden import (
     point_spec,
 )
 from worker.engine.sweep.runtime_forms import float_part, runtime_support
-from worker.engine.sweep.structured_export import has_channel_prune, prune_proto, real_cost, sample_shapes
+from worker.engine.sweep.structured_export import has_channel_prune, prune_proto, real_cost
 
 if TYPE_CHECKING:
     from worker.engine.sensitivity.scan import MixedPrecisionPlan
@@ -145,7 +145,7 @@ def _physically_pruned_cost(
 
         float_plan = {name: part for name, config in plan.items() if (part := float_part(config))}
         proto = _builder(golden, calibration, [])(float_plan)
-        structured = prune_proto(proto, sample_shapes(calibration.feeds))
+        structured = prune_proto(proto, calibration.feeds)
     return real_cost(point.cost, plan, structured)
 
 

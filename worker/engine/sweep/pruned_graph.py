@@ -38,6 +38,7 @@ UNARY = {
     "Erf",
     "Elu",
     "Softplus",
+    "Gelu",
 }
 """Element-wise ops of one tensor (constants aside) whose output channel c depends on input channel c only."""
 BINARY = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean"}

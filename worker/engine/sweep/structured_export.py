@@ -19,7 +19,7 @@ import numpy as np
 from worker.engine.compression.configs import ChannelPrune, Config, stages_of
 from worker.engine.sweep.cost import storage_of
 from worker.engine.sweep.cost_records import FLOAT_BITS
-from worker.engine.sweep.export_pruned import remove_zero_channels
+from worker.engine.sweep.export_pruned import StructuredPruning, remove_zero_channels
 
 if TYPE_CHECKING:
     import onnx
@@ -44,11 +44,29 @@ def _measure(proto: onnx.ModelProto, shapes: Mapping[str, list[int]]) -> tuple[i
     return int(params), total, proto.ByteSize()
 
 
-def prune_proto(proto: onnx.ModelProto, shapes: Mapping[str, list[int]]) -> dict[str, Any]:
+def prune_proto(proto: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """Remove the zeroed channels of `proto` in place; what was removed, what stays dense and why, and the
-    parameters / MACs per sample / serialized bytes before and after."""
+    parameters / MACs per sample / serialized bytes before and after.
+
+    A safety net over the pass: the pruned graph must compute the dense graph's outputs on the first two
+    rows of `feeds` (onnxruntime, within 1e-4 of the outputs' scale); if it does not, or the pass fails
+    unexpectedly, `proto` is restored dense and the record says why (never a wrong file)."""
+    import onnx
+
+    shapes = sample_shapes(feeds)
     params_dense, macs_dense, bytes_dense = _measure(proto, shapes)
-    report = remove_zero_channels(proto)
+    dense = onnx.ModelProto()
+    dense.CopyFrom(proto)
+    try:
+        report = remove_zero_channels(proto)
+        problem = _differs(dense, proto, feeds) if report.pruned else None
+    except Exception as exc:  # a graph the pass mishandles must not break the export: keep it dense
+        report, problem = StructuredPruning(), f"the channel pruner failed ({type(exc).__name__}: {exc})"
+    if problem is not None:
+        proto.CopyFrom(dense)
+        report = StructuredPruning(
+            left_dense=[{"layer": "(whole graph)", "zero_channels": 0, "reason": problem}]
+        )
     params, macs, size = _measure(proto, shapes) if report.pruned else (params_dense, macs_dense, bytes_dense)
     return {
         "applied": bool(report.pruned),
@@ -60,6 +78,29 @@ def prune_proto(proto: onnx.ModelProto, shapes: Mapping[str, list[int]]) -> dict
         "bytes": size,
         **report.to_dict(),
     }
+
+
+def _differs(dense: onnx.ModelProto, pruned: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> str | None:
+    """Why the pruned graph is not the dense one on a sample, or None when their outputs agree."""
+    import onnxruntime as ort
+
+    sample = {name: np.ascontiguousarray(value[:2]) for name, value in feeds.items()}
+    outputs = []
+    for model in (dense, pruned):
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        names = {i.name for i in session.get_inputs()}
+        outputs.append(session.run(None, {k: v for k, v in sample.items() if k in names}))
+    for a, b in zip(*outputs, strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return f"the pruned graph's output shape {b.shape} is not the dense graph's {a.shape}; kept dense"
+        if a.dtype.kind == "f":
+            diff = float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
+            if not diff <= 1e-4 * max(1.0, float(np.max(np.abs(a))) if a.size else 1.0):
+                return f"the pruned graph's outputs differ from the dense graph's by {diff:.3g}; kept dense"
+        elif not np.array_equal(a, b):
+            return "the pruned graph's integer outputs differ from the dense graph's; kept dense"
+    return None
 
 
 def real_cost(
