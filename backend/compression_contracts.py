@@ -84,11 +84,17 @@ class MagnitudePruneIn(_Config):
 
 
 class ChannelPruneIn(_Config):
-    """Structured pruning: zero whole output channels with the smallest L1 or L2 norm."""
+    """Structured pruning: zero whole output channels, the least important ones; a sweep's export then
+    removes them from the graph."""
 
     type: Literal["channel_prune"] = "channel_prune"
     sparsity: float = Field(default=0.25, ge=0, le=1)
-    norm: Literal["l1", "l2"] = "l1"
+    norm: Literal["l1", "l2", "taylor", "reconstruction"] = Field(
+        default="l1",
+        description="How channels are ranked: l1 / l2 norm of their weights, or on the calibration data: "
+        "taylor (second-order Taylor estimate of the KL, torch models only) or reconstruction (the KL with "
+        "each channel zeroed alone: one run per channel).",
+    )
 
 
 class NMSparsityIn(_Config):

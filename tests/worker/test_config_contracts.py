@@ -30,6 +30,7 @@ VALID: list[dict[str, Any]] = [
     {"type": "magnitude_prune", "sparsity": 0},
     {"type": "magnitude_prune", "sparsity": 1},
     {"type": "channel_prune", "sparsity": 0.5, "norm": "l2"},
+    {"type": "channel_prune", "sparsity": 0.5, "norm": "reconstruction"},
     {"type": "nm_sparsity"},
     {"type": "nm_sparsity", "n": 1, "m": 8},
     {"type": "low_rank", "rank_ratio": 1},

@@ -2071,15 +2071,17 @@ export interface components {
         };
         /**
          * ChannelPruneIn
-         * @description Structured pruning: zero whole output channels with the smallest L1 or L2 norm.
+         * @description Structured pruning: zero whole output channels, the least important ones; a sweep's export then
+         *     removes them from the graph.
          */
         ChannelPruneIn: {
             /**
              * Norm
+             * @description How channels are ranked: l1 / l2 norm of their weights, or on the calibration data: taylor (second-order Taylor estimate of the KL, torch models only) or reconstruction (the KL with each channel zeroed alone: one run per channel).
              * @default l1
              * @enum {string}
              */
-            norm: "l1" | "l2";
+            norm: "l1" | "l2" | "taylor" | "reconstruction";
             /**
              * Sparsity
              * @default 0.25

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from worker.engine.compression import Calibration, CompressibleModel, Config
-from worker.engine.compression.model import Feeds
+from worker.engine.compression.model import Feeds, resolve
 from worker.engine.errors import EngineError
 from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost
@@ -182,7 +182,7 @@ def export_point(
             quantization = dynamic(base, path, config)
         else:
             quantization = qdq(base, path, config, calib.feeds, calib.batch_size, notes)
-    cost = model_cost(golden, spec.plan)
+    cost = model_cost(golden, spec.plan, resolve(golden, spec.plan, calib)[0].tensors)
     source, source_of = (source_sha256, "file") if source_sha256 else _source_digest(golden)
     measured = None
     if eval_feeds is not None:
