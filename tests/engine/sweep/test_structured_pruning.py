@@ -254,6 +254,9 @@ def test_sweep_point_reports_the_pruned_file(
     assert point.cost["size_bytes"] == base.cost["size_bytes"] - 4 * removed
     assert manifest["file_size_bytes"] < 0.7 * base.exports[0]["file_size_bytes"]
     assert point.cost["macs_effective"] < 0.7 * base.cost["macs_effective"]
+    # without an export folder the point counts the same pruned graph, built in memory
+    unexported = evaluate_point(compressible, feeds, None, ChannelPrune(0.5))
+    assert unexported.cost["params_kept"] == point.cost["params_kept"] and not unexported.exports
     # the file measured in onnxruntime reproduces the simulated point
     measured, simulated = manifest["metrics"]["measured"], manifest["metrics"]["simulated"]
     assert measured["kl_mean"] == pytest.approx(simulated["kl_mean"], rel=1e-4, abs=1e-7)

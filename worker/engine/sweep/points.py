@@ -144,7 +144,13 @@ def _physically_pruned_cost(
         from worker.engine.sweep.export import _builder
 
         float_plan = {name: part for name, config in plan.items() if (part := float_part(config))}
-        proto = _builder(golden, calibration, [])(float_plan)
+        try:
+            proto = _builder(golden, calibration, [])(float_plan)
+        except EngineError as exc:  # e.g. a torch model the ONNX exporter cannot trace: simulated counts stay
+            point.notes.append(
+                f"channels not removed from a graph to count them ({exc}); cost is the simulation's"
+            )
+            return point.cost
         structured = prune_proto(proto, calibration.feeds)
     return real_cost(point.cost, plan, structured)
 
