@@ -54,7 +54,8 @@ export const SWEEP_PRESETS: readonly Preset[] = [
   {
     id: "chprune25",
     label: "channel prune 25 %",
-    title: "A quarter of the output channels zeroed (smallest L1 norm)",
+    title:
+      "A quarter of the output channels (smallest L1 norm) zeroed, then removed from the exported model where the graph allows",
     config: { type: "channel_prune", sparsity: 0.25 },
   },
   {
