@@ -20,11 +20,12 @@ that every producer of it zeroes; when they zero different channels nothing is r
 producer is listed as left dense, the reason naming the group. A group read by anything the pass does
 not follow (Concat, Reshape, Transpose, a graph output...) is left dense with the reason naming that node.
 If every channel of a group is zero, one is kept (a tensor of 0 channels is not a valid ONNX value).
+The ops' constants are evaluated in `pruned_values`; `structured_export.prune_proto` checks the result
+against the dense graph in onnxruntime before it is kept.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,8 +34,6 @@ import numpy as np
 
 from worker.engine.sweep.pruned_graph import (
     BINARY,
-    POOLS,
-    REDUCE,
     GraphFacts,
     Space,
     attr,
@@ -42,6 +41,7 @@ from worker.engine.sweep.pruned_graph import (
     label,
     zero_channels,
 )
+from worker.engine.sweep.pruned_values import Refused, binary, operand_values, padded, show, unary
 
 if TYPE_CHECKING:
     import onnx
@@ -49,15 +49,6 @@ if TYPE_CHECKING:
 Edit = tuple[int, int, int, Callable[[np.ndarray | None], np.ndarray]]
 """(phase, node, input position, new value from the current one). Phase 0 (input channels, bias folds)
 runs before phase 1 (output channels), so a fold sees the bias before its channels are sliced."""
-
-
-class Refused(Exception):
-    """A group whose removal would not be exact; the message says why. `channels`: when only these of the
-    removed channels are the problem (a non-zero constant that cannot be folded), the others can go."""
-
-    def __init__(self, reason: str, channels: np.ndarray | None = None) -> None:
-        super().__init__(reason)
-        self.channels = channels
 
 
 @dataclass
@@ -140,18 +131,6 @@ def _plan_largest(
             removed = np.setdiff1d(removed, why.channels)
 
 
-def _vector(value: np.ndarray, axis: int, channels: int, index: np.ndarray, where: str) -> np.ndarray:
-    """A constant operand's values at the channels `index` (a scalar broadcasts)."""
-    if value.size == 1:
-        return np.full(len(index), float(value.reshape(())), dtype=np.float64)
-    pos = value.ndim + axis
-    if pos < 0 or value.shape[pos] != channels or value.size != channels:
-        raise Refused(
-            f"{where} uses a constant of shape {list(value.shape)} that is not one value per channel"
-        )
-    return np.asarray(value.reshape(-1)[index], dtype=np.float64)
-
-
 def _take(axis: int, keep: np.ndarray) -> Callable[[np.ndarray | None], np.ndarray]:
     def slice_(value: np.ndarray | None) -> np.ndarray:
         assert value is not None
@@ -167,66 +146,6 @@ def _slice_operand(
     if pos < 0 or value.shape[pos] != channels:
         return lambda current: current  # a scalar or broadcast operand stays
     return _take(pos, keep)
-
-
-def _padded(node: onnx.NodeProto) -> bool:
-    return any(attr(node, "pads", [])) or attr(node, "auto_pad", b"NOTSET") not in (
-        b"NOTSET",
-        b"VALID",
-        "NOTSET",
-    )
-
-
-def _unary(node: onnx.NodeProto, x: np.ndarray, operands: list[np.ndarray]) -> np.ndarray:
-    op = node.op_type
-    if op in ("Identity", "Dropout", "Flatten", "Reshape", *POOLS, *REDUCE):
-        return x  # AveragePool: one that pads and counts the padding is refused before (see _plan)
-    if op == "Relu":
-        return np.maximum(x, 0.0)
-    if op == "LeakyRelu":
-        return np.where(x >= 0, x, attr(node, "alpha", 0.01) * x)
-    if op == "Sigmoid":
-        return 1.0 / (1.0 + np.exp(-x))
-    if op == "Tanh":
-        return np.tanh(x)
-    if op == "HardSigmoid":
-        return np.clip(attr(node, "alpha", 0.2) * x + attr(node, "beta", 0.5), 0.0, 1.0)
-    if op == "HardSwish":
-        return x * np.clip(x / 6.0 + 0.5, 0.0, 1.0)
-    if op == "Clip":
-        low = operands[0] if len(operands) > 0 else attr(node, "min", -math.inf)
-        high = operands[1] if len(operands) > 1 else attr(node, "max", math.inf)
-        return np.clip(x, low, high)
-    if op == "Neg":
-        return -x
-    if op == "Erf":
-        return np.vectorize(math.erf)(x)
-    if op == "Elu":
-        return np.where(x > 0, x, attr(node, "alpha", 1.0) * np.expm1(x))
-    if op == "Gelu":
-        if attr(node, "approximate", b"none") in (b"tanh", "tanh"):
-            return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-        return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
-    if op == "Softplus":
-        return np.log1p(np.exp(x))
-    raise Refused(f"{op} is not evaluated by the channel pruner")
-
-
-def _binary(op: str, values: list[np.ndarray]) -> np.ndarray:
-    table: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-        "Add": np.add,
-        "Sub": np.subtract,
-        "Mul": np.multiply,
-        "Div": np.divide,
-        "Max": np.maximum,
-        "Min": np.minimum,
-        "Sum": np.add,
-        "Mean": np.add,
-    }
-    out = values[0]
-    for value in values[1:]:
-        out = table[op](out, value)
-    return out / len(values) if op == "Mean" else out
 
 
 def _plan(
@@ -252,6 +171,12 @@ def _plan(
         node = nodes[index]
         where = label(node, index)
         inputs = list(node.input)
+        bad = [name for name in inputs if name in carried and not np.all(np.isfinite(carried[name]))]
+        if bad:  # e.g. Div(1, x) of a zero channel: nothing finite to fold
+            infinite = carried[bad[0]]
+            raise Refused(
+                f"the removed channels carry {show(infinite)} into {where}", removed[~np.isfinite(infinite)]
+            )
         if index in consumers:
             block = tensors[inputs[0]][2]
             features = (removed[:, None] * block + np.arange(block)).reshape(-1)
@@ -279,9 +204,9 @@ def _plan(
         elif node.op_type == "Conv":  # depthwise: its channels go with the group's
             weight = facts.const(inputs[1])
             assert weight is not None
-            if _padded(node) and np.any(x != 0):
+            if padded(node) and np.any(x != 0):
                 raise Refused(
-                    f"{where} pads its input, and the removed channels carry {_show(x)} there, not 0"
+                    f"{where} pads its input, and the removed channels carry {show(x)} there, not 0"
                 )
             bias = facts.const(inputs[2]) if len(inputs) > 2 and inputs[2] else np.zeros(n)
             if bias is None:
@@ -293,17 +218,17 @@ def _plan(
             if len(inputs) > 2 and inputs[2]:
                 edits.append((1, index, 2, _take(0, keep)))
             groups[index] = len(keep)
-        elif node.op_type == "AveragePool" and _padded(node) and attr(node, "count_include_pad", 0):
+        elif node.op_type == "AveragePool" and padded(node) and attr(node, "count_include_pad", 0):
             if np.any(x != 0):
                 raise Refused(
-                    f"{where} averages zero padding with the removed channels' constant {_show(x)}",
+                    f"{where} averages zero padding with the removed channels' constant {show(x)}",
                     removed[x != 0],
                 )
             carried[node.output[0]] = x
         elif node.op_type == "Pad":  # zero padding of the spatial axes (pruned_graph._pads_around_channels)
             if np.any(x != 0):
                 raise Refused(
-                    f"{where} pads the map with 0 while the removed channels carry {_show(x)}",
+                    f"{where} pads the map with 0 while the removed channels carry {show(x)}",
                     removed[x != 0],
                 )
             carried[node.output[0]] = x
@@ -324,26 +249,21 @@ def _plan(
                 value = facts.const(name)
                 if value is None:
                     raise Refused(f"{where} reads {name!r}, computed outside the channels")
-                values.append(_vector(value, axis, n, removed, where) if node.op_type != "Clip" else value)
+                values.append(
+                    operand_values(value, axis, n, removed, where) if node.op_type != "Clip" else value
+                )
                 if value.size > 1:
                     edits.append((1, index, pos, _slice_operand(value, axis, n, keep)))
             carried[node.output[0]] = (
-                _unary(node, values[0], values[1:])
-                if node.op_type == "Clip"
-                else _binary(node.op_type, values)
+                unary(node, values[0], values[1:]) if node.op_type == "Clip" else binary(node.op_type, values)
             )
         else:
-            carried[node.output[0]] = _unary(node, x, [])
+            carried[node.output[0]] = unary(node, x, [])
     return edits, groups
 
 
 def _reshape_to(target: np.ndarray, features: int) -> Callable[[np.ndarray | None], np.ndarray]:
     return lambda _: np.array([target.reshape(-1)[0], features], dtype=target.dtype)
-
-
-def _show(x: np.ndarray) -> str:
-    shown = ", ".join(f"{v:.3g}" for v in x[:3])
-    return f"[{shown}{', …' if len(x) > 3 else ''}]"
 
 
 def _produce(
@@ -396,9 +316,9 @@ def _consume(
     nonzero = bool(np.any(carried != 0))
     if kind == "conv":
         edits.append((0, index, 1, _take(1, keep)))
-        if nonzero and _padded(node):
+        if nonzero and padded(node):
             raise Refused(
-                f"the removed channels carry the constant {_show(carried)} into {where}, which zero-pads its "
+                f"the removed channels carry the constant {show(carried)} into {where}, which zero-pads its "
                 "input: removing them would change its border outputs",
                 removed[carried != 0],
             )
@@ -418,7 +338,7 @@ def _consume(
     else:
         if nonzero:
             raise Refused(
-                f"the removed channels carry the constant {_show(carried)} into {where}, a MatMul with no bias",
+                f"the removed channels carry the constant {show(carried)} into {where}, a MatMul with no bias",
                 removed[carried != 0],
             )
         edits.append((0, index, 1, _take(0, keep)))

@@ -311,8 +311,6 @@ def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[in
             elif node.op_type in UNARY | POOLS and first_pos == 0 and len(nonconst) == 1:
                 if node.op_type in POOLS and (rank is None or rank < 3 or axis != 1 - rank):
                     space.taint.append(f"{where} pools a tensor whose channels are not on axis 1")
-                if [o for o in node.output[1:] if o]:
-                    space.taint.append(f"{where} has a second output (mask / indices) over the channels")
             elif node.op_type == "BatchNormalization" and first_pos == 0 and len(nonconst) == 1:
                 if rank is None or axis != 1 - rank:
                     space.taint.append(f"{where} normalizes an axis other than the channels")
@@ -345,6 +343,10 @@ def find_spaces(facts: GraphFacts) -> tuple[dict[int, Space], dict[str, tuple[in
                     "(it may mix or reshape channels)"
                 )
                 follows = False
+            if follows and [o for o in node.output[1:] if o]:
+                space.taint.append(
+                    f"{where} has a second output (mask, indices, statistics) over the channels"
+                )
             if follows and out:
                 space.passes.append(index)
                 of[out], axis_of[out], block_of[out] = root, axis, block
