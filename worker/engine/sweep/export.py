@@ -6,7 +6,9 @@ which are described in `worker.engine.sweep.runtime_forms`:
 
 * "simulated" → "simulated-float" (or "fp32" for the golden point): the graph the simulation ran. For
   an ONNX golden model it is the very graph `compressed()` runs (same weights, same fake-quant nodes,
-  same calibration statistics), so onnxruntime reproduces the point's fidelity figures.
+  same calibration statistics), so onnxruntime reproduces the point's fidelity figures. A channel-pruned
+  plan's graph then has its zeroed channels removed (`structured_export.prune_proto`: the same outputs to
+  float rounding, fewer parameters and MACs; what stayed dense and why in the manifest).
 * "real" → the config's preferred deployable kind (`RuntimeSupport.preferred`), or any kind by name:
   real-int8-weights (int8/uint8 initializers + DequantizeLinear, bit-exact with the simulation),
   real-int8-dynamic (quantize_dynamic), real-int8-qdq (quantize_static on the calibration feeds),
