@@ -90,7 +90,9 @@ def evaluate_point(
     if calibration is None:
         calibration = Calibration(golden, bind_inputs(feeds, golden.inputs), batch_size)
         if _needs_calibration(spec.plan):
-            notes.append("activation ranges calibrated on the evaluation feeds themselves")
+            notes.append(
+                "calibrated (activation ranges, channel importance) on the evaluation feeds themselves"
+            )
     elif not isinstance(calibration, Calibration):
         calibration = Calibration(golden, bind_inputs(calibration, golden.inputs), batch_size)
     with compressed(golden, spec.plan, calibration, cache) as (runner, outcome):
@@ -195,6 +197,11 @@ def evaluate_points(
 
 
 def _needs_calibration(plan: Mapping[str, Config]) -> bool:
-    from worker.engine.compression.configs import needs_activation_stats
+    """Whether the plan calibrates on samples: activation ranges, or channels ranked by importance."""
+    from worker.engine.compression.configs import DATA_NORMS, ChannelPrune, needs_activation_stats, stages_of
 
-    return any(needs_activation_stats(config) for config in plan.values())
+    return any(
+        needs_activation_stats(config)
+        or any(isinstance(s, ChannelPrune) and s.norm in DATA_NORMS for s in stages_of(config))
+        for config in plan.values()
+    )
