@@ -143,13 +143,19 @@ def plan_split(
 
 
 _ACTIVATION_TYPES = ("activation_quant",)
+_DATA_RANKED_NORMS = ("taylor", "reconstruction")
+"""channel_prune norms that rank channels on calibration samples (worker/engine/compression/importance.py)."""
 
 
 def quantizes_activations(config: Mapping[str, Any]) -> bool:
-    """Whether a configuration (its JSON form: a "type" tag and fields) quantizes any activation."""
+    """Whether a configuration (its JSON form: a "type" tag and fields) quantizes any activation - or ranks
+    channels on samples (channel_prune by taylor / reconstruction importance, issue 33), which must not be
+    the evaluated samples either: both calibrate, under the same rule."""
     kind = config.get("type")
     if kind in _ACTIVATION_TYPES:
         return True
+    if kind == "channel_prune":
+        return config.get("norm") in _DATA_RANKED_NORMS
     if kind == "quantize":
         return config.get("activations") is not None
     if kind == "schedule":

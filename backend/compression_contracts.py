@@ -84,11 +84,32 @@ class MagnitudePruneIn(_Config):
 
 
 class ChannelPruneIn(_Config):
-    """Structured pruning: zero whole output channels with the smallest L1 or L2 norm."""
+    """Structured pruning: zero whole output channels, the least important ones; a sweep's export then
+    removes them from the graph."""
 
     type: Literal["channel_prune"] = "channel_prune"
     sparsity: float = Field(default=0.25, ge=0, le=1)
-    norm: Literal["l1", "l2"] = "l1"
+    norm: Literal["l1", "l2", "taylor", "reconstruction"] = Field(
+        default="l1",
+        description="How channels are ranked: l1 / l2 norm of their weights, or on the calibration data: "
+        "taylor (second-order Taylor estimate of the KL, torch models only) or reconstruction (the KL with "
+        "each channel zeroed alone: one run per channel).",
+    )
+
+
+class NMSparsityIn(_Config):
+    """N:M semi-structured sparsity: keep the n largest of every m consecutive input weights (2:4). The
+    file stays dense float32: the point is marked "needs sparse kernels" and claims no speed or size."""
+
+    type: Literal["nm_sparsity"] = "nm_sparsity"
+    n: int = Field(default=2, ge=1, le=15)
+    m: int = Field(default=4, ge=2, le=16)
+
+    @model_validator(mode="after")
+    def _n_below_m(self) -> NMSparsityIn:
+        if self.n >= self.m:
+            raise ValueError(f"n must be less than m ({self.m})")
+        return self
 
 
 class LowRankIn(_Config):
@@ -113,6 +134,7 @@ StageIn = Annotated[
     | QuantizeIn
     | MagnitudePruneIn
     | ChannelPruneIn
+    | NMSparsityIn
     | LowRankIn
     | NoiseIn,
     Field(discriminator="type"),
@@ -133,6 +155,7 @@ CompressionConfigIn = Annotated[
     | QuantizeIn
     | MagnitudePruneIn
     | ChannelPruneIn
+    | NMSparsityIn
     | LowRankIn
     | NoiseIn
     | ScheduleIn,

@@ -14,6 +14,7 @@ from bench import (
     bench_load,
     bench_pareto,
     bench_profile,
+    bench_pruning,
     bench_recovery,
     bench_sensitivity,
     bench_sweep,
@@ -43,6 +44,8 @@ def main() -> None:
     bench_sweep.main()
     print()
     bench_calibration.main()
+    print()
+    bench_pruning.main()
     print()
     bench_recovery.main([])
     print()

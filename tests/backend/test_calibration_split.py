@@ -57,6 +57,9 @@ def test_which_configurations_quantize_activations() -> None:
     a8 = {"type": "activation_quant", "bits": 8}
     assert any_quantizes_activations([{"type": "weight_quant"}, {"type": "quantize", "activations": a8}])
     assert any_quantizes_activations([{"type": "schedule", "stages": [{"type": "magnitude_prune"}, a8]}])
+    # channels ranked on samples calibrate too (issue 33); by the weights' norm they do not
+    assert any_quantizes_activations([{"type": "channel_prune", "sparsity": 0.5, "norm": "reconstruction"}])
+    assert not any_quantizes_activations([{"type": "channel_prune", "sparsity": 0.5, "norm": "l2"}])
     assert not any_quantizes_activations(
         [
             {"type": "quantize", "weights": {"type": "weight_quant"}, "activations": None},

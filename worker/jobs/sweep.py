@@ -276,13 +276,18 @@ def _calibration_request(ctx: JobContext, params: SweepJobParams) -> Calibration
 
 
 def _calibrates(target: Any) -> bool:
-    """Whether a point (a config, a layer → config plan, or None for fp32) quantizes activations."""
-    from worker.engine.compression.configs import needs_activation_stats
+    """Whether a point (a config, a layer → config plan, or None for fp32) quantizes activations, or ranks
+    channels on the calibration samples (channel_prune by taylor / reconstruction importance)."""
+    from worker.engine.compression.configs import DATA_NORMS, ChannelPrune, needs_activation_stats, stages_of
 
     if target is None:
         return False
     configs = target.values() if isinstance(target, dict) else [target]
-    return any(needs_activation_stats(config) is not None for config in configs)
+    return any(
+        needs_activation_stats(config) is not None
+        or any(isinstance(s, ChannelPrune) and s.norm in DATA_NORMS for s in stages_of(config))
+        for config in configs
+    )
 
 
 def _fidelity_params(params: SweepJobParams) -> Any:

@@ -53,7 +53,7 @@ class CompressionConfigOut(StoredShape):
 
     type: str = Field(
         description="weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, "
-        "low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; "
+        "nm_sparsity, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; "
         "none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag."
     )
     bits: int | dict[str, int] | None = Field(
@@ -74,6 +74,8 @@ class CompressionConfigOut(StoredShape):
     sparsity: float | None = None
     norm: str | None = None
     rank_ratio: float | None = None
+    n: int | None = Field(default=None, description="nm_sparsity: weights kept in every group of m.")
+    m: int | None = Field(default=None, description="nm_sparsity: the group size along the input dimension.")
     seed: int | None = None
     stages: list[CompressionConfigOut] | None = None
 

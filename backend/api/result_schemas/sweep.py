@@ -85,6 +85,34 @@ class LayerCostOut(ResultModel):
     tensors: list[TensorCostOut] = Field(default_factory=list)
 
 
+class PrunedLayerOut(ResultModel):
+    layer: str = ""
+    channels: int = 0
+    removed: int = Field(default=0, description="Output channels removed from the exported file.")
+    group: list[str] = Field(default_factory=list, description="Layers pruned together (a residual group).")
+
+
+class DenseLayerOut(ResultModel):
+    layer: str = ""
+    zero_channels: int = 0
+    reason: str = Field(default="", description="Why its zeroed channels stay in the exported file.")
+
+
+class StructuredPruningOut(ResultModel):
+    """Channels physically removed from a channel-pruned point's export, counted on the file."""
+
+    applied: bool = False
+    params_dense: int | None = None
+    params: int | None = None
+    macs_dense: int | None = None
+    macs: int | None = None
+    bytes_dense: int | None = None
+    bytes: int | None = None
+    pruned: list[PrunedLayerOut] = Field(default_factory=list)
+    left_dense: list[DenseLayerOut] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
 class PointCostOut(ResultModel):
     """Size and compute of the compressed model (simulated storage: bits × kept elements + quantizer
     parameters; dense fp32 outside the compressible layers)."""
@@ -103,6 +131,14 @@ class PointCostOut(ResultModel):
     bops: int | None = None
     bops_effective: int | None = None
     bops_fp32: int | None = None
+    params_kept_simulated: int | None = Field(
+        default=None,
+        description="Channel pruning: the simulation's count, before the export removed channels.",
+    )
+    structured_pruning: StructuredPruningOut | None = Field(
+        default=None,
+        description="Channel pruning: what the export removed (params_kept, MACs and size are the file's).",
+    )
     notes: list[str] = Field(default_factory=list)
     layers: list[LayerCostOut] | None = Field(default=None, description="Per layer; null when not stored.")
 
@@ -111,6 +147,9 @@ class RuntimeSupportOut(ResultModel):
     """Whether a real runtime runs the point, and in which form."""
 
     executable: bool | None = None
+    needs_sparse_kernels: bool | None = Field(
+        default=None, description="N:M sparsity: fast only on sparse kernels; no speed or size is claimed."
+    )
     runtime: str | None = None
     real_export: str | None = Field(default=None, description="The runtime form, e.g. real-int8-qdq.")
     real_kinds: list[str] = Field(default_factory=list)
@@ -155,6 +194,10 @@ class ExportManifestOut(ResultModel):
     size_bytes_fp32: float | None = None
     matches_simulation: bool | None = None
     quantization: QuantizationOut | None = None
+    structured_pruning: StructuredPruningOut | None = Field(
+        default=None,
+        description="Channel pruning: the channels removed from this file, and the layers left dense.",
+    )
     metrics: ExportMetricsOut | None = None
     onnxruntime_version: str | None = None
     opset: int | None = None

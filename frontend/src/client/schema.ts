@@ -2092,15 +2092,17 @@ export interface components {
         };
         /**
          * ChannelPruneIn
-         * @description Structured pruning: zero whole output channels with the smallest L1 or L2 norm.
+         * @description Structured pruning: zero whole output channels, the least important ones; a sweep's export then
+         *     removes them from the graph.
          */
         ChannelPruneIn: {
             /**
              * Norm
+             * @description How channels are ranked: l1 / l2 norm of their weights, or on the calibration data: taylor (second-order Taylor estimate of the KL, torch models only) or reconstruction (the KL with each channel zeroed alone: one run per channel).
              * @default l1
              * @enum {string}
              */
-            norm: "l1" | "l2";
+            norm: "l1" | "l2" | "taylor" | "reconstruction";
             /**
              * Sparsity
              * @default 0.25
@@ -2391,6 +2393,16 @@ export interface components {
              * @description weight_quant in groups: this many weights of an output channel share a scale.
              */
             group_size?: number | null;
+            /**
+             * M
+             * @description nm_sparsity: the group size along the input dimension.
+             */
+            m?: number | null;
+            /**
+             * N
+             * @description nm_sparsity: weights kept in every group of m.
+             */
+            n?: number | null;
             /** Norm */
             norm?: string | null;
             /** Per Channel */
@@ -2409,7 +2421,7 @@ export interface components {
             symmetric?: boolean | null;
             /**
              * Type
-             * @description weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag.
+             * @description weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, nm_sparsity, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag.
              */
             type: string;
             weights?: components["schemas"]["CompressionConfigOut"] | null;
@@ -2812,6 +2824,27 @@ export interface components {
              * @description Number of samples in the dataset.
              */
             total: number;
+        };
+        /** DenseLayerOut */
+        DenseLayerOut: {
+            /**
+             * Layer
+             * @default
+             */
+            layer: string;
+            /**
+             * Reason
+             * @description Why its zeroed channels stay in the exported file.
+             * @default
+             */
+            reason: string;
+            /**
+             * Zero Channels
+             * @default 0
+             */
+            zero_channels: number;
+        } & {
+            [key: string]: unknown;
         };
         /** DetectionClassOut */
         DetectionClassOut: {
@@ -3352,6 +3385,8 @@ export interface components {
             source_sha256: string | null;
             /** Source Sha256 Of */
             source_sha256_of: string | null;
+            /** @description Channel pruning: the channels removed from this file, and the layers left dense. */
+            structured_pruning: components["schemas"]["StructuredPruningOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -5210,6 +5245,28 @@ export interface components {
             name: string | null;
         };
         /**
+         * NMSparsityIn
+         * @description N:M semi-structured sparsity: keep the n largest of every m consecutive input weights (2:4). The
+         *     file stays dense float32: the point is marked "needs sparse kernels" and claims no speed or size.
+         */
+        NMSparsityIn: {
+            /**
+             * M
+             * @default 4
+             */
+            m: number;
+            /**
+             * N
+             * @default 2
+             */
+            n: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "nm_sparsity";
+        };
+        /**
          * NoiseIn
          * @description Uniform noise with the power of b-bit symmetric quantization: "what if this tensor were b-bit".
          */
@@ -5566,6 +5623,11 @@ export interface components {
             other_params: number | null;
             /** Params Kept */
             params_kept: number | null;
+            /**
+             * Params Kept Simulated
+             * @description Channel pruning: the simulation's count, before the export removed channels.
+             */
+            params_kept_simulated: number | null;
             /** Params Nonzero */
             params_nonzero: number | null;
             /** Params Total */
@@ -5578,6 +5640,8 @@ export interface components {
             size_bytes_fp32: number | null;
             /** Size Bytes Sparse */
             size_bytes_sparse: number | null;
+            /** @description Channel pruning: what the export removed (params_kept, MACs and size are the file's). */
+            structured_pruning: components["schemas"]["StructuredPruningOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -5839,6 +5903,32 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** PrunedLayerOut */
+        PrunedLayerOut: {
+            /**
+             * Channels
+             * @default 0
+             */
+            channels: number;
+            /**
+             * Group
+             * @description Layers pruned together (a residual group).
+             */
+            group: string[];
+            /**
+             * Layer
+             * @default
+             */
+            layer: string;
+            /**
+             * Removed
+             * @description Output channels removed from the exported file.
+             * @default 0
+             */
+            removed: number;
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * QatIn
          * @description Distillation with the quantized weights trained too, fake-quantized with a straight-through
@@ -6091,7 +6181,7 @@ export interface components {
              * Config
              * @description The compression configuration to recover (as sweeps take it).
              */
-            config?: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"] | components["schemas"]["ScheduleIn"]) | null;
+            config?: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["NMSparsityIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"] | components["schemas"]["ScheduleIn"]) | null;
             /**
              * Dataset Id
              * Format: uuid
@@ -6754,6 +6844,11 @@ export interface components {
             /** Matches Simulation */
             matches_simulation: boolean | null;
             /**
+             * Needs Sparse Kernels
+             * @description N:M sparsity: fast only on sparse kernels; no speed or size is claimed.
+             */
+            needs_sparse_kernels: boolean | null;
+            /**
              * Real Export
              * @description The runtime form, e.g. real-int8-qdq.
              */
@@ -6894,7 +6989,7 @@ export interface components {
          */
         ScheduleIn: {
             /** Stages */
-            stages: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"])[];
+            stages: (components["schemas"]["WeightQuantIn"] | components["schemas"]["ActivationQuantIn"] | components["schemas"]["FloatCastIn"] | components["schemas"]["QuantizeIn"] | components["schemas"]["MagnitudePruneIn"] | components["schemas"]["ChannelPruneIn"] | components["schemas"]["NMSparsityIn"] | components["schemas"]["LowRankIn"] | components["schemas"]["NoiseIn"])[];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -7638,6 +7733,37 @@ export interface components {
              * @enum {string}
              */
             name: "smoothquant";
+        };
+        /**
+         * StructuredPruningOut
+         * @description Channels physically removed from a channel-pruned point's export, counted on the file.
+         */
+        StructuredPruningOut: {
+            /**
+             * Applied
+             * @default false
+             */
+            applied: boolean;
+            /** Bytes */
+            bytes: number | null;
+            /** Bytes Dense */
+            bytes_dense: number | null;
+            /** Left Dense */
+            left_dense: components["schemas"]["DenseLayerOut"][];
+            /** Macs */
+            macs: number | null;
+            /** Macs Dense */
+            macs_dense: number | null;
+            /** Notes */
+            notes: string[];
+            /** Params */
+            params: number | null;
+            /** Params Dense */
+            params_dense: number | null;
+            /** Pruned */
+            pruned: components["schemas"]["PrunedLayerOut"][];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SweepPointDocOut

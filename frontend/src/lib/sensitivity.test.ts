@@ -10,6 +10,7 @@ describe("configurations", () => {
     );
     expect(describeConfig({ type: "magnitude_prune", sparsity: 0.5 })).toBe("50 % of weights pruned (magnitude)");
     expect(describeConfig({ type: "low_rank", rank_ratio: 0.5 })).toBe("low rank, 50 % of the rank kept");
+    expect(describeConfig({ type: "nm_sparsity", n: 2, m: 4 })).toBe("2:4 sparsity (needs sparse kernels)");
     expect(describeConfig({ type: "noise", bits: 4 })).toBe("noise of 4-bit quantization");
     expect(
       describeConfig({

@@ -55,6 +55,8 @@ export function describeConfig(config: unknown): string {
       return `${fraction(config.sparsity ?? 0.5)} of weights pruned (magnitude)`;
     case "channel_prune":
       return `${fraction(config.sparsity ?? 0.25)} of channels pruned (${typeof config.norm === "string" ? config.norm : "l1"})`;
+    case "nm_sparsity":
+      return `${String(numberAt(config, "n") ?? 2)}:${String(numberAt(config, "m") ?? 4)} sparsity (needs sparse kernels)`;
     case "low_rank":
       return `low rank, ${fraction(config.rank_ratio ?? 0.5)} of the rank kept`;
     case "noise":

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { SweepPoint } from "../api/types";
 import { describePoint, samePlace, slowerThanGolden, toRow, type SweepRow } from "./sweep";
 import { hoverText, runtimeSeries } from "./sweepChart";
 import { latencyRows, sortRows } from "./sweepTable";
@@ -49,6 +50,23 @@ describe("rows", () => {
       ["real", ["fp32", "w8", "lowrank"]],
       ["simulated", ["w4a8", "prune-0.5"]],
     ]);
+  });
+
+  it("list a channel-pruned point whose export lost its channels with the real runtimes", () => {
+    const doc = point(11, "prune-ch0.5-l1", {}, true);
+    const withExport = (applied: boolean) =>
+      toRow({
+        ...doc,
+        point: doc.point && {
+          ...doc.point,
+          runtime: doc.point.runtime && { ...doc.point.runtime, real_export: "simulated-float" },
+        },
+        export_manifest: { structured_pruning: { applied } } as SweepPoint["export_manifest"],
+      });
+    expect([withExport(true), withExport(false)].map((r) => r.runtime)).toEqual(["real", "simulated"]);
+    expect(hoverText(withExport(true), ["size_bytes", "kl_mean"], null, undefined, ROWS)).toContain(
+      "pruned channels removed",
+    );
   });
 
   it("tell apart points at the same place on the chart", () => {

@@ -51,6 +51,11 @@ export function describePoint(label: string, config: CompressionConfig): string 
   return describeConfig(config);
 }
 
+/** Whether the point's stored export had channels physically removed (a channel-pruned point). */
+export function channelsRemoved(point: SweepPoint): boolean {
+  return point.export_manifest?.structured_pruning?.applied === true;
+}
+
 export function toRow(point: SweepPoint): SweepRow {
   const doc = point.point ?? null;
   const executable = doc?.runtime?.executable;
@@ -64,9 +69,10 @@ export function toRow(point: SweepPoint): SweepRow {
     config: point.config,
     objectives: point.objectives,
     // A pruned or low-rank point runs only as the simulation's dense float32 graph ("simulated-float"): no
-    // real kernel gives it a size or speed gain, so it is not listed as running in a real runtime.
+    // real kernel gives it a size or speed gain, so it is not listed as running in a real runtime - unless
+    // channels were physically removed from its export (issue 33): a smaller file that really runs faster.
     runtime:
-      executable === true && realExport !== "simulated-float"
+      executable === true && (realExport !== "simulated-float" || channelsRemoved(point))
         ? "real"
         : executable === false || executable === true
           ? "simulated"

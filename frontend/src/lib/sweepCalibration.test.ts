@@ -12,6 +12,8 @@ describe("quantizesActivations", () => {
       quantizesActivations({ type: "schedule", stages: [{ type: "magnitude_prune" }, { type: "activation_quant" }] }),
     ).toBe(true);
     expect(quantizesActivations({ type: "weight_quant", bits: 4 })).toBe(false);
+    expect(quantizesActivations({ type: "channel_prune", sparsity: 0.5, norm: "reconstruction" })).toBe(true);
+    expect(quantizesActivations({ type: "channel_prune", sparsity: 0.5, norm: "l1" })).toBe(false);
   });
 });
 

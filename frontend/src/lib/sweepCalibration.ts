@@ -7,10 +7,12 @@ export const DEFAULT_HELD_OUT = 128;
 export const HELD_OUT_SHARE = 4;
 export const DEFAULT_NAMED = 256;
 
-/** Whether a configuration (its JSON: a "type" tag and fields) quantizes any activation. */
+/** Whether a configuration (its JSON: a "type" tag and fields) quantizes any activation, or ranks channels on
+ * samples (channel_prune by taylor / reconstruction importance): both calibrate. */
 export function quantizesActivations(config: unknown): boolean {
   if (!isObject(config)) return false;
   if (config.type === "activation_quant") return true;
+  if (config.type === "channel_prune") return config.norm === "taylor" || config.norm === "reconstruction";
   if (config.type === "quantize") return config.activations !== null && config.activations !== undefined;
   if (config.type === "schedule" && Array.isArray(config.stages)) return config.stages.some(quantizesActivations);
   return false;

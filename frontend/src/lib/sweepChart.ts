@@ -69,6 +69,8 @@ export function sweepSeries(rows: readonly SweepRow[], sweeps: readonly { id: st
 }
 
 function runtimeLine(row: SweepRow): string {
+  if (row.runtime === "real" && row.realExport === "simulated-float")
+    return "runs in ONNX Runtime: float32 with the pruned channels removed";
   if (row.runtime === "real") return `runs in ONNX Runtime: ${escapeHtml(row.realExport ?? "?")}`;
   if (row.runtime === "simulated" && row.realExport === "simulated-float")
     return "runs only as a dense float32 graph (simulated-float): no real kernel";

@@ -25,6 +25,7 @@ export function point(
         : sweepPointDoc({
             runtime: {
               executable,
+              needs_sparse_kernels: false,
               runtime: "onnxruntime CPUExecutionProvider",
               real_export: executable ? "real-int8-weights" : null,
               real_kinds: [],

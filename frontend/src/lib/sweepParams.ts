@@ -54,8 +54,16 @@ export const SWEEP_PRESETS: readonly Preset[] = [
   {
     id: "chprune25",
     label: "channel prune 25 %",
-    title: "A quarter of the output channels zeroed (smallest L1 norm)",
+    title:
+      "A quarter of the output channels (smallest L1 norm) zeroed, then removed from the exported model where the graph allows",
     config: { type: "channel_prune", sparsity: 0.25 },
+  },
+  {
+    id: "sparse24",
+    label: "2:4 sparsity",
+    title:
+      "Two of every four input weights zeroed (smallest magnitude): fidelity only, the point needs sparse kernels (no speed or size claimed)",
+    config: { type: "nm_sparsity", n: 2, m: 4 },
   },
   {
     id: "prune50w8",

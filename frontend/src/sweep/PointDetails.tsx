@@ -60,6 +60,11 @@ function RuntimeFacts({ row }: { row: SweepRow }) {
         ) : (
           <span className="badge badge-muted">runtime unknown</span>
         )}{" "}
+        {r?.needs_sparse_kernels === true && (
+          <span className="badge badge-busy" title="N:M sparsity: no runtime measured here has sparse kernels">
+            needs sparse kernels (no speed or size claimed)
+          </span>
+        )}{" "}
         {r?.runtime && <span className="muted small-text">{r.runtime}</span>}
       </p>
       <Facts

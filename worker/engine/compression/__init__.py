@@ -4,7 +4,7 @@ model and run the result, without producing a deployable artifact.
 Entry points:
 
 * configs (`configs`): WeightQuant, ActivationQuant, FloatCast, Quantize, MagnitudePrune, ChannelPrune,
-  LowRank, NoiseInjection, Schedule; `config_from_dict` reads them back from JSON.
+  NMSparsity, LowRank, NoiseInjection, Schedule; `config_from_dict` reads them back from JSON.
 * `as_compressible(model)` / `open_compressible(path, fmt)`: a `CompressibleModel` handle over an
   nn.Module, a torch.export program, a TorchScript module, a `TorchRunner` from `loaders.load_model`,
   or an ONNX model. `compressed(handle, plan, calibration)` lends a `Runner` of the model compressed by
@@ -41,6 +41,7 @@ from worker.engine.compression.configs import (
     FloatCast,
     LowRank,
     MagnitudePrune,
+    NMSparsity,
     NoiseInjection,
     Quantize,
     Schedule,
@@ -77,6 +78,7 @@ __all__ = [
     "LayerSpec",
     "LowRank",
     "MagnitudePrune",
+    "NMSparsity",
     "NoiseInjection",
     "Quantize",
     "Schedule",

@@ -21,8 +21,9 @@ backends (activations); the conventions are summarised here:
 * FloatCast: round-trip cast (float32 → fp16/bf16 → float32) of the weights, biases and outputs.
 * MagnitudePrune: zero the round(sparsity·n) smallest-|w| entries of each weight tensor (like
   torch.nn.utils.prune.l1_unstructured).
-* ChannelPrune: zero the round(sparsity·C) output channels with the smallest L1/L2 norm, and their bias
-  entries, so that the channel's output is 0 (what removing it does when the next op maps 0 to 0).
+* ChannelPrune: zero the round(sparsity·C) output channels with the smallest L1/L2 norm (or Taylor /
+  reconstruction importance on the calibration data, `importance`), and their bias entries, so that the channel's output is 0 (what removing it does when the next op maps 0 to 0).
+* NMSparsity: keep the n largest |w| of every m consecutive input weights (2:4), `nm_sparsity`.
 * LowRank: truncated SVD of each weight reshaped to out × (in·k…), keeping r = max(1, round(ratio·min(m,n)))
   singular values: the best rank-r approximation in Frobenius norm (Eckart–Young).
 * NoiseInjection: add uniform noise U(−Δ/2, Δ/2), Δ = max|w| / (2^(b−1)−1) — exactly the step of the
@@ -48,12 +49,15 @@ from worker.engine.compression.config_fields import (
     fields_of,
     num_text,
 )
+from worker.engine.compression.nm_sparsity import NMSparsity
 
-__all__ = ["CompressionConfigError"]  # re-exported: callers catch it from here
+__all__ = ["CompressionConfigError", "NMSparsity"]  # re-exported: callers catch it from here
 
 CalibrationMethod = Literal["minmax", "percentile", "mse", "entropy"]
 FloatDtype = Literal["fp16", "bf16"]
-Norm = Literal["l1", "l2"]
+Norm = Literal["l1", "l2", "taylor", "reconstruction"]
+DATA_NORMS = ("taylor", "reconstruction")
+"""ChannelPrune criteria that need calibration data (compression/importance.py), not only the weights."""
 
 DEFAULT_PERCENTILE = 99.99
 
@@ -224,7 +228,8 @@ class MagnitudePrune:
 
 @dataclass(frozen=True)
 class ChannelPrune:
-    """Structured pruning of output channels by their L1 or L2 norm; `sparsity` (0..1) of the channels."""
+    """Structured pruning of `sparsity` (0..1) of the output channels, the least important by `norm`: L1 or
+    L2 norm of the weights, or "taylor" / "reconstruction" importance on the calibration data."""
 
     sparsity: float = 0.25
     norm: Norm = "l1"
@@ -232,7 +237,7 @@ class ChannelPrune:
 
     def __post_init__(self) -> None:
         check_float("ChannelPrune", "sparsity", self.sparsity, 0.0, 1.0)
-        check_choice("ChannelPrune", "norm", self.norm, ("l1", "l2"))
+        check_choice("ChannelPrune", "norm", self.norm, ("l1", "l2", *DATA_NORMS))
 
     @property
     def id(self) -> str:
@@ -299,6 +304,7 @@ Stage = (
     | Quantize
     | MagnitudePrune
     | ChannelPrune
+    | NMSparsity
     | LowRank
     | NoiseInjection
 )
@@ -349,6 +355,7 @@ STAGE_TYPES = (
     Quantize,
     MagnitudePrune,
     ChannelPrune,
+    NMSparsity,
     LowRank,
     NoiseInjection,
 )

@@ -22,18 +22,21 @@ import torch
 
 from worker.engine.compression import ops
 from worker.engine.compression.configs import (
+    DATA_NORMS,
     ActivationQuant,
     ChannelPrune,
     Config,
     FloatCast,
     LowRank,
     MagnitudePrune,
+    NMSparsity,
     NoiseInjection,
     Quantize,
     Stage,
     WeightQuant,
     stages_of,
 )
+from worker.engine.compression.nm_sparsity import nm_prune
 from worker.engine.errors import EngineError
 
 
@@ -181,11 +184,14 @@ def compress_tensors(
     plan: Mapping[str, Config],
     read: Callable[[str], torch.Tensor],
     cache: dict[Any, Any] | None = None,
+    scores: Mapping[tuple[str, str], Sequence[float]] | None = None,
 ) -> CompressionOutcome:
     """Apply every layer's config (stages in order) to its tensors. `read(key)` gives a tensor's current
     (golden) value. Layers are processed in the order of `layers` (depth order). A layer's result
     depends only on its golden tensors and config, so `cache` (a dict the caller keeps, e.g. over
-    the cells of an "all_but" scan) memoises it per (layer, config, tensors)."""
+    the cells of an "all_but" scan) memoises it per (layer, config, tensors). `scores`: (layer, method) →
+    importance of its output channels, for ChannelPrune by "taylor" / "reconstruction" (`resolve` computes
+    them on the calibration data); such a config without its scores is an EngineError."""
     outcome = CompressionOutcome()
     claimed: dict[str, str] = {}
     users: dict[str, list[str]] = {}
@@ -211,7 +217,7 @@ def compress_tensors(
             current = dict(golden)
             notes = []
             for stage in stages_of(config):
-                current = _apply_stage(layer, stage, current, notes)
+                current = _apply_stage(layer, stage, current, notes, scores or {})
             tensors = {key: value for key, value in current.items() if not torch.equal(value, golden[key])}
             if cache is not None:
                 cache[memo] = (tensors, notes)
@@ -236,7 +242,11 @@ def _name(layer: LayerSpec, key: str) -> str:
 
 
 def _apply_stage(
-    layer: LayerSpec, stage: Stage, current: dict[str, torch.Tensor], notes: list[str]
+    layer: LayerSpec,
+    stage: Stage,
+    current: dict[str, torch.Tensor],
+    notes: list[str],
+    scores: Mapping[tuple[str, str], Sequence[float]],
 ) -> dict[str, torch.Tensor]:
     out = dict(current)
     weights = [w for w in layer.weights if w.key in out]
@@ -260,6 +270,9 @@ def _apply_stage(
     elif isinstance(stage, MagnitudePrune):
         for w in weights:
             out[w.key] = ops.magnitude_prune(out[w.key], stage.sparsity)
+    elif isinstance(stage, NMSparsity):
+        for w in weights:
+            out[w.key] = nm_prune(out[w.key], stage.n, stage.m, w.prune_axis)
     elif isinstance(stage, LowRank):
         ranks = []
         for w in weights:
@@ -271,7 +284,7 @@ def _apply_stage(
             out[w.key] = ops.inject_noise(out[w.key], stage.bits, stage.seed, w.name)
     elif isinstance(stage, ChannelPrune):
         for group in layer.channel_groups:
-            prune_group(layer, group, out, stage)
+            prune_group(layer, group, out, stage, _data_scores(layer, group, stage, scores, notes))
     # ActivationQuant changes no tensor: see output_transforms
     return out
 
@@ -299,13 +312,42 @@ def zero_group_channels(
             values[key] = ops.zero_channels(values[key], 0, layer.bias(key).gates, channels)
 
 
+def _data_scores(
+    layer: LayerSpec,
+    group: ChannelGroup,
+    stage: ChannelPrune,
+    scores: Mapping[tuple[str, str], Sequence[float]],
+    notes: list[str],
+) -> torch.Tensor | None:
+    """The data-driven importance of a group's channels (primary group only), None for a norm."""
+    if stage.norm not in DATA_NORMS:
+        return None
+    found = scores.get((layer.name, stage.norm))
+    if found is None:
+        raise EngineError(
+            f"{stage.id} on layer {layer.name!r} ranks channels by {stage.norm} importance, which needs "
+            "calibration data (compress through resolve() with a Calibration)"
+        )
+    if group is not layer.primary_channels():
+        notes.append(
+            f"{layer.name}: {stage.norm} importance scores its output channels only; other groups by L1"
+        )
+        return None
+    return torch.tensor([float(s) for s in found], dtype=torch.float64)
+
+
 def prune_group(
-    layer: LayerSpec, group: ChannelGroup, values: dict[str, torch.Tensor], stage: ChannelPrune
+    layer: LayerSpec,
+    group: ChannelGroup,
+    values: dict[str, torch.Tensor],
+    stage: ChannelPrune,
+    scores: torch.Tensor | None = None,
 ) -> None:
     members = group_members(layer, group, values)
     if not members:
         return
-    scores = ops.channel_scores(members, stage.norm)
+    if scores is None:
+        scores = ops.channel_scores(members, stage.norm if stage.norm in ("l1", "l2") else "l1")
     zero_group_channels(layer, group, values, ops.lowest_channels(scores, stage.sparsity))
 
 

@@ -138,6 +138,7 @@ class Calibration:
         self._stats: dict[tuple[str, str], ops.ActivationStats] = {}
         self._histogram: set[str] = set()
         self._ranged: set[str] = set()
+        self._importance: dict[tuple[str, str], list[float]] = {}
 
     def ensure(self, layers: Sequence[str], histogram: bool) -> None:
         wanted = [name for name in layers if name not in (self._histogram if histogram else self._ranged)]
@@ -155,6 +156,22 @@ class Calibration:
         self.ensure(
             [n for n, kind in need.items() if kind in ("percentile", "mse", "entropy")], histogram=True
         )
+
+    def importance(self, layer: str, method: str) -> list[float]:
+        """Importance of the layer's output channels on the calibration feeds (cached per layer and method)."""
+        from worker.engine.compression.importance import channel_importance
+
+        key = (layer, method)
+        if key not in self._importance:
+            found = channel_importance(
+                self.model,
+                layer,
+                method,  # type: ignore[arg-type]
+                self.feeds,
+                batch_size=self.batch_size,
+            )
+            self._importance[key] = [float(s) for s in found.scores]
+        return self._importance[key]
 
     def stats(self, layer: str, key: str) -> ops.ActivationStats:
         found = self._stats.get((layer, key))
@@ -174,7 +191,7 @@ def resolve(
     model.check_layers(list(plan))
     if calibration is not None:
         calibration.ensure_for(plan)
-    outcome = compress_tensors(model.layers(), plan, model.read, cache)
+    outcome = compress_tensors(model.layers(), plan, model.read, cache, _importance(model, plan, calibration))
     chains: Chains = {}
     lookup = calibration.stats if calibration is not None else None
     for name, config in plan.items():
@@ -191,6 +208,27 @@ def resolve(
             if chain:
                 chains[name] = chain
     return outcome, chains
+
+
+def _importance(
+    model: CompressibleModel, plan: Mapping[str, Config], calibration: Calibration | None
+) -> dict[tuple[str, str], list[float]]:
+    """Channel importance on the calibration data for the ChannelPrune stages that rank by it."""
+    from worker.engine.compression.configs import DATA_NORMS, ChannelPrune, stages_of
+
+    wanted = {
+        (name, stage.norm)
+        for name, config in plan.items()
+        for stage in stages_of(config)
+        if isinstance(stage, ChannelPrune) and stage.norm in DATA_NORMS
+    }
+    if not wanted:
+        return {}
+    if calibration is None:
+        raise EngineError(
+            f"channel pruning by {sorted({m for _, m in wanted})} importance needs calibration data"
+        )
+    return {key: calibration.importance(*key) for key in sorted(wanted)}
 
 
 @contextmanager

@@ -35,6 +35,7 @@ from worker.engine.compression.configs import (
     FloatCast,
     LowRank,
     MagnitudePrune,
+    NMSparsity,
     NoiseInjection,
     Quantize,
     Schedule,
@@ -72,6 +73,8 @@ def technique_label(config: Stage) -> str:
         return f"prune {config.sparsity * 100:g} %"
     if isinstance(config, ChannelPrune):
         return f"channel prune {config.sparsity * 100:g} % ({config.norm})"
+    if isinstance(config, NMSparsity):
+        return f"{config.n}:{config.m} sparsity"
     if isinstance(config, LowRank):
         return f"low rank {config.rank_ratio * 100:g} %"
     if isinstance(config, FloatCast):

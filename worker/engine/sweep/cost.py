@@ -19,12 +19,13 @@ BOPs = MACs × weight bits × activation bits), made precise here:
   asymmetric quantization adds one zero point per scale, stored in
   the quantized type (ceil(bits / 8) bytes); a symmetric zero point is 0 and is not stored. Activation
   quantization adds one scale and one zero point per quantized layer output.
-* Pruning (MagnitudePrune, ChannelPrune): `size_bytes` is the DENSE size (what an ONNX file stores and a
+* Pruning (MagnitudePrune, ChannelPrune, NMSparsity): `size_bytes` is the DENSE size (what an ONNX file stores and a
   dense runtime executes: the zeros are still there). `size_bytes_sparse` is what a bitmask sparse format
   would need per pruned tensor — ceil(elements / 8) mask bytes + the kept values — or the dense size when
   that is smaller. `params_kept` counts a pruned tensor's nonzero entries. Channel pruning is counted
-  the same way (zeroed rows); removing the channels from the graph would also shrink the next layer's
-  inputs, which is not counted.
+  the same way here (zeroed rows); a sweep point then replaces params_kept, macs_effective and (float32
+  plans) size_bytes by the counts of its physically pruned export, which also loses the next layers'
+  input channels (`structured_export.real_cost`).
 * Low rank (LowRank): a weight reshaped to m × n with rank r is stored as its two factors, r·(m + n)
   elements, when that is fewer than m·n (else dense). `params_kept` counts the factors; `macs_effective`
   scales the layer's MACs by the same ratio (a factorized layer runs as two smaller ones). The ONNX
@@ -56,6 +57,7 @@ from worker.engine.compression.configs import (
     FloatCast,
     LowRank,
     MagnitudePrune,
+    NMSparsity,
     NoiseInjection,
     Quantize,
     WeightQuant,
@@ -99,7 +101,7 @@ def storage_of(config: Config | None) -> Storage:
             w_bits, wq = stage.bits, WeightQuant(stage.bits, symmetric=True, per_channel=False)
         elif isinstance(stage, FloatCast):
             w_bits, b_bits, a_bits = min(w_bits, 16), min(b_bits, 16), min(a_bits, 16)
-        elif isinstance(stage, MagnitudePrune | ChannelPrune):
+        elif isinstance(stage, MagnitudePrune | ChannelPrune | NMSparsity):
             pruned = True
         elif isinstance(stage, LowRank):
             low_rank = stage

@@ -6,7 +6,9 @@ which are described in `worker.engine.sweep.runtime_forms`:
 
 * "simulated" → "simulated-float" (or "fp32" for the golden point): the graph the simulation ran. For
   an ONNX golden model it is the very graph `compressed()` runs (same weights, same fake-quant nodes,
-  same calibration statistics), so onnxruntime reproduces the point's fidelity figures.
+  same calibration statistics), so onnxruntime reproduces the point's fidelity figures. A channel-pruned
+  plan's graph then has its zeroed channels removed (`structured_export.prune_proto`: the same outputs to
+  float rounding, fewer parameters and MACs; what stayed dense and why in the manifest).
 * "real" → the config's preferred deployable kind (`RuntimeSupport.preferred`), or any kind by name:
   real-int8-weights (int8/uint8 initializers + DequantizeLinear, bit-exact with the simulation),
   real-int8-dynamic (quantize_dynamic), real-int8-qdq (quantize_static on the calibration feeds),
@@ -36,6 +38,7 @@ w8+a8: identical; EfficientNet-Lite0 w8+a8 on 16 images: KL 0.0224 in torch, 0.0
 Manifest keys: format, file, kind, point_id, config (to_dict or None), plan (layer → to_dict, for
 per-layer plans), source_sha256 (+ source_sha256_of), file_sha256, file_size_bytes, size_bytes
 (computed, `cost`), size_bytes_fp32, matches_simulation, quantization (the converter's settings),
+structured_pruning (channel-pruned plans: `structured_export.prune_proto`'s record, else None),
 metrics: {"simulated": the point's fidelity or None, "measured": the file run in onnxruntime against the
 golden model, or None without eval feeds}, onnxruntime_version, opset, notes.
 """
@@ -46,12 +49,12 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from worker.engine.compression import Calibration, CompressibleModel, Config
-from worker.engine.compression.model import Feeds
+from worker.engine.compression.model import Feeds, resolve
 from worker.engine.errors import EngineError
 from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost
@@ -67,6 +70,10 @@ from worker.engine.sweep.runtime_forms import (
     float_part,
     runtime_support,
 )
+from worker.engine.sweep.structured_export import has_channel_prune, prune_proto
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["MANIFEST_FORMAT", "export_point", "ort_runner"]
 
@@ -146,15 +153,30 @@ def export_point(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{_slug(spec.id)}.{chosen}.onnx"
     quantization: dict[str, Any] = {}
+    structured: dict[str, Any] | None = None
+    prune = has_channel_prune(spec.plan)
+
+    def physically_pruned(proto: onnx.ModelProto) -> onnx.ModelProto:
+        nonlocal structured
+        if prune:
+            structured = prune_proto(proto, calib.feeds)
+            notes.append(_structured_note(structured))
+        return proto
+
     if chosen in ("fp32", "simulated-float"):
-        save_proto(build(spec.plan), path)
+        save_proto(physically_pruned(build(spec.plan)), path)
     elif chosen == "real-int8-weights":
         proto = build(spec.plan)
         quantization = int8_weights(proto, golden.layers(), golden.read, spec.plan, notes)
+        if prune:
+            notes.append(
+                "channels are not removed from the int8-weights form (its integers are matched to the weights "
+                "by name and shape); the simulated-float export is the physically pruned one"
+            )
         save_proto(proto, path)
     else:
         float_plan = {name: part for name, config in spec.plan.items() if (part := float_part(config))}
-        base = build(float_plan)
+        base = physically_pruned(build(float_plan))
         config = next(iter(spec.plan.values()))
         if chosen == "fp16":
             quantization = fp16(base, path)
@@ -162,7 +184,7 @@ def export_point(
             quantization = dynamic(base, path, config)
         else:
             quantization = qdq(base, path, config, calib.feeds, calib.batch_size, notes)
-    cost = model_cost(golden, spec.plan)
+    cost = model_cost(golden, spec.plan, resolve(golden, spec.plan, calib)[0].tensors)
     source, source_of = (source_sha256, "file") if source_sha256 else _source_digest(golden)
     measured = None
     if eval_feeds is not None:
@@ -191,6 +213,7 @@ def export_point(
         "size_bytes_fp32": cost.size_bytes_fp32,
         "matches_simulation": chosen in EXACT_KINDS,
         "quantization": quantization,
+        "structured_pruning": structured,
         "metrics": {"simulated": None if point is None else point.fidelity, "measured": measured},
         "onnxruntime_version": onnxruntime.__version__,
         "opset": file_opset(path),
@@ -199,6 +222,18 @@ def export_point(
     manifest = json_safe(manifest)
     path.with_suffix(".json").write_text(json.dumps(manifest, indent=2, allow_nan=False))
     return path, manifest
+
+
+def _structured_note(structured: Mapping[str, Any]) -> str:
+    if not structured["applied"]:
+        return (
+            "channel pruning: no channel could be removed from the graph (see structured_pruning.left_dense)"
+        )
+    return (
+        f"channel pruning: zeroed channels removed from the graph ({structured['params_dense']} → "
+        f"{structured['params']} parameters, {structured['macs_dense']} → {structured['macs']} MACs per sample; "
+        f"{len(structured['left_dense'])} layer(s) left dense, see structured_pruning)"
+    )
 
 
 def _choose_kind(kind: str, plan: Mapping[str, Config], real: tuple[ExportKind, ...]) -> ExportKind:

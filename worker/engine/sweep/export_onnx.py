@@ -20,6 +20,7 @@ from worker.engine.compression import Calibration, Config
 from worker.engine.compression.layers import LayerSpec
 from worker.engine.compression.model import resolve
 from worker.engine.compression.ops import weight_qparams
+from worker.engine.errors import EngineError
 from worker.engine.sweep.export_common import Builder, default_opset
 from worker.engine.sweep.runtime_forms import last_weight_quant
 
@@ -83,7 +84,14 @@ def int8_weights(
             continue
         index, wq = found
         prefix = tuple(config.stages[:index]) if isinstance(config, Schedule) else ()
-        before = compress_tensors(layers, {layer.name: Schedule(prefix)}, read).tensors if prefix else {}
+        try:
+            before = compress_tensors(layers, {layer.name: Schedule(prefix)}, read).tensors if prefix else {}
+        except EngineError as exc:  # e.g. channels ranked on calibration data, which this pass does not hold
+            notes.append(
+                f"{layer.name}: its weights before quantization cannot be recomputed ({exc}); left in float"
+            )
+            left.extend(spec.name for spec in layer.weights)
+            continue
         groups: dict[str, list[Any]] = {}
         for spec in layer.weights:
             if spec.key in claimed:

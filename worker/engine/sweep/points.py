@@ -34,7 +34,8 @@ from worker.engine.sweep.golden import (
     json_safe,
     point_spec,
 )
-from worker.engine.sweep.runtime_forms import runtime_support
+from worker.engine.sweep.runtime_forms import float_part, runtime_support
+from worker.engine.sweep.structured_export import has_channel_prune, prune_proto, real_cost
 
 if TYPE_CHECKING:
     from worker.engine.sensitivity.scan import MixedPrecisionPlan
@@ -89,7 +90,9 @@ def evaluate_point(
     if calibration is None:
         calibration = Calibration(golden, bind_inputs(feeds, golden.inputs), batch_size)
         if _needs_calibration(spec.plan):
-            notes.append("activation ranges calibrated on the evaluation feeds themselves")
+            notes.append(
+                "calibrated (activation ranges, channel importance) on the evaluation feeds themselves"
+            )
     elif not isinstance(calibration, Calibration):
         calibration = Calibration(golden, bind_inputs(calibration, golden.inputs), batch_size)
     with compressed(golden, spec.plan, calibration, cache) as (runner, outcome):
@@ -126,7 +129,32 @@ def evaluate_point(
                 fidelity_params=params,
             )
             point.exports.append(manifest)
+    if has_channel_prune(spec.plan):
+        point.cost = _physically_pruned_cost(golden, spec.plan, point, calibration)
     return point
+
+
+def _physically_pruned_cost(
+    golden: CompressibleModel, plan: Mapping[str, Config], point: SweepPoint, calibration: Calibration
+) -> dict[str, Any]:
+    """The point's cost counted on its physically pruned export: the exported one's record, or (without an
+    export folder) the simulated float graph pruned in memory."""
+    structured = next(
+        (m["structured_pruning"] for m in reversed(point.exports) if m.get("structured_pruning")), None
+    )
+    if structured is None:
+        from worker.engine.sweep.export import _builder
+
+        float_plan = {name: part for name, config in plan.items() if (part := float_part(config))}
+        try:
+            proto = _builder(golden, calibration, [])(float_plan)
+        except EngineError as exc:  # e.g. a torch model the ONNX exporter cannot trace: simulated counts stay
+            point.notes.append(
+                f"channels not removed from a graph to count them ({exc}); cost is the simulation's"
+            )
+            return point.cost
+        structured = prune_proto(proto, calibration.feeds)
+    return real_cost(point.cost, plan, structured)
 
 
 def evaluate_points(
@@ -169,6 +197,11 @@ def evaluate_points(
 
 
 def _needs_calibration(plan: Mapping[str, Config]) -> bool:
-    from worker.engine.compression.configs import needs_activation_stats
+    """Whether the plan calibrates on samples: activation ranges, or channels ranked by importance."""
+    from worker.engine.compression.configs import DATA_NORMS, ChannelPrune, needs_activation_stats, stages_of
 
-    return any(needs_activation_stats(config) for config in plan.values())
+    return any(
+        needs_activation_stats(config)
+        or any(isinstance(s, ChannelPrune) and s.norm in DATA_NORMS for s in stages_of(config))
+        for config in plan.values()
+    )

@@ -34,9 +34,12 @@ Per config (uniform over the model unless noted):
   Activations alone, or below 8 bits: simulated only (ORT's CPU kernels are 8-bit; quantize_static
   always quantizes weights too).
 * FloatCast fp16: fp16 (uniform only). bf16: simulated only (no bf16 Conv/Gemm kernels on CPU).
-* MagnitudePrune, ChannelPrune, LowRank: simulated-float *is* a deployable dense float32 model; it runs
+* MagnitudePrune, LowRank: simulated-float *is* a deployable dense float32 model; it runs
   exactly as simulated, with the zeros / the dense low-rank product (no size or speed gain without a
-  sparse or factorized runtime). Prune or low-rank stages before a quantization are kept in every kind.
+  sparse or factorized runtime). ChannelPrune: the export removes the zeroed channels from the graph
+  (`export_pruned`), so the file is smaller and runs fewer MACs (same outputs to float rounding). Prune or low-rank stages before a quantization are kept in every kind.
+* NMSparsity (2:4): simulated-float, a dense float32 file; marked "needs sparse kernels" (no runtime here
+  runs N:M kernels, so no speed or size gain is claimed).
 * NoiseInjection: an analysis probe, not a model anyone deploys: not executable.
 """
 
@@ -53,6 +56,7 @@ from worker.engine.compression.configs import (
     FloatCast,
     LowRank,
     MagnitudePrune,
+    NMSparsity,
     NoiseInjection,
     Quantize,
     Schedule,
@@ -76,11 +80,12 @@ EXACT_KINDS: frozenset[str] = frozenset({"fp32", "simulated-float", "real-int8-w
 """Kinds whose file computes exactly what the simulation computes."""
 
 RUNTIME = "onnxruntime CPUExecutionProvider"
+NEEDS_SPARSE_KERNELS = "needs sparse kernels"
 
 UNIFORM_ONLY: frozenset[str] = frozenset({"real-int8-dynamic", "real-int8-qdq", "fp16"})
 """Kinds made by whole-model converters: only when every compressible layer has the same config."""
 
-FLOAT_NATIVE = (MagnitudePrune, ChannelPrune, LowRank)
+FLOAT_NATIVE = (MagnitudePrune, ChannelPrune, NMSparsity, LowRank)
 """Stages whose result is an ordinary float32 model."""
 
 
@@ -99,9 +104,17 @@ class RuntimeSupport:
     def matches_simulation(self) -> bool | None:
         return None if self.preferred is None else self.preferred in EXACT_KINDS
 
+    @property
+    def needs_sparse_kernels(self) -> bool:
+        return any(
+            note.startswith(NEEDS_SPARSE_KERNELS) or f": {NEEDS_SPARSE_KERNELS}" in note
+            for note in self.notes
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "executable": self.executable,
+            "needs_sparse_kernels": self.needs_sparse_kernels,
             "runtime": RUNTIME,
             "real_export": self.preferred,
             "real_kinds": list(self.real_kinds),
@@ -189,6 +202,18 @@ def config_kinds(config: Config) -> tuple[tuple[ExportKind, ...], list[str]]:
             "quantize_dynamic (int8 kernels, activations quantized per batch) is the faster alternative"
         )
         return ("real-int8-weights", "real-int8-dynamic"), notes
+    if any(isinstance(s, NMSparsity) for s in stages):
+        return ("simulated-float",), [
+            f"{NEEDS_SPARSE_KERNELS}: N:M sparsity runs fast only on sparse tensor-core kernels (NVIDIA Ampere "
+            "and later, cuSPARSELt / TensorRT); onnxruntime's CPU provider runs the dense float32 file, so no "
+            "speed or size gain is claimed"
+        ]
+    if any(isinstance(s, ChannelPrune) for s in stages):
+        return ("simulated-float",), [
+            "a float32 model with the zeroed channels removed from the graph (export_pruned): onnxruntime runs "
+            "it as simulated, with fewer parameters and MACs; layers the pass cannot follow stay dense "
+            "(manifest structured_pruning)"
+        ]
     return ("simulated-float",), [
         "a dense float32 model with zeroed / low-rank weights: onnxruntime runs it exactly as simulated "
         "(dense kernels: no speed-up, and the file keeps the dense size)"
