@@ -1,6 +1,6 @@
 // The fidelity launcher's task (issues 30 and 31): the task the job scores, its options as flat JSON, and for
 // a language model the project model whose embeddings compare the two generations (semantic similarity).
-import { useMemo } from "react";
+import { useId, useMemo } from "react";
 import type { components } from "../client/schema";
 import type { JsonObject } from "../lib/json";
 import { sweepTasks } from "../lib/sweepTask";
@@ -22,13 +22,17 @@ export function FidelityTaskFields({
 }) {
   const tasks = useMemo(() => sweepTasks(schema), [schema]);
   const embedders = embeddingModels(models);
+  const hintId = useId();
   return (
     <fieldset className="fields">
       <legend>Task</legend>
+      {/* The description stays out of the label: it names "the golden model", and the select's accessible
+          name must be "Task" alone (the form's "Golden model" select is found by its label). */}
       <label>
         Task
         <select
           value={value.task}
+          aria-describedby={hintId}
           onChange={(e) => {
             onChange({ ...value, task: e.target.value });
           }}
@@ -39,8 +43,10 @@ export function FidelityTaskFields({
             </option>
           ))}
         </select>
-        <span className="muted small-text">{describeParam(schema, "task")}</span>
       </label>
+      <p id={hintId} className="muted small-text">
+        {describeParam(schema, "task")}
+      </p>
       <TextField
         label="Task options (JSON)"
         inputMode="text"
