@@ -20,9 +20,7 @@ from backend.api.recovery_schemas import RecoverySummaryOut
 from backend.settings import Settings
 from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
-from tests.support.segmentation import CLASSES, IGNORE, scenes, trained_segmenter
-from worker.engine.compression import compress_module
-from worker.engine.compression.configs import WeightQuant
+from tests.support.segmentation import CLASSES, IGNORE, scenes, segmentation_files, trained_segmenter
 from worker.engine.formats.exporters import export_onnx
 from worker.jobs.recovery import RecoveryHandler
 from worker.runtime import execute_job
@@ -56,14 +54,8 @@ def _launch(api: FidelityApi, **params: Any) -> Any:
 def test_a_recovery_scores_the_task_before_and_after(
     http: TestClient, settings: Settings, tmp_path: Path
 ) -> None:
-    pictures, masks = scenes(256, seed=1)
-    model = trained_segmenter(pictures, masks)
-    golden = export_onnx(model, pictures[:2], tmp_path / "golden.onnx", "input", "logits")
-    test_pictures, test_masks = scenes(64, seed=2)
-    np.savez(tmp_path / "scenes.npz", input=test_pictures, masks=test_masks)
-    copy = compress_module(model, {n: WeightQuant(8) for n in ("conv1", "conv2", "head")})[0].eval()
-    int8 = export_onnx(copy, pictures[:2], tmp_path / "w8.onnx", "input", "logits")  # the pair's other half
-    api = FidelityApi(http, settings, "recovery-task", golden, int8, tmp_path / "scenes.npz")
+    files = segmentation_files(tmp_path)
+    api = FidelityApi(http, settings, "recovery-task", files.golden, files.int8, files.dataset)
 
     launched = _launch(api, task="segmentation", task_options={"ignore_index": IGNORE})
     assert launched.status_code == 201, launched.text
@@ -81,8 +73,8 @@ def test_a_recovery_scores_the_task_before_and_after(
     assert len(held) == 32
     model_bytes = api.get(f"/jobs/{job_id}/recovery/model").content
     recovered = ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
-    reference = ort.InferenceSession(str(golden), providers=["CPUExecutionProvider"])
-    x = test_pictures[held]
+    reference = ort.InferenceSession(str(files.golden), providers=["CPUExecutionProvider"])
+    x = files.test_pictures[held]
     golden_maps = reference.run(None, {"input": x})[0].argmax(axis=1)
     recovered_maps = recovered.run(None, {recovered.get_inputs()[0].name: x})[0].argmax(axis=1)
     assert metrics["miou_vs_golden"].after is not None
@@ -91,7 +83,7 @@ def test_a_recovery_scores_the_task_before_and_after(
     assert metrics["pixel_agreement"].after is not None
     assert abs(metrics["pixel_agreement"].after - agreement) < 1e-9
     # against the masks: the drop is the golden model's mIoU minus the recovered one's (void pixels left out)
-    truth = test_masks[held]
+    truth = files.test_masks[held]
     keep = truth != IGNORE
     drop = _miou(truth[keep], golden_maps[keep]) - _miou(truth[keep], recovered_maps[keep])
     assert metrics["miou_drop"].after is not None and abs(metrics["miou_drop"].after - drop) < 1e-9

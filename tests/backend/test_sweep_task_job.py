@@ -20,7 +20,7 @@ from backend.settings import Settings
 from tests.backend.test_typed_results import extras
 from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
-from tests.support.segmentation import IGNORE, scenes, trained_segmenter
+from tests.support.segmentation import IGNORE, segmentation_files
 from worker import fanout
 from worker.engine.compression import compress_module
 from worker.engine.compression.configs import WeightQuant
@@ -50,14 +50,8 @@ def _run_sweep(api: FidelityApi, params: dict[str, Any], monkeypatch: pytest.Mon
 def test_a_segmentation_sweep_has_a_frontier_over_its_miou_drop(
     http: TestClient, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pictures, masks = scenes(256, seed=1)
-    model = trained_segmenter(pictures, masks)
-    golden = export_onnx(model, pictures[:2], tmp_path / "golden.onnx", "input", "logits")
-    test_pictures, test_masks = scenes(64, seed=2)
-    np.savez(tmp_path / "scenes.npz", input=test_pictures, masks=test_masks)
-    copy = compress_module(model, {n: WeightQuant(8) for n in ("conv1", "conv2", "head")})[0].eval()
-    int8 = export_onnx(copy, pictures[:2], tmp_path / "w8.onnx", "input", "logits")  # the pair's other half
-    api = FidelityApi(http, settings, "sweep-task", golden, int8, tmp_path / "scenes.npz")
+    files = segmentation_files(tmp_path)
+    api = FidelityApi(http, settings, "sweep-task", files.golden, files.int8, files.dataset)
     params = {
         "model_id": api.golden,
         "dataset_id": api.dataset,

@@ -24,24 +24,12 @@ from tests.backend.test_typed_results import extras
 from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
 from tests.support.task_proxy_checks import check_task_proxy
-from worker.engine.compression import compress_module
-from worker.engine.compression.configs import WeightQuant
+from tests.support.tiny_task_models import TinySegmenter, golden_and_3bit_pair
 from worker.engine.fidelity.compare import FidelityParams, FidelityReport, compare_models
-from worker.engine.formats.exporters import export_onnx
 from worker.engine.jsonable import json_safe
 from worker.engine.loaders.onnx_runner import load_onnx
 
 VOCAB = ["<blank>", "|", "a", "b", "c"]
-
-
-class _Seg(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
-        self.head = torch.nn.Conv2d(8, 3, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.conv1(x)))
 
 
 class _Ctc(torch.nn.Module):
@@ -55,13 +43,7 @@ class _Ctc(torch.nn.Module):
 
 
 def _pair(model: torch.nn.Module, sample: np.ndarray, folder: Path, input_name: str) -> tuple[Path, Path]:
-    torch.manual_seed(0)
-    for p in model.parameters():
-        torch.nn.init.normal_(p, std=0.5)
-    copy = compress_module(model.eval(), {n: WeightQuant(3) for n in ("conv1", "head")})[0].eval()
-    golden = export_onnx(model.eval(), sample[:2], folder / "golden.onnx", input_name, "logits")
-    compressed = export_onnx(copy, sample[:2], folder / "compressed.onnx", input_name, "logits")
-    return golden, compressed
+    return golden_and_3bit_pair(model, sample, folder, input_name=input_name)
 
 
 settings, http = app_fixtures("task-jobs")
@@ -88,7 +70,7 @@ def test_a_segmentation_job_serves_its_task_block(
     rng = np.random.default_rng(0)
     x = rng.standard_normal((20, 1, 12, 12)).astype(np.float32)
     masks = rng.integers(0, 3, (20, 12, 12))
-    golden, compressed = _pair(_Seg(), x, tmp_path, "input")
+    golden, compressed = _pair(TinySegmenter(), x, tmp_path, "input")
     np.savez(tmp_path / "seg.npz", input=x, masks=masks)
     api = FidelityApi(http, settings, "segmentation", golden, compressed, tmp_path / "seg.npz")
     options = {"boundary_tolerance": 1}

@@ -22,22 +22,10 @@ from backend.settings import Settings
 from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
 from tests.support.task_views import png_pixels, u8
-from worker.engine.compression import compress_module
-from worker.engine.compression.configs import WeightQuant
-from worker.engine.formats.exporters import export_onnx
+from tests.support.tiny_task_models import TinySegmenter, golden_and_3bit_pair
 from worker.engine.loaders.onnx_runner import load_onnx
 
 settings, http = app_fixtures("task-views")
-
-
-class _Seg(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
-        self.head = torch.nn.Conv2d(8, 3, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.relu(self.conv1(x)))
 
 
 class _Picture(torch.nn.Module):
@@ -61,13 +49,7 @@ class _Wave(torch.nn.Module):
 
 
 def _pair(model: torch.nn.Module, sample: np.ndarray, folder: Path) -> tuple[Path, Path]:
-    torch.manual_seed(0)
-    for p in model.parameters():
-        torch.nn.init.normal_(p, std=0.3)
-    copy = compress_module(model.eval(), {n: WeightQuant(3) for n in ("conv1", "head")})[0].eval()
-    golden = export_onnx(model.eval(), sample[:2], folder / "golden.onnx", "input", "out")
-    compressed = export_onnx(copy, sample[:2], folder / "compressed.onnx", "input", "out")
-    return golden, compressed
+    return golden_and_3bit_pair(model, sample, folder, output_name="out", std=0.3)
 
 
 def _outputs(golden: Path, compressed: Path, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,7 +70,7 @@ def test_a_segmentation_sample_serves_both_label_maps_the_mask_and_where_they_di
     x = rng.standard_normal((12, 1, 16, 16)).astype(np.float32)
     masks = rng.integers(0, 3, (12, 16, 16))
     masks[:, 0, :] = 255  # a void band: transparent in the truth's overlay
-    golden, compressed = _pair(_Seg(), x, tmp_path)
+    golden, compressed = _pair(TinySegmenter(), x, tmp_path)
     np.savez(tmp_path / "seg.npz", input=x, masks=masks)
     api = FidelityApi(http, settings, "seg-views", golden, compressed, tmp_path / "seg.npz")
     job_id = api.fidelity(task="segmentation", batch_size=5, layer_profile=False)

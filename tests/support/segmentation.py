@@ -5,6 +5,9 @@ whose frontier uses them)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -58,3 +61,30 @@ def trained_segmenter(pictures: np.ndarray, masks: np.ndarray, epochs: int = 30)
             loss.backward()
             optimiser.step()
     return model.eval()
+
+
+@dataclass(frozen=True)
+class SegmentationFiles:
+    """A trained segmenter's ONNX export (golden), its 8-bit-weight copy, and a test set of 64 scenes with
+    their masks written as scenes.npz (`input`, `masks`), as the job tests upload them."""
+
+    golden: Path
+    int8: Path
+    dataset: Path
+    test_pictures: np.ndarray
+    test_masks: np.ndarray
+
+
+def segmentation_files(folder: Path) -> SegmentationFiles:
+    from worker.engine.compression import compress_module
+    from worker.engine.compression.configs import WeightQuant
+    from worker.engine.formats.exporters import export_onnx
+
+    pictures, masks = scenes(256, seed=1)
+    model = trained_segmenter(pictures, masks)
+    golden = export_onnx(model, pictures[:2], folder / "golden.onnx", "input", "logits")
+    test_pictures, test_masks = scenes(64, seed=2)
+    np.savez(folder / "scenes.npz", input=test_pictures, masks=test_masks)
+    copy = compress_module(model, {n: WeightQuant(8) for n in ("conv1", "conv2", "head")})[0].eval()
+    int8 = export_onnx(copy, pictures[:2], folder / "w8.onnx", "input", "logits")
+    return SegmentationFiles(golden, int8, folder / "scenes.npz", test_pictures, test_masks)
