@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from kneeboard_client import KneeboardClient
-from tests.backend.test_task_jobs import _pair, _Seg
 from tests.browser.support import driver_config, run_driver
 from tests.support.services import Process
+from tests.support.tiny_task_models import TinySegmenter, golden_and_3bit_pair
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +30,7 @@ def test_the_report_shows_whether_divergence_predicts_the_task(
     pid = client.create_project("task proxy")["id"]
     rng = np.random.default_rng(0)
     x = rng.standard_normal((30, 1, 12, 12)).astype(np.float32)
-    golden, compressed = _pair(_Seg(), x, tmp_path, "input")
+    golden, compressed = golden_and_3bit_pair(TinySegmenter(), x, tmp_path)
     np.savez(tmp_path / "seg.npz", input=x, masks=rng.integers(0, 3, (30, 12, 12)))
     models = [client.upload_model(pid, path)["id"] for path in (golden, compressed)]
     for model in models:
