@@ -22,30 +22,15 @@ from backend.settings import Settings
 from tests.support.app_fixtures import app_fixtures
 from tests.support.fidelity_api import FidelityApi
 from tests.support.task_views import png_pixels, u8
-from tests.support.tiny_task_models import TinySegmenter, golden_and_3bit_pair
+from tests.support.tiny_task_models import (
+    TinyPictureModel,
+    TinySegmenter,
+    TinyWaveModel,
+    golden_and_3bit_pair,
+)
 from worker.engine.loaders.onnx_runner import load_onnx
 
 settings, http = app_fixtures("task-views")
-
-
-class _Picture(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
-        self.head = torch.nn.Conv2d(8, 1, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.head(torch.relu(self.conv1(x))))
-
-
-class _Wave(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = torch.nn.Conv1d(1, 8, 9, padding=4)
-        self.head = torch.nn.Conv1d(8, 1, 9, padding=4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.head(torch.relu(self.conv1(x)))
 
 
 def _pair(model: torch.nn.Module, sample: np.ndarray, folder: Path) -> tuple[Path, Path]:
@@ -91,6 +76,12 @@ def test_a_segmentation_sample_serves_both_label_maps_the_mask_and_where_they_di
         counts = {k["label"]: (k["golden_pixels"], k["truth_pixels"]) for k in view["classes"]}
         assert counts == {k: (int((g[index] == k).sum()), int((masks[index] == k).sum())) for k in range(3)}
         assert view["classes"][1]["colour"] == "#800000"  # the VOC palette's class 1
+    # The inspection of a job without a classification output: the sample's divergence row, no probabilities.
+    inspected = api.get(f"/jobs/{job_id}/samples/3")
+    assert inspected.status_code == 200, inspected.text
+    assert inspected.json()["outputs"] == [] and inspected.json()["n_samples"] == 12
+    assert inspected.json()["metrics"]["sample_index"] == 3
+    assert api.get(f"/jobs/{job_id}/samples/12").status_code == 404
     past = api.get(f"/jobs/{job_id}/samples/12/task")
     assert past.status_code == 404 and "first 12 samples" in past.json()["detail"]
     no_audio = api.get(f"/jobs/{job_id}/samples/0/task/audio/golden")
@@ -106,7 +97,7 @@ def test_an_image_output_sample_serves_both_pictures_and_their_amplified_differe
 ) -> None:
     rng = np.random.default_rng(1)
     x = rng.uniform(0, 1, (20, 1, 16, 16)).astype(np.float32)
-    golden, compressed = _pair(_Picture(), x, tmp_path)
+    golden, compressed = _pair(TinyPictureModel(), x, tmp_path)
     np.savez(tmp_path / "pictures.npz", input=x)
     api = FidelityApi(http, settings, "image-views", golden, compressed, tmp_path / "pictures.npz")
     job_id = api.fidelity(task="image", batch_size=8, layer_profile=False)
@@ -142,7 +133,7 @@ def test_a_signal_sample_plays_both_outputs_and_the_clean_reference_as_wav(
     clean = (0.6 * np.sin(2 * np.pi * rng.uniform(200, 800, (6, 1, 1)) * t)).astype(np.float32)
     noisy = (clean + 0.2 * rng.standard_normal(clean.shape)).astype(np.float32)
     clean[3, 0, :5] = 1.5  # a reference past full scale: the sample's three WAVs share one gain
-    golden, compressed = _pair(_Wave(), noisy, tmp_path)
+    golden, compressed = _pair(TinyWaveModel(), noisy, tmp_path)
     np.savez(tmp_path / "audio.npz", input=noisy, clean=clean)
     api = FidelityApi(http, settings, "signal-views", golden, compressed, tmp_path / "audio.npz")
     job_id = api.fidelity(
@@ -182,7 +173,7 @@ def test_a_signal_job_without_a_clean_reference_has_no_clean_wav(
     http: TestClient, settings: Settings, tmp_path: Path
 ) -> None:
     noisy = np.random.default_rng(3).standard_normal((3, 1, 300)).astype(np.float32)
-    golden, compressed = _pair(_Wave(), noisy, tmp_path)
+    golden, compressed = _pair(TinyWaveModel(), noisy, tmp_path)
     np.savez(tmp_path / "audio.npz", input=noisy)
     api = FidelityApi(http, settings, "signal-plain", golden, compressed, tmp_path / "audio.npz")
     refused = http.post(

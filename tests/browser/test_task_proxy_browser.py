@@ -44,11 +44,10 @@ def test_the_report_shows_whether_divergence_predicts_the_task(
     first = served["metrics"][0]
 
     seen = run_driver(node, DRIVER, driver_config(base, chromium, "task-proxy", jobId=job["id"]), proc)
-    # The one 404: the inspector of the clicked sample, which a job without a classification output does not
-    # have (no stored top-k probabilities; the page says so). Nothing else failed to load.
-    inspected = f"/api/v1/jobs/{job['id']}/samples/{seen['clickedSample']}"
-    assert seen["notFound"] == [inspected]
-    assert len(seen["consoleErrors"]) == 1 and "404" in seen["consoleErrors"][0]
+    # Nothing failed to load: the clicked sample's inspection of a job without a classification output is its
+    # input and divergence row, with no probabilities (it was a 404 and a console error).
+    assert seen["notFound"] == []
+    assert seen["consoleErrors"] == []
     # The task breakdown: one bar per class and model where the IoU is defined, as the API serves it.
     bars = sum(v is not None for m in ("golden", "compressed") for v in masks[m]["per_class_iou"])
     assert seen["iouBars"] == bars > 0

@@ -25,6 +25,30 @@ class TinySegmenter(torch.nn.Module):
         return self.head(torch.relu(self.conv1(x)))
 
 
+class TinyPictureModel(torch.nn.Module):
+    """(N, 1, H, W) pictures in [0, 1] → (N, 1, H, W) pictures in (0, 1): an image-output model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.head = torch.nn.Conv2d(8, 1, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.head(torch.relu(self.conv1(x))))
+
+
+class TinyWaveModel(torch.nn.Module):
+    """(N, 1, T) waveforms → (N, 1, T) waveforms (a residual denoiser's shape): a signal model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv1d(1, 8, 9, padding=4)
+        self.head = torch.nn.Conv1d(8, 1, 9, padding=4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.head(torch.relu(self.conv1(x)))
+
+
 def golden_and_3bit_pair(
     model: torch.nn.Module,
     sample: np.ndarray,

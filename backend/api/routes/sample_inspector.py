@@ -37,6 +37,7 @@ from backend.db.models import Dataset, Job, JobResult, SampleDivergence
 from backend.errors import Busy, Conflict, InvalidRequest, KneeboardError, NotFound, StorageError
 from backend.services.sample_inspector import (
     InputSummary,
+    TopKIndex,
     input_summary,
     job_dataset_file,
     sample_topk,
@@ -52,16 +53,18 @@ INPUT_PNG_MAX_SIDE = 256
 Index = Annotated[int, Path(ge=0, le=2**31 - 1)]
 
 
-def _missing_topk(session: Session, job: Job) -> NotFound:
+def _without_topk(session: Session, job: Job) -> TopKIndex:
+    """A job with no top-k document: one without a classification output has no probabilities to store, so its
+    inspection is the sample's input and divergence row alone (k 0, no outputs); one that has a classification
+    output ran before Kneeboard stored them (404 with what to do)."""
     summary = session.execute(
         select(JobResult.payload).where(JobResult.job_id == job.id, JobResult.key == RESULT_FIDELITY_SUMMARY)
     ).scalar_one_or_none()
     outputs = (summary or {}).get("outputs") or {}
-    if not any(m.get("kind") == "classification" for m in outputs.values()):
-        return NotFound(
-            f"job {job.id} has no classification output: there are no class probabilities to show"
-        )
-    return NotFound(
+    n_samples = (summary or {}).get("n_samples")
+    if isinstance(n_samples, int) and not any(m.get("kind") == "classification" for m in outputs.values()):
+        return TopKIndex(k=0, n_samples=n_samples, output_names=[])
+    raise NotFound(
         f"job {job.id} ran before Kneeboard stored each sample's top-k probabilities; launch it again "
         "(relaunch) to inspect its samples"
     )
@@ -73,9 +76,7 @@ def inspection(
     """Everything from the database (the transaction ends here, so no connection is held while the
     dataset is read in the render pool)."""
     job = succeeded_job(session, job_id, JobKind.fidelity, caller)
-    stored = topk_index(session, job_id)
-    if stored is None:
-        raise _missing_topk(session, job)
+    stored = topk_index(session, job_id) or _without_topk(session, job)
     if not 0 <= index < stored.n_samples:
         raise NotFound(
             f"no sample {index}: job {job_id} compared {stored.n_samples} samples (0 to {stored.n_samples - 1})"

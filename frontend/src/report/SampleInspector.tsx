@@ -5,7 +5,6 @@ import { ErrorMessage, Loading } from "../components/QueryView";
 import { type OutputTopK, type SampleInspection, useSampleInspection } from "./inspectorQueries";
 import "./inspector.css";
 import { useRevealOnOpen } from "../components/reveal";
-import { ApiError } from "../api/http";
 import { TaskSampleView } from "./TaskSampleView";
 
 type InputArray = SampleInspection["input"][number];
@@ -138,11 +137,7 @@ export function SampleInspector({
         </button>
       </div>
       {inspection.isPending && <Loading what="the sample" />}
-      {inspection.isError &&
-        // a task job without a classification output has no probabilities (404): its predictions stand alone
-        !(taskSamples && inspection.error instanceof ApiError && inspection.error.status === 404) && (
-          <ErrorMessage error={inspection.error} />
-        )}
+      {inspection.isError && <ErrorMessage error={inspection.error} />}
       {taskSamples && <TaskSampleView jobId={jobId} index={index} />}
       {data && (
         <>
