@@ -146,8 +146,9 @@ async def get_sample_inspection(
     settings: SettingsDep,
     caller: CallerDep,
 ) -> SampleInspectionOut:
-    """404 for an index past the job's samples, and for a job without stored top-k probabilities (one run
-    before the inspector existed: launch it again). The input is read from the stored dataset in the API's
+    """404 for an index past the job's samples, and for a classification job without stored top-k
+    probabilities (one run before the inspector existed: launch it again). A job without a classification
+    output has no probabilities: its inspection is the sample's input and divergence row (`outputs` empty). The input is read from the stored dataset in the API's
     bounded render pool; when it cannot be read (the dataset was deleted) input_error says why."""
     out, dataset, path = await run_in_threadpool(inspection, session, store, job_id, index, caller)
     if dataset is None or path is None:

@@ -684,8 +684,9 @@ export interface paths {
         };
         /**
          * One sample: its per-sample metrics, both models' top-k classes and probabilities per classification output, and its input (a thumbnail URL when image-like, else shape and statistics)
-         * @description 404 for an index past the job's samples, and for a job without stored top-k probabilities (one run
-         *     before the inspector existed: launch it again). The input is read from the stored dataset in the API's
+         * @description 404 for an index past the job's samples, and for a classification job without stored top-k
+         *     probabilities (one run before the inspector existed: launch it again). A job without a classification
+         *     output has no probabilities: its inspection is the sample's input and divergence row (`outputs` empty). The input is read from the stored dataset in the API's
          *     bounded render pool; when it cannot be read (the dataset was deleted) input_error says why.
          */
         get: operations["getSampleInspection"];
