@@ -4,8 +4,9 @@
 import { useMemo } from "react";
 import type { JsonObject } from "../lib/json";
 import { objectiveInfo } from "../lib/sweepObjectives";
-import { sweepTasks, taskMetrics } from "../lib/sweepTask";
-import { TextField, describeParam } from "./fields";
+import { taskMetrics } from "../lib/sweepTask";
+import { TextField } from "./fields";
+import { TaskChoiceFields } from "./TaskChoiceFields";
 
 export interface TaskChoice {
   task: string;
@@ -25,7 +26,6 @@ export function SweepTaskFields({
   value: TaskChoice;
   onChange: (value: TaskChoice) => void;
 }) {
-  const tasks = useMemo(() => sweepTasks(schema), [schema]);
   const metrics = useMemo(() => taskMetrics(schema)[value.task] ?? {}, [schema, value.task]);
   const names = Object.keys(metrics);
   const metric = names.includes(value.metric) ? value.metric : "";
@@ -33,31 +33,17 @@ export function SweepTaskFields({
   return (
     <fieldset className="fields">
       <legend>Task</legend>
-      <label>
-        Task
-        <select
-          value={value.task}
-          onChange={(e) => {
-            onChange({ ...value, task: e.target.value, metric: "", limit: "" });
-          }}
-        >
-          {tasks.map((t) => (
-            <option key={t} value={t}>
-              {t}
-            </option>
-          ))}
-        </select>
-        <span className="muted small-text">{describeParam(schema, "task")}</span>
-      </label>
-      <TextField
-        label="Task options (JSON)"
-        inputMode="text"
-        value={value.options}
-        disabled={value.task === "auto"}
-        onChange={(options) => {
-          onChange({ ...value, options });
+      <TaskChoiceFields
+        schema={schema}
+        task={value.task}
+        options={value.options}
+        optionsHelp='Flat, as for a fidelity job, e.g. {"ignore_index": 255} or {"vocabulary": [...]}.'
+        onChange={(change) => {
+          // a new task has other metrics: its frontier axis and bound start over
+          onChange(
+            change.task === undefined ? { ...value, ...change } : { ...value, ...change, metric: "", limit: "" },
+          );
         }}
-        help='Flat, as for a fidelity job, e.g. {"ignore_index": 255} or {"vocabulary": [...]}.'
       />
       <label>
         Frontier axis

@@ -1,12 +1,17 @@
 // The recovery launcher (the project's launch panel, and a model's page with its model fixed): a golden model
 // recovery runs on (.pt2 or ONNX), a dataset, the configuration to recover (a weight-quantization preset), the
 // methods with their settings (MethodChooser: AdaRound's iterations, SmoothQuant's α, the training steps…),
-// the held-out share and the samples used. Launches POST /recovery-jobs; the queued job links to its page.
+// the held-out share and the samples used, and optionally the task scored before and after recovery (its mapping
+// is checked by the API at launch). Launches POST /recovery-jobs; the queued job links to its page.
 import { useState, type SubmitEvent } from "react";
 import { useDatasets } from "../api/datasets";
+import { useSweepSchema } from "../api/jobs";
 import { useModels } from "../api/models";
 import { ErrorMessage } from "../components/QueryView";
+import { isObject } from "../lib/json";
 import { DatasetSelect, ModelSelect, Queued } from "../project/fields";
+import { fidelityTask, NO_FIDELITY_TASK } from "../project/fidelityTask";
+import { TaskChoiceFields } from "../project/TaskChoiceFields";
 import { MoreSettings } from "../project/launchParts";
 import { DEFAULT_RECOVERY_PRESET, RECOVERY_PRESETS, recoverableModels, recoveryParams } from "./launch";
 import { MethodChooser } from "./MethodChooser";
@@ -25,6 +30,8 @@ export function RecoveryForm({ projectId, modelId }: { projectId: string; modelI
   const [name, setName] = useState("");
   const format = models.find((m) => m.id === model)?.format;
   const [choice, setChoice] = useState<MethodChoice>(() => defaultChoice(format ?? "torch_export"));
+  const [task, setTask] = useState(NO_FIDELITY_TASK);
+  const schema = useSweepSchema();
   const [problem, setProblem] = useState<string | null>(null);
   const available = methodsFor(format ?? "torch_export");
 
@@ -42,6 +49,7 @@ export function RecoveryForm({ projectId, modelId }: { projectId: string; modelI
       samples,
       name,
       choice,
+      task: fidelityTask(task),
     });
     if (typeof params === "string") {
       setProblem(params);
@@ -75,6 +83,20 @@ export function RecoveryForm({ projectId, modelId }: { projectId: string; modelI
         </label>
       </div>
       <MethodChooser choice={choice} onChange={setChoice} available={available} />
+      {isObject(schema) && (
+        <fieldset className="fields">
+          <legend>Task (optional)</legend>
+          <TaskChoiceFields
+            schema={schema}
+            task={task.task}
+            options={task.options}
+            optionsHelp='Scored on the held-out samples before and after recovery, e.g. {"ignore_index": 255}.'
+            onChange={(change) => {
+              setTask({ ...task, ...change });
+            }}
+          />
+        </fieldset>
+      )}
       <MoreSettings>
         <label>
           Held-out share

@@ -8,6 +8,7 @@ import {
   recoveryParams,
   type RecoveryLaunch,
 } from "./launch";
+import { fidelityTask, NO_FIDELITY_TASK } from "../project/fidelityTask";
 import { DEFAULT_ADAROUND, DEFAULT_CHOICE, type MethodName } from "./training";
 
 const launch: RecoveryLaunch = {
@@ -36,6 +37,17 @@ describe("recoveryParams", () => {
       methods: [{ name: "adaround", ...DEFAULT_ADAROUND, iterations: 40 }, { name: "bias_correction" }],
       name: "mine",
     });
+  });
+
+  it("adds the task scored before and after recovery, or says why its options cannot be sent", () => {
+    const task = fidelityTask({ task: "segmentation", options: '{"ignore_index": 255}', similarityModel: "" });
+    expect(recoveryParams({ ...launch, task })).toMatchObject({
+      task: "segmentation",
+      task_options: { ignore_index: 255 },
+    });
+    expect(recoveryParams({ ...launch, task: fidelityTask({ ...NO_FIDELITY_TASK }) })).not.toHaveProperty("task");
+    const bad = fidelityTask({ task: "segmentation", options: "[1]", similarityModel: "" });
+    expect(recoveryParams({ ...launch, task: bad })).toMatch(/Task options must be a JSON object/);
   });
 
   it("says in words what is missing or out of the API's range", () => {

@@ -23,6 +23,8 @@ export interface RecoveryLaunch {
   samples: string;
   name: string;
   choice: MethodChoice;
+  /** {task, task_options} as the fidelity launcher builds them ({} for none), or why they cannot be sent. */
+  task?: Record<string, unknown> | string;
 }
 
 const numberIn = (text: string, low: number, high: number, integer: boolean): number | null => {
@@ -43,6 +45,7 @@ export function recoveryParams(launch: RecoveryLaunch): Record<string, unknown> 
   if (samples === null) return "samples: a whole number from 4 to 100000";
   const problem = choiceProblem(launch.choice);
   if (problem) return problem;
+  if (typeof launch.task === "string") return launch.task;
   const name = launch.name.trim();
   return {
     golden_model_id: launch.modelId,
@@ -51,6 +54,7 @@ export function recoveryParams(launch: RecoveryLaunch): Record<string, unknown> 
     heldout_fraction: heldout,
     max_samples: samples,
     methods: methodsToLaunch(launch.choice),
+    ...launch.task,
     ...(name ? { name: name.slice(0, 200) } : {}),
   };
 }
