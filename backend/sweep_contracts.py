@@ -105,6 +105,13 @@ class SweepJobParams(BaseModel):
     )
     latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 32], min_length=1, max_length=4)
     latency_repeats: int = Field(default=30, ge=3, le=1000)
+    # COST_PLACEHOLDER
+    memory: bool = Field(
+        default=True,
+        description="Measure the run-time memory of every point a real runtime can execute: the peak resident "
+        "memory of an onnxruntime session running its export at the first latency batch size, in a child "
+        "process (objectives runtime_memory_mib, peak_rss_mib, runtime_memory_ratio).",
+    )
     export: bool = Field(default=True, description="Store each point's model as a downloadable ONNX file.")
     attribution: bool = Field(
         default=True,
