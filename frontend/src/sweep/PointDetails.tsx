@@ -1,13 +1,13 @@
 // One point of a sweep: what it is, its fidelity and cost (and, for several techniques, which causes how much
 // of the divergence), whether a real runtime executes it (and how far that differs from the simulation), its
-// latency per batch size against fp32, the export's manifest, and the download of the exported model (a zip of
+// latency per batch size against fp32, its run-time memory, the export's manifest, and the download of the exported model (a zip of
 // model.onnx + manifest.json).
 import { exportHref } from "../api/sweeps";
 import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
 import { formatBytes, formatCount, formatNumber } from "../lib/format";
 import type { PointCost } from "../api/types";
-import { slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { goldenOf, slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { fidelityFacts, type Fact } from "../lib/pointFidelity";
 import { RecoverButton } from "../recovery/RecoverButton";
@@ -79,6 +79,35 @@ function RuntimeFacts({ row }: { row: SweepRow }) {
         ]}
       />
       {row.runtimeNote && <p className="note small-text runtime-note">{row.runtimeNote}</p>}
+    </>
+  );
+}
+
+function memoryFacts(row: SweepRow, golden: SweepRow | undefined): Fact[] {
+  const m = row.point?.memory;
+  if (!m) return [];
+  const ratio = row.objectives.runtime_memory_ratio;
+  const vsGolden = typeof ratio === "number" && golden && golden !== row ? ` (${formatNumber(ratio, 3)} × fp32)` : "";
+  return [
+    ["Session (peak − baseline)", `${formatNumber(m.session_mib, 4)} MiB${vsGolden}`],
+    ["Peak RSS of the process", `${formatNumber(m.peak_rss_mib, 4)} MiB`],
+    ["Baseline (Python + onnxruntime)", `${formatNumber(m.baseline_rss_mib, 4)} MiB`],
+    ["After loading the session", `${formatNumber(m.after_load_rss_mib, 4)} MiB`],
+    ["Batch size, runs", `${String(m.batch_size ?? "?")}, ${String(m.runs ?? "?")}`],
+  ];
+}
+
+function MemoryFacts({ row, rows }: { row: SweepRow; rows: readonly SweepRow[] }) {
+  const facts = memoryFacts(row, goldenOf(row, rows));
+  if (facts.length === 0)
+    return <Empty>Not measured: the sweep ran with memory off, or the point has no runnable export.</Empty>;
+  return (
+    <>
+      <Facts label="Run-time memory" facts={facts} />
+      <p className="muted small-text">
+        {row.point?.memory?.file ?? "The export"} in onnxruntime in a child process: its peak resident memory (VmHWM)
+        less its memory before the session was created.
+      </p>
     </>
   );
 }
@@ -244,6 +273,8 @@ export function PointDetails({
           <RuntimeFacts row={row} />
           <h4>Latency</h4>
           <LatencyTable row={row} />
+          <h4>Run-time memory</h4>
+          <MemoryFacts row={row} rows={rows} />
           <h4>Export</h4>
           <Manifest row={row} />
         </div>
