@@ -10,6 +10,7 @@ import type { PointCost } from "../api/types";
 import { goldenOf, slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { fidelityFacts, type Fact } from "../lib/pointFidelity";
+import { memoryFacts } from "../lib/pointMemory";
 import { RecoverButton } from "../recovery/RecoverButton";
 import { Attribution } from "./Attribution";
 import { useRevealOnOpen } from "../components/reveal";
@@ -83,22 +84,8 @@ function RuntimeFacts({ row }: { row: SweepRow }) {
   );
 }
 
-function memoryFacts(row: SweepRow, golden: SweepRow | undefined): Fact[] {
-  const m = row.point?.memory;
-  if (!m) return [];
-  const ratio = row.objectives.runtime_memory_ratio;
-  const vsGolden = typeof ratio === "number" && golden && golden !== row ? ` (${formatNumber(ratio, 3)} × fp32)` : "";
-  return [
-    ["Session (peak − baseline)", `${formatNumber(m.session_mib, 4)} MiB${vsGolden}`],
-    ["Peak RSS of the process", `${formatNumber(m.peak_rss_mib, 4)} MiB`],
-    ["Baseline (Python + onnxruntime)", `${formatNumber(m.baseline_rss_mib, 4)} MiB`],
-    ["After loading the session", `${formatNumber(m.after_load_rss_mib, 4)} MiB`],
-    ["Batch size, runs", `${String(m.batch_size ?? "?")}, ${String(m.runs ?? "?")}`],
-  ];
-}
-
 function MemoryFacts({ row, rows }: { row: SweepRow; rows: readonly SweepRow[] }) {
-  const facts = memoryFacts(row, goldenOf(row, rows));
+  const facts = memoryFacts(row, goldenOf(row, rows) === row);
   if (facts.length === 0)
     return <Empty>Not measured: the sweep ran with memory off, or the point has no runnable export.</Empty>;
   return (
