@@ -351,6 +351,13 @@ def _runtime_memory(path: Path, feeds: dict[str, np.ndarray], params: SweepJobPa
     child process (worker/engine/sweep/runtime_memory.py)."""
     from worker.engine.sweep.runtime_memory import measure_runtime_memory
 
+    # 120 s, and 0.5 s more per MiB of file: a 64 MiB MatMul model loaded in 0.35 s on the busy machine, so
+    # this leaves room for a slow disk and a loaded host without letting a hung child hold the chunk for long
+    timeout_s = 120.0 + 0.5 * path.stat().st_size / 2**20
     return measure_runtime_memory(
-        path, batch_size=params.latency_batch_sizes[0], sample=feeds, threads=params.threads
+        path,
+        batch_size=params.latency_batch_sizes[0],
+        sample=feeds,
+        threads=params.threads,
+        timeout_s=timeout_s,
     )
