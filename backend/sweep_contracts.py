@@ -105,6 +105,15 @@ class SweepJobParams(BaseModel):
     )
     latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 32], min_length=1, max_length=4)
     latency_repeats: int = Field(default=30, ge=3, le=1000)
+    # On by default: measuring one point costs 0.55-0.65 s on EfficientNet-Lite0 at 224 px (its evaluation and
+    # export took 2.6-14 s) and 1.0-1.1 s on the digits CNN (evaluation + export 0.06-0.16 s), mostly the child
+    # interpreter's start and imports (bench/bench_runtime_memory.py, on a machine at load 9 on 2 cores).
+    memory: bool = Field(
+        default=True,
+        description="Measure the run-time memory of every point a real runtime can execute: the peak resident "
+        "memory of an onnxruntime session running its export at the first latency batch size, in a child "
+        "process (objectives runtime_memory_mib, peak_rss_mib, runtime_memory_ratio).",
+    )
     export: bool = Field(default=True, description="Store each point's model as a downloadable ONNX file.")
     attribution: bool = Field(
         default=True,

@@ -16,6 +16,7 @@ from bench import (
     bench_profile,
     bench_pruning,
     bench_recovery,
+    bench_runtime_memory,
     bench_sensitivity,
     bench_sweep,
     bench_upload,
@@ -42,6 +43,8 @@ def main() -> None:
     bench_profile.main()
     print()
     bench_sweep.main()
+    print()
+    bench_runtime_memory.main()
     print()
     bench_calibration.main()
     print()

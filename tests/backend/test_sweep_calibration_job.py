@@ -109,6 +109,20 @@ def test_held_out_samples_calibrate_and_are_not_evaluated(
         assert (
             p["point"]["fidelity"]["n_samples"] == max_samples
         )  # the same evaluated samples for every point
+    # every point a runtime executes carries its run-time memory (measured in a child process, issue 33)
+    executable = [p for p in points if p["point"]["runtime"]["executable"]]
+    assert [p["label"] for p in executable][:1] == ["fp32"] and len(executable) >= 2
+    for p in points:
+        memory, objectives = p["point"]["memory"], p["objectives"]
+        if p not in executable:
+            assert memory is None and "runtime_memory_mib" not in objectives
+            continue
+        assert objectives["runtime_memory_mib"] == memory["session_mib"] > 0
+        assert objectives["peak_rss_mib"] == memory["peak_rss_mib"] > memory["baseline_rss_mib"] > 0
+        assert memory["batch_size"] == 1 and memory["file"] == p["point"]["exports"][-1]["file"]
+        assert objectives["runtime_memory_ratio"] == pytest.approx(
+            memory["session_mib"] / executable[0]["point"]["memory"]["session_mib"]
+        )
     fp32, a8, w8 = (p["point"] for p in points)
     assert fp32["calibration"] is None and w8["calibration"] is None  # nothing of theirs was calibrated
     calibration = a8["calibration"]

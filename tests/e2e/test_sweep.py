@@ -86,8 +86,10 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     assert pruned["objectives"]["params_kept"] < golden["objectives"]["params_kept"]
     for p in points:
         assert p["objectives"]["latency_p50_ms_b1"] > 0 and p["objectives"]["latency_p50_ms_b8"] > 0
+        assert p["objectives"]["runtime_memory_mib"] > 0 and p["point"]["memory"]["batch_size"] == 1
         assert p["point"]["runtime"]["runtime_note"], p["point"]["runtime"]
     assert golden["objectives"]["latency_ratio_b1"] == 1.0
+    assert golden["objectives"]["runtime_memory_ratio"] == 1.0
     # Accuracy comes from the labels of the dataset: the golden model's accuracy on the first 200 samples.
     data = np.load(demo_files.test_npz)
     x, labels = data["input"][:200], data["labels"][:200]

@@ -187,12 +187,17 @@ class SweepHandler:
                         repeats=params.latency_repeats,
                         threads=params.threads,
                     )
+                memory = None
+                if params.memory and doc.get("runtime", {}).get("executable"):
+                    ctx.progress(0.75, f"measuring the run-time memory of {spec['label']}")
+                    memory = _runtime_memory(path, loaded.feeds, params)
                 staged = copy_file_to_staging(path, ctx.store)
                 ctx.store.put(staged)
                 stored = {
                     "sha256": staged.sha256,
                     "manifest": export | {"source_model_sha256": loaded.source_sha256},
                     "latency": json_safe(latency),
+                    "memory": json_safe(memory),
                 }
         return {"label": spec["label"], "config": spec["config"], "point": doc, "export": stored}
 
@@ -228,15 +233,22 @@ class SweepHandler:
     def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
         rows = []
         golden_latency: dict[int, float] = {}
+        golden_memory: float | None = None
         for spec, result in chunks:
             if spec["label"] == GOLDEN_LABEL and result.get("export") and result["export"].get("latency"):
                 for batch in result["export"]["latency"].get("batches", []):
                     golden_latency[int(batch["batch_size"])] = float(batch["p50_ms"])
+            if spec["label"] == GOLDEN_LABEL and (result.get("export") or {}).get("memory"):
+                golden_memory = float(result["export"]["memory"]["session_mib"])
         for spec, result in chunks:
-            objectives = point_objectives(
-                result["point"], (result.get("export") or {}).get("latency"), golden_latency
-            )
             export = result.get("export")
+            objectives = point_objectives(
+                result["point"],
+                (export or {}).get("latency"),
+                golden_latency,
+                memory=(export or {}).get("memory"),
+                golden_memory=golden_memory,
+            )
             rows.append(
                 {
                     "job_id": ctx.job_id,
@@ -244,7 +256,11 @@ class SweepHandler:
                     "label": str(result["label"])[:500],
                     "config": result.get("config") or {"type": "none"},
                     "objectives": objectives,
-                    "point": result["point"] | {"latency": None if export is None else export.get("latency")},
+                    "point": result["point"]
+                    | {
+                        "latency": None if export is None else export.get("latency"),
+                        "memory": None if export is None else export.get("memory"),
+                    },
                     "export_sha256": None if export is None else export["sha256"],
                     "export_manifest": None if export is None else export["manifest"],
                 }
@@ -303,7 +319,12 @@ def _fidelity_params(params: SweepJobParams) -> Any:
 
 
 def point_objectives(
-    point: dict[str, Any], latency: dict[str, Any] | None, golden_latency: dict[int, float]
+    point: dict[str, Any],
+    latency: dict[str, Any] | None,
+    golden_latency: dict[int, float],
+    *,
+    memory: dict[str, Any] | None = None,
+    golden_memory: float | None = None,
 ) -> dict[str, float | None]:
     values: dict[str, float | None] = {}
     for name, (section, key) in OBJECTIVE_PATHS.items():
@@ -317,4 +338,26 @@ def point_objectives(
         values[f"latency_p90_ms_b{size}"] = float(batch["p90_ms"])
         if size in golden_latency and golden_latency[size] > 0:
             values[f"latency_ratio_b{size}"] = float(batch["p50_ms"]) / golden_latency[size]
+    if memory is not None:  # runtime_memory.measure_runtime_memory of the chosen export
+        values["runtime_memory_mib"] = float(memory["session_mib"])
+        values["peak_rss_mib"] = float(memory["peak_rss_mib"])
+        if golden_memory is not None and golden_memory > 0:
+            values["runtime_memory_ratio"] = float(memory["session_mib"]) / golden_memory
     return values
+
+
+def _runtime_memory(path: Path, feeds: dict[str, np.ndarray], params: SweepJobParams) -> dict[str, Any]:
+    """The peak memory of an onnxruntime session running the export, at the first timed batch size, in a
+    child process (worker/engine/sweep/runtime_memory.py)."""
+    from worker.engine.sweep.runtime_memory import measure_runtime_memory
+
+    # 120 s, and 0.5 s more per MiB of file: a 64 MiB MatMul model loaded in 0.35 s on the busy machine, so
+    # this leaves room for a slow disk and a loaded host without letting a hung child hold the chunk for long
+    timeout_s = 120.0 + 0.5 * path.stat().st_size / 2**20
+    return measure_runtime_memory(
+        path,
+        batch_size=params.latency_batch_sizes[0],
+        sample=feeds,
+        threads=params.threads,
+        timeout_s=timeout_s,
+    )

@@ -254,6 +254,32 @@ class PointLatencyOut(ResultModel):
     batches: list[LatencyBatchOut] = Field(default_factory=list)
 
 
+class PointMemoryOut(ResultModel):
+    """The chosen export's run-time memory: the peak RSS of a child process running it in onnxruntime."""
+
+    method: str | None = None
+    file: str | None = None
+    batch_size: int | None = None
+    runs: int | None = None
+    threads: int | None = None
+    peak_rss_mib: float | None = Field(default=None, description="The child's peak resident memory (VmHWM).")
+    baseline_rss_mib: float | None = Field(
+        default=None, description="Its resident memory before the session: the interpreter and onnxruntime."
+    )
+    session_mib: float | None = Field(
+        default=None, description="peak − baseline: what loading and running the model needs."
+    )
+    after_load_rss_mib: float | None = None
+    peak_reset: bool | None = Field(
+        default=None, description="Whether the peak was reset after the imports (else it covers them too)."
+    )
+    load_ms: float | None = None
+    run_ms: float | None = None
+    wall_s: float | None = Field(
+        default=None, description="The whole measurement, interpreter start included."
+    )
+
+
 class AttributionFidelityOut(ResultModel):
     kl_mean: float | None = None
     mse: float | None = None
@@ -303,6 +329,9 @@ class SweepPointDocOut(ResultModel):
     exports: list[ExportManifestOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     latency: PointLatencyOut | None = None
+    memory: PointMemoryOut | None = Field(
+        default=None, description="Run-time memory of the chosen export; null when it was not measured."
+    )
     attribution: PointAttributionOut | None = Field(
         default=None,
         description="Cause attribution; null for a single technique or when the sweep had it off.",

@@ -50,7 +50,7 @@ class SweepPointOut(BaseModel):
     config: CompressionConfigOut
     objectives: dict[str, float | None] = Field(
         description="The point's numbers by name (kl_mean, top1_agreement, size_bytes, bops, "
-        "latency_p50_ms_b1...): the axes a frontier can use."
+        "latency_p50_ms_b1, runtime_memory_mib...): the axes a frontier can use."
     )
     point: SweepPointDocOut | None = Field(
         default=None, description="Everything measured (with ?details=true)."

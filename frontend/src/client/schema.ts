@@ -5756,6 +5756,55 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * PointMemoryOut
+         * @description The chosen export's run-time memory: the peak RSS of a child process running it in onnxruntime.
+         */
+        PointMemoryOut: {
+            /** After Load Rss Mib */
+            after_load_rss_mib: number | null;
+            /**
+             * Baseline Rss Mib
+             * @description Its resident memory before the session: the interpreter and onnxruntime.
+             */
+            baseline_rss_mib: number | null;
+            /** Batch Size */
+            batch_size: number | null;
+            /** File */
+            file: string | null;
+            /** Load Ms */
+            load_ms: number | null;
+            /** Method */
+            method: string | null;
+            /**
+             * Peak Reset
+             * @description Whether the peak was reset after the imports (else it covers them too).
+             */
+            peak_reset: boolean | null;
+            /**
+             * Peak Rss Mib
+             * @description The child's peak resident memory (VmHWM).
+             */
+            peak_rss_mib: number | null;
+            /** Run Ms */
+            run_ms: number | null;
+            /** Runs */
+            runs: number | null;
+            /**
+             * Session Mib
+             * @description peak − baseline: what loading and running the model needs.
+             */
+            session_mib: number | null;
+            /** Threads */
+            threads: number | null;
+            /**
+             * Wall S
+             * @description The whole measurement, interpreter start included.
+             */
+            wall_s: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** PooledOut */
         PooledOut: {
             /** Cosine Mean */
@@ -7787,6 +7836,8 @@ export interface components {
              */
             id: string;
             latency: components["schemas"]["PointLatencyOut"] | null;
+            /** @description Run-time memory of the chosen export; null when it was not measured. */
+            memory: components["schemas"]["PointMemoryOut"] | null;
             /** Notes */
             notes: string[];
             /**
@@ -7831,7 +7882,7 @@ export interface components {
             label: string;
             /**
              * Objectives
-             * @description The point's numbers by name (kl_mean, top1_agreement, size_bytes, bops, latency_p50_ms_b1...): the axes a frontier can use.
+             * @description The point's numbers by name (kl_mean, top1_agreement, size_bytes, bops, latency_p50_ms_b1, runtime_memory_mib...): the axes a frontier can use.
              */
             objectives: {
                 [key: string]: number | null;

@@ -84,6 +84,7 @@ export function sweepPointDoc(fields: Partial<SweepPointDoc> = {}): SweepPointDo
     exports: [],
     notes: [],
     latency: null,
+    memory: null,
     attribution: null,
     calibration: null,
     ...fields,

@@ -51,7 +51,7 @@ describe("hash routes", () => {
           yDir: null,
           xLog: false,
           yLog: true,
-          bounds: { maxKl: 1e-7, minTop1: 0.99, maxSize: 4096, maxLatency: 0.25 },
+          bounds: { maxKl: 1e-7, minTop1: 0.99, maxSize: 4096, maxLatency: 0.25, maxMemory: null },
           batch: 32,
           point: "4",
           sort: "size_bytes",

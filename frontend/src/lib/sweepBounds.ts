@@ -1,4 +1,5 @@
-// The bounds a person sets on a sweep's frontier (max KL, min top-1, max size, max latency at a batch size):
+// The bounds a person sets on a sweep's frontier (max KL, min top-1, max size, max latency at a batch size, max
+// run-time memory):
 // their query parameters, the test a point passes, and the sliders that set them (log where values span
 // decades).
 import { type Direction } from "./sweepObjectives";
@@ -14,9 +15,11 @@ export interface Bounds {
   maxSize: number | null;
   /** On the p50 latency at the page's latency batch size. */
   maxLatency: number | null;
+  /** On the run-time memory (runtime_memory_mib, MiB). */
+  maxMemory: number | null;
 }
 
-export const NO_BOUNDS: Bounds = { maxKl: null, minTop1: null, maxSize: null, maxLatency: null };
+export const NO_BOUNDS: Bounds = { maxKl: null, minTop1: null, maxSize: null, maxLatency: null, maxMemory: null };
 
 export interface BoundSpec {
   objective: string;
@@ -31,6 +34,8 @@ export function boundSpecs(bounds: Bounds, latencyBatch: number | null): BoundSp
   if (bounds.maxSize !== null) specs.push({ objective: "size_bytes", atMost: bounds.maxSize, atLeast: null });
   if (bounds.maxLatency !== null && latencyBatch !== null)
     specs.push({ objective: `latency_p50_ms_b${latencyBatch.toString()}`, atMost: bounds.maxLatency, atLeast: null });
+  if (bounds.maxMemory !== null)
+    specs.push({ objective: "runtime_memory_mib", atMost: bounds.maxMemory, atLeast: null });
   return specs;
 }
 

@@ -61,6 +61,15 @@ describe("objective directions", () => {
     expect(objectiveInfo("size_bytes").format(4096)).toBe("4.0 KiB");
     expect(objectiveInfo("top1_agreement").format(0.99)).toBe("99.00 %");
   });
+
+  it("name the run-time memory objectives in MiB, lower being better", () => {
+    expect(axisLabel("runtime_memory_mib")).toBe("Run-time memory (MiB)");
+    expect(axisLabel("peak_rss_mib")).toBe("Peak RSS of the session (MiB)");
+    expect(axisLabel("runtime_memory_ratio")).toBe("Run-time memory vs fp32 (× fp32)");
+    for (const name of ["runtime_memory_mib", "peak_rss_mib", "runtime_memory_ratio"])
+      expect(directionOf(name), name).toBe("min");
+    expect(objectiveInfo("runtime_memory_mib").format(12.5)).toContain("MiB");
+  });
 });
 
 describe("available objectives", () => {

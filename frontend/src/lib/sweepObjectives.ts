@@ -88,6 +88,34 @@ const KNOWN: [string, Known][] = [
   ],
   ["macs", { label: "MACs", unit: "per sample", direction: "min", log: true, percent: false, format: formatCount }],
   ["bops", { label: "BOPs", unit: "bit operations", direction: "min", log: true, percent: false, format: formatCount }],
+  // Run-time memory of the chosen export: the peak RSS of an onnxruntime session running it, in a child process,
+  // less the interpreter + onnxruntime baseline (worker/engine/sweep/runtime_memory.py); and that peak itself.
+  [
+    "runtime_memory_mib",
+    { label: "Run-time memory", unit: "MiB", direction: "min", log: false, percent: false, format: unit(" MiB", 4) },
+  ],
+  [
+    "runtime_memory_ratio",
+    {
+      label: "Run-time memory vs fp32",
+      unit: "× fp32",
+      direction: "min",
+      log: false,
+      percent: false,
+      format: unit(" × fp32", 3),
+    },
+  ],
+  [
+    "peak_rss_mib",
+    {
+      label: "Peak RSS of the session",
+      unit: "MiB",
+      direction: "min",
+      log: false,
+      percent: false,
+      format: unit(" MiB", 4),
+    },
+  ],
 ];
 const KNOWN_BY_NAME = new Map(KNOWN);
 

@@ -11,7 +11,7 @@ describe("sweep URL state", () => {
       x: "bops",
       yDir: "max",
       yLog: false,
-      bounds: { maxKl: 0.01, minTop1: 0.99, maxSize: null, maxLatency: 0.5 },
+      bounds: { maxKl: 0.01, minTop1: 0.99, maxSize: null, maxLatency: 0.5, maxMemory: null },
       batch: 32,
       point: "4",
       sort: "kl_mean",
@@ -52,7 +52,7 @@ describe("the view a page draws", () => {
         y: "top1_agreement",
         yDir: "min",
         batch: 32,
-        bounds: { maxKl: 0.01, minTop1: null, maxSize: 4096, maxLatency: 2 },
+        bounds: { maxKl: 0.01, minTop1: null, maxSize: 4096, maxLatency: 2, maxMemory: null },
       },
       available,
     );
@@ -67,14 +67,24 @@ describe("the view a page draws", () => {
         x: "kl_mean",
         y: "kl_mean",
         batch: 8,
-        bounds: { maxKl: null, minTop1: 0.9, maxSize: null, maxLatency: 1 },
+        bounds: { maxKl: null, minTop1: 0.9, maxSize: null, maxLatency: 1, maxMemory: null },
       },
       ["kl_mean", "sqnr_db", "size_bytes"],
     );
     expect([view.x, view.y]).toEqual(["kl_mean", "sqnr_db"]);
     expect(view.yDir).toBe("max");
     expect(view.batch).toBeNull();
-    expect(view.bounds).toEqual({ maxKl: null, minTop1: null, maxSize: null, maxLatency: null });
+    expect(view.bounds).toEqual({ maxKl: null, minTop1: null, maxSize: null, maxLatency: null, maxMemory: null });
+    const memory = resolveView({ ...DEFAULT_SWEEP_QUERY, bounds: { ...DEFAULT_SWEEP_QUERY.bounds, maxMemory: 20 } }, [
+      "kl_mean",
+      "size_bytes",
+      "runtime_memory_mib",
+    ]);
+    expect(memory.boundParams).toEqual(["runtime_memory_mib<=20"]);
+    const query = parseSweepQuery(
+      new URLSearchParams(formatSweepQuery({ ...DEFAULT_SWEEP_QUERY, bounds: memory.bounds })),
+    );
+    expect(query.bounds.maxMemory).toBe(20);
     expect(resolveView({ ...DEFAULT_SWEEP_QUERY, x: "nope" }, ["size_bytes"]).objectiveParams).toEqual([
       "size_bytes:min",
     ]);

@@ -3,7 +3,7 @@
 // defaults is written, so links stay short:
 //   #/jobs/ID/sweep?x=bops&y=top1_agreement&maxkl=0.01&mintop1=0.99&point=4&sort=kl_mean
 // The compare page carries the same keys next to its own.
-import { boundSpecs, objectiveParams, boundParams, type BoundSpec, type Bounds } from "./sweepBounds";
+import { NO_BOUNDS, boundSpecs, objectiveParams, boundParams, type BoundSpec, type Bounds } from "./sweepBounds";
 import { type SortOrder } from "./sweepTable";
 import { defaultAxes, directionOf, latencyBatches, latencyObjective, type Direction } from "./sweepObjectives";
 
@@ -33,7 +33,7 @@ export const DEFAULT_SWEEP_QUERY: SweepQuery = {
   yDir: null,
   xLog: null,
   yLog: null,
-  bounds: { maxKl: null, minTop1: null, maxSize: null, maxLatency: null },
+  bounds: NO_BOUNDS,
   batch: null,
   point: null,
   sort: "index",
@@ -46,6 +46,7 @@ const BOUND_KEYS: [keyof Bounds, string][] = [
   ["minTop1", "mintop1"],
   ["maxSize", "maxsize"],
   ["maxLatency", "maxlat"],
+  ["maxMemory", "maxmem"],
 ];
 
 const name = (v: string | null): string | null => (v !== null && NAME.test(v) ? v : null);
@@ -144,6 +145,7 @@ export function resolveView(query: SweepQuery, available: readonly string[]): Sw
     minTop1: has("top1_agreement") ? b.minTop1 : null,
     maxSize: has("size_bytes") ? b.maxSize : null,
     maxLatency: batch !== null && has(latencyObjective(batch)) ? b.maxLatency : null,
+    maxMemory: has("runtime_memory_mib") ? b.maxMemory : null,
   };
   const specs = boundSpecs(bounds, batch);
   const axes =

@@ -68,6 +68,9 @@ function JobFacts({ job, points }: { job: Job; points: number | null }) {
           ? "not measured"
           : `batch ${batches} · ${typeof p.latency_repeats === "number" ? p.latency_repeats.toString() : "?"} repeats · ${typeof p.threads === "number" ? p.threads.toString() : "1"} thread(s)`}
       </Fact>
+      <Fact label="Run-time memory">
+        {p.memory === false ? "not measured" : "peak RSS of an onnxruntime session, in a child process"}
+      </Fact>
       <Fact label="Export">{p.export === false ? "off" : "ONNX per point"}</Fact>
       {typeof p.task === "string" && p.task !== "auto" && (
         <Fact label="Task">

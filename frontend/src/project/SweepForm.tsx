@@ -74,6 +74,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   const [scan, setScan] = useState("");
   const [bits, setBits] = useState(DEFAULT_BITS);
   const [latency, setLatency] = useState(() => boolDefault(schema, "latency", true));
+  const [memory, setMemory] = useState(() => boolDefault(schema, "memory", true));
   const [batches, setBatches] = useState(DEFAULT_BATCHES);
   const [exported, setExported] = useState(() => boolDefault(schema, "export", true));
   const [task, setTask] = useState<TaskChoice>(NO_TASK);
@@ -102,7 +103,14 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
       setProblem(editor.jsonProblem);
       return;
     }
-    const body: Record<string, unknown> = { model_id: model, dataset_id: dataset, configs, latency, export: exported };
+    const body: Record<string, unknown> = {
+      model_id: model,
+      dataset_id: dataset,
+      configs,
+      latency,
+      memory,
+      export: exported,
+    };
     if (calibrationSet) body.calibration_dataset_id = calibrationSet.id;
     if (chosenScan) {
       const averageBits = parseBits(bits, 16);
@@ -235,6 +243,9 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
             help="Comma-separated, 1 to 4 of them."
           />
           {numbers.field("latency_repeats", !latency)}
+          <Checkbox checked={memory} onChange={setMemory}>
+            Measure each point&apos;s run-time memory
+          </Checkbox>
         </fieldset>
         <fieldset className="fields">
           <legend>Export</legend>

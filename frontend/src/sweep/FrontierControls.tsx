@@ -6,7 +6,7 @@ import { useEffect, useId, useRef, useState } from "react";
 import { bytesUnit } from "./units";
 import { value, type SweepRow } from "../lib/sweep";
 import { canLog } from "../lib/sweepAxes";
-import { sliderScale, type Bounds } from "../lib/sweepBounds";
+import { NO_BOUNDS, sliderScale, type Bounds } from "../lib/sweepBounds";
 import { axisLabel, latencyObjective, objectiveInfo, type Direction } from "../lib/sweepObjectives";
 import type { SweepQuery, SweepView } from "../lib/sweepQuery";
 
@@ -269,7 +269,7 @@ export function BoundsControls({
           className="small"
           disabled={!any}
           onClick={() => {
-            onChange({ bounds: { maxKl: null, minTop1: null, maxSize: null, maxLatency: null } });
+            onChange({ bounds: NO_BOUNDS });
           }}
         >
           Clear all
@@ -309,6 +309,16 @@ export function BoundsControls({
           unit={sizeUnit.bytes}
           describe={(v) => `${Math.round(v).toLocaleString("en-US")} bytes`}
           onChange={set("maxSize")}
+        />
+      )}
+      {available.includes("runtime_memory_mib") && (
+        <BoundControl
+          label="Max run-time memory (MiB)"
+          side="max"
+          value={view.bounds.maxMemory}
+          values={values("runtime_memory_mib")}
+          log={false}
+          onChange={set("maxMemory")}
         />
       )}
       {latency !== null && (

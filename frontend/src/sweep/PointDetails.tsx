@@ -1,15 +1,16 @@
 // One point of a sweep: what it is, its fidelity and cost (and, for several techniques, which causes how much
 // of the divergence), whether a real runtime executes it (and how far that differs from the simulation), its
-// latency per batch size against fp32, the export's manifest, and the download of the exported model (a zip of
+// latency per batch size against fp32, its run-time memory, the export's manifest, and the download of the exported model (a zip of
 // model.onnx + manifest.json).
 import { exportHref } from "../api/sweeps";
 import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
 import { formatBytes, formatCount, formatNumber } from "../lib/format";
 import type { PointCost } from "../api/types";
-import { slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { goldenOf, slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { fidelityFacts, type Fact } from "../lib/pointFidelity";
+import { memoryFacts } from "../lib/pointMemory";
 import { RecoverButton } from "../recovery/RecoverButton";
 import { Attribution } from "./Attribution";
 import { useRevealOnOpen } from "../components/reveal";
@@ -79,6 +80,21 @@ function RuntimeFacts({ row }: { row: SweepRow }) {
         ]}
       />
       {row.runtimeNote && <p className="note small-text runtime-note">{row.runtimeNote}</p>}
+    </>
+  );
+}
+
+function MemoryFacts({ row, rows }: { row: SweepRow; rows: readonly SweepRow[] }) {
+  const facts = memoryFacts(row, goldenOf(row, rows) === row);
+  if (facts.length === 0)
+    return <Empty>Not measured: the sweep ran with memory off, or the point has no runnable export.</Empty>;
+  return (
+    <>
+      <Facts label="Run-time memory" facts={facts} />
+      <p className="muted small-text">
+        {row.point?.memory?.file ?? "The export"} in onnxruntime in a child process: its peak resident memory (VmHWM)
+        less its memory before the session was created.
+      </p>
     </>
   );
 }
@@ -244,6 +260,8 @@ export function PointDetails({
           <RuntimeFacts row={row} />
           <h4>Latency</h4>
           <LatencyTable row={row} />
+          <h4>Run-time memory</h4>
+          <MemoryFacts row={row} rows={rows} />
           <h4>Export</h4>
           <Manifest row={row} />
         </div>

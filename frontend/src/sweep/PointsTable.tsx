@@ -14,8 +14,12 @@ function shortLabel(name: string): string {
   if (name.startsWith("latency_ratio_")) return "vs fp32";
   if (name.startsWith("latency_p50_")) return "p50";
   return (
-    { top1_agreement: "Top-1", accuracy_drop_pp: "Acc. drop", compression_ratio: "Ratio" }[name] ??
-    objectiveInfo(name).label
+    {
+      top1_agreement: "Top-1",
+      accuracy_drop_pp: "Acc. drop",
+      compression_ratio: "Ratio",
+      runtime_memory_mib: "Memory",
+    }[name] ?? objectiveInfo(name).label
   );
 }
 
@@ -54,6 +58,7 @@ export function PointsTable({
       "compression_ratio",
       "bops",
       ...(batch === null ? [] : [latencyObjective(batch), ratioObjective(batch)]),
+      "runtime_memory_mib",
     ];
     return wanted.filter((n) => available.includes(n));
   }, [available, batch]);

@@ -26,7 +26,15 @@ export function sweepName(job: Pick<Job, "id" | "params">, name: (id: unknown) =
 }
 
 function SelectedPoint({ row, query, sweep }: { row: SweepRow; query: SweepQuery; sweep: string }) {
-  const names = ["kl_mean", "top1_agreement", "sqnr_db", "size_bytes", "compression_ratio", "latency_p50_ms_b1"];
+  const names = [
+    "kl_mean",
+    "top1_agreement",
+    "sqnr_db",
+    "size_bytes",
+    "compression_ratio",
+    "latency_p50_ms_b1",
+    "runtime_memory_mib",
+  ];
   return (
     <div className="panel compare-point" role="region" aria-label="Selected point">
       <strong>
