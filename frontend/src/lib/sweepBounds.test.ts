@@ -3,18 +3,31 @@ import { boundParams, boundSpecs, sliderScale, withinBounds } from "./sweepBound
 import { ROWS } from "./sweepFixtures";
 
 describe("bounds", () => {
-  const specs = boundSpecs({ maxKl: 0.01, minTop1: 0.99, maxSize: null, maxLatency: 1, maxMemory: null }, 1);
+  const specs = boundSpecs(
+    { maxKl: 0.01, minTop1: 0.99, maxSize: null, maxLatency: 1, maxMemory: null, taskLimit: null },
+    1,
+  );
 
   it("become the API's bound parameters", () => {
     expect(boundParams(specs)).toEqual(["kl_mean<=0.01", "top1_agreement>=0.99", "latency_p50_ms_b1<=1"]);
-    expect(boundSpecs({ maxKl: null, minTop1: null, maxSize: null, maxLatency: 2, maxMemory: null }, null)).toEqual([]);
     expect(
-      boundParams(boundSpecs({ maxKl: 1e-7, minTop1: null, maxSize: 4096, maxLatency: null, maxMemory: null }, 1)),
+      boundSpecs({ maxKl: null, minTop1: null, maxSize: null, maxLatency: 2, maxMemory: null, taskLimit: null }, null),
+    ).toEqual([]);
+    expect(
+      boundParams(
+        boundSpecs(
+          { maxKl: 1e-7, minTop1: null, maxSize: 4096, maxLatency: null, maxMemory: null, taskLimit: null },
+          1,
+        ),
+      ),
     ).toEqual(["kl_mean<=1e-7", "size_bytes<=4096"]);
   });
 
   it("bound the run-time memory in MiB", () => {
-    const memory = boundSpecs({ maxKl: null, minTop1: null, maxSize: null, maxLatency: null, maxMemory: 12.5 }, 1);
+    const memory = boundSpecs(
+      { maxKl: null, minTop1: null, maxSize: null, maxLatency: null, maxMemory: 12.5, taskLimit: null },
+      1,
+    );
     expect(boundParams(memory)).toEqual(["runtime_memory_mib<=12.5"]);
     expect(withinBounds({ runtime_memory_mib: 12.5 }, memory)).toBe(true);
     expect(withinBounds({ runtime_memory_mib: 12.6 }, memory)).toBe(false);

@@ -17,9 +17,18 @@ export interface Bounds {
   maxLatency: number | null;
   /** On the run-time memory (runtime_memory_mib, MiB). */
   maxMemory: number | null;
+  /** On the page's task metric (the query's `taskMetric`): at most or at least, by the metric's direction. */
+  taskLimit: number | null;
 }
 
-export const NO_BOUNDS: Bounds = { maxKl: null, minTop1: null, maxSize: null, maxLatency: null, maxMemory: null };
+export const NO_BOUNDS: Bounds = {
+  maxKl: null,
+  minTop1: null,
+  maxSize: null,
+  maxLatency: null,
+  maxMemory: null,
+  taskLimit: null,
+};
 
 export interface BoundSpec {
   objective: string;
@@ -27,7 +36,13 @@ export interface BoundSpec {
   atLeast: number | null;
 }
 
-export function boundSpecs(bounds: Bounds, latencyBatch: number | null): BoundSpec[] {
+/** The bound specs of `bounds`; the task limit bounds `task` (a task metric and the direction that is better:
+ * a limit keeps the acceptable side, at most a drop, at least an agreement). */
+export function boundSpecs(
+  bounds: Bounds,
+  latencyBatch: number | null,
+  task: { metric: string; direction: Direction } | null = null,
+): BoundSpec[] {
   const specs: BoundSpec[] = [];
   if (bounds.maxKl !== null) specs.push({ objective: "kl_mean", atMost: bounds.maxKl, atLeast: null });
   if (bounds.minTop1 !== null) specs.push({ objective: "top1_agreement", atMost: null, atLeast: bounds.minTop1 });
@@ -36,6 +51,14 @@ export function boundSpecs(bounds: Bounds, latencyBatch: number | null): BoundSp
     specs.push({ objective: `latency_p50_ms_b${latencyBatch.toString()}`, atMost: bounds.maxLatency, atLeast: null });
   if (bounds.maxMemory !== null)
     specs.push({ objective: "runtime_memory_mib", atMost: bounds.maxMemory, atLeast: null });
+  if (bounds.taskLimit !== null && task !== null) {
+    const limit = bounds.taskLimit;
+    specs.push(
+      task.direction === "min"
+        ? { objective: task.metric, atMost: limit, atLeast: null }
+        : { objective: task.metric, atMost: null, atLeast: limit },
+    );
+  }
   return specs;
 }
 

@@ -18,6 +18,8 @@ export interface SweepQuery {
   xLog: boolean | null;
   yLog: boolean | null;
   bounds: Bounds;
+  /** The task metric the task bound (bounds.taskLimit) is on; null: the one the sweep launched bounded, if any. */
+  taskMetric: string | null;
   /** Latency batch size of the latency bound and of the "slower than fp32" flag; null: the smallest timed. */
   batch: number | null;
   /** The selected point: its index (sweep page) or "<job id>:<index>" (compare page). */
@@ -34,6 +36,7 @@ export const DEFAULT_SWEEP_QUERY: SweepQuery = {
   xLog: null,
   yLog: null,
   bounds: NO_BOUNDS,
+  taskMetric: null,
   batch: null,
   point: null,
   sort: "index",
@@ -47,9 +50,11 @@ const BOUND_KEYS: [keyof Bounds, string][] = [
   ["maxSize", "maxsize"],
   ["maxLatency", "maxlat"],
   ["maxMemory", "maxmem"],
+  ["taskLimit", "tasklimit"],
 ];
 
 const name = (v: string | null): string | null => (v !== null && NAME.test(v) ? v : null);
+const taskName = (v: string | null): string | null => (v?.startsWith("task.") ? name(v) : null);
 const direction = (v: string | null): Direction | null => (v === "min" || v === "max" ? v : null);
 const flag = (v: string | null): boolean | null => (v === "1" ? true : v === "0" ? false : null);
 
@@ -75,6 +80,7 @@ export function parseSweepQuery(params: URLSearchParams): SweepQuery {
     xLog: flag(params.get("xlog")),
     yLog: flag(params.get("ylog")),
     bounds,
+    taskMetric: taskName(params.get("taskmetric")),
     batch: positiveInt(params.get("batch")),
     point: point && /^([A-Za-z0-9-]{1,64}:)?\d{1,6}$/.test(point) ? point : null,
     sort: name(params.get("sort")) ?? DEFAULT_SWEEP_QUERY.sort,
@@ -94,6 +100,7 @@ export function writeSweepQuery(query: SweepQuery, params: URLSearchParams): voi
     const v = query.bounds[key];
     if (v !== null && Number.isFinite(v)) params.set(param, String(v));
   }
+  if (query.taskMetric !== null) params.set("taskmetric", query.taskMetric);
   if (query.batch !== null) params.set("batch", query.batch.toString());
   if (query.point !== null) params.set("point", query.point);
   if (query.sort !== DEFAULT_SWEEP_QUERY.sort) params.set("sort", query.sort);
@@ -119,6 +126,8 @@ export interface SweepView {
   batch: number | null;
   /** The bounds whose objective the points have (the others are ignored). */
   bounds: Bounds;
+  /** The task metric the task limit bounds (one the points have), or null. */
+  taskMetric: string | null;
   specs: BoundSpec[];
   /** For GET /sweep-frontier. */
   objectiveParams: string[];
@@ -146,8 +155,12 @@ export function resolveView(query: SweepQuery, available: readonly string[]): Sw
     maxSize: has("size_bytes") ? b.maxSize : null,
     maxLatency: batch !== null && has(latencyObjective(batch)) ? b.maxLatency : null,
     maxMemory: has("runtime_memory_mib") ? b.maxMemory : null,
+    taskLimit: null,
   };
-  const specs = boundSpecs(bounds, batch);
+  const taskMetric = query.taskMetric !== null && has(query.taskMetric) ? query.taskMetric : null;
+  if (taskMetric !== null) bounds.taskLimit = b.taskLimit;
+  const task = taskMetric === null ? null : { metric: taskMetric, direction: directionOf(taskMetric) };
+  const specs = boundSpecs(bounds, batch, task);
   const axes =
     x === y
       ? [{ name: x, direction: xDir }]
@@ -163,6 +176,7 @@ export function resolveView(query: SweepQuery, available: readonly string[]): Sw
     batches,
     batch,
     bounds,
+    taskMetric,
     specs,
     objectiveParams: x ? objectiveParams(axes) : [],
     boundParams: boundParams(specs),

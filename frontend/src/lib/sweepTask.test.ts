@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { launchAxes, launchBounds, parseTaskOptions, sweepTasks, taskFrontier, taskMetrics } from "./sweepTask";
+import { NO_BOUNDS } from "./sweepBounds";
+import { DEFAULT_SWEEP_QUERY } from "./sweepQuery";
+import {
+  launchAxes,
+  launchBounds,
+  launchTaskBound,
+  parseTaskOptions,
+  sweepTasks,
+  taskFrontier,
+  taskMetrics,
+} from "./sweepTask";
 
 const schema = {
   properties: {
@@ -60,9 +70,21 @@ describe("the axes a sweep launched with", () => {
 });
 
 describe("the bounds a sweep launched with", () => {
-  it("apply where the points measured the objective", () => {
-    const params = { bounds: ["task.miou_drop<=0.05", "task.wer_delta<=0.01", 3] };
-    expect(launchBounds(params, ["task.miou_drop", "size_bytes"])).toEqual(["task.miou_drop<=0.05"]);
+  it("apply where the points measured the objective; a task bound is the page's own", () => {
+    const params = { bounds: ["task.miou_drop<=0.05", "kl_mean<=0.01", "top1_agreement>=0.9", 3] };
+    expect(launchBounds(params, ["task.miou_drop", "kl_mean", "size_bytes"])).toEqual(["kl_mean<=0.01"]);
     expect(launchBounds({}, ["task.miou_drop"])).toEqual([]);
+  });
+
+  it("set the page's task bound where the URL names no task metric, so that the page can move or clear it", () => {
+    const query = { ...DEFAULT_SWEEP_QUERY };
+    const launched = launchTaskBound(query, { bounds: ["kl_mean<=1", "task.miou_vs_golden>=0.9"] });
+    expect(launched.taskMetric).toBe("task.miou_vs_golden");
+    expect(launched.bounds).toEqual({ ...NO_BOUNDS, taskLimit: 0.9 });
+    // cleared on the page: the metric stays in the URL with no limit, and the launch's bound is not put back
+    const cleared = { ...query, taskMetric: "task.miou_vs_golden" };
+    expect(launchTaskBound(cleared, { bounds: ["task.miou_vs_golden>=0.9"] })).toBe(cleared);
+    expect(launchTaskBound(query, { bounds: ["task.x<=oops"] })).toBe(query);
+    expect(launchTaskBound(query, {})).toBe(query);
   });
 });

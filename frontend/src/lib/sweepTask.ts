@@ -2,6 +2,7 @@
 // is better, read from the schema in GET /job-kinds (`objectives["x-task-metrics"]`, written by the API from
 // task_specs/metrics.py and kneeboard check's direction rule; the dashboard keeps no second rule).
 import { isObject, type JsonObject } from "./json";
+import type { Bounds } from "./sweepBounds";
 import { learnTaskDirections, type Direction } from "./sweepObjectives";
 
 export type TaskMetrics = Record<string, Record<string, Direction>>;
@@ -86,12 +87,30 @@ export function launchAxes<
   };
 }
 
-/** The bounds a sweep launched with (`task.miou_drop<=0.05`) on objectives its points measured: the frontier
- * keeps applying them beside the page's own bound controls. */
+const TASK_BOUND = /^(task\.[A-Za-z0-9_.-]+)(<=|>=)(.+)$/;
+
+/** The task bound a sweep launched with (`task.miou_drop<=0.005`) as the page's task bound, where the URL names
+ * no task metric: the page's control then shows it and can move or clear it. */
+export function launchTaskBound<Q extends { taskMetric: string | null; bounds: Bounds }>(
+  query: Q,
+  params: JsonObject,
+): Q {
+  if (query.taskMetric !== null || !Array.isArray(params.bounds)) return query;
+  for (const bound of params.bounds) {
+    const m = typeof bound === "string" ? TASK_BOUND.exec(bound) : null;
+    const limit = Number(m?.[3]);
+    if (m?.[1] && Number.isFinite(limit))
+      return { ...query, taskMetric: m[1], bounds: { ...query.bounds, taskLimit: limit } };
+  }
+  return query;
+}
+
+/** The other bounds a sweep launched with, on objectives its points measured: the frontier keeps applying them
+ * beside the page's own bound controls (a task bound is the page's, see launchTaskBound). */
 export function launchBounds(params: JsonObject, available: readonly string[]): string[] {
   if (!Array.isArray(params.bounds)) return [];
   return params.bounds.filter(
-    (b): b is string => typeof b === "string" && available.includes(b.split(/<=|>=/)[0] ?? ""),
+    (b): b is string => typeof b === "string" && !TASK_BOUND.test(b) && available.includes(b.split(/<=|>=/)[0] ?? ""),
   );
 }
 

@@ -19,7 +19,7 @@ import { toRow, type SweepRow } from "../lib/sweep";
 import { runtimeSeries } from "../lib/sweepChart";
 import { availableObjectives } from "../lib/sweepObjectives";
 import { resolveView, type SweepQuery } from "../lib/sweepQuery";
-import { launchAxes, launchBounds, learnFrom } from "../lib/sweepTask";
+import { launchAxes, launchBounds, launchTaskBound, learnFrom } from "../lib/sweepTask";
 import { isOffline } from "../offline/mode";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
@@ -101,7 +101,8 @@ function Results({
   const sweepSchema = useSweepSchema();
   const view = useMemo(() => {
     learnFrom(sweepSchema);
-    return resolveView(launchAxes(query, job.params), available);
+    const launched = isOffline() ? query : launchTaskBound(query, job.params);
+    return resolveView(launchAxes(launched, job.params), available);
   }, [query, available, job.params, sweepSchema]);
   // an exported report stores frontiers without bounds only: there the launch's bounds are not applied
   const launched = useMemo(() => (isOffline() ? [] : launchBounds(job.params, available)), [job.params, available]);

@@ -269,7 +269,8 @@ export function BoundsControls({
           className="small"
           disabled={!any}
           onClick={() => {
-            onChange({ bounds: NO_BOUNDS });
+            // the task metric stays named, so that a bound the sweep launched with is not put back
+            onChange({ bounds: NO_BOUNDS, taskMetric: view.taskMetric });
           }}
         >
           Clear all
@@ -353,6 +354,56 @@ export function BoundsControls({
       {latency === null && (
         <p className="muted small-text">No latency was measured (the sweep ran with latency off).</p>
       )}
+      <TaskBound rows={rows} available={available} view={view} onChange={onChange} />
     </div>
+  );
+}
+
+/** A bound on one of the points' task metrics (mAP drop, WER change...), on its acceptable side: at most for a
+ * metric where lower is better, at least otherwise. A sweep launched with a task bound opens with it here. */
+function TaskBound({
+  rows,
+  available,
+  view,
+  onChange,
+}: {
+  rows: readonly SweepRow[];
+  available: readonly string[];
+  view: SweepView;
+  onChange: (change: Partial<SweepQuery>) => void;
+}) {
+  const metrics = available.filter((n) => n.startsWith("task."));
+  if (metrics.length === 0) return null;
+  const metric = view.taskMetric ?? metrics[0] ?? "";
+  const direction = objectiveInfo(metric).direction;
+  return (
+    <>
+      <label className="inline">
+        Task metric bounded
+        <select
+          value={metric}
+          onChange={(e) => {
+            onChange({ taskMetric: e.target.value, bounds: { ...view.bounds, taskLimit: null } });
+          }}
+        >
+          {metrics.map((n) => (
+            <option key={n} value={n}>
+              {axisLabel(n)}
+            </option>
+          ))}
+        </select>
+      </label>
+      <BoundControl
+        key={metric}
+        label={`${direction === "min" ? "Max" : "Min"} ${objectiveInfo(metric).label.toLowerCase()}`}
+        side={direction === "min" ? "max" : "min"}
+        value={view.taskMetric === metric ? view.bounds.taskLimit : null}
+        values={rows.map((r) => value(r, metric))}
+        log={false}
+        onChange={(v) => {
+          onChange({ taskMetric: metric, bounds: { ...view.bounds, taskLimit: v } });
+        }}
+      />
+    </>
   );
 }
