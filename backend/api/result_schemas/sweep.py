@@ -170,6 +170,16 @@ class QuantizationOut(StoredShape):
     activations: str | None = None
     calibrate_method: str | None = None
     calibration_samples: int | None = None
+    algorithm: str | None = Field(default=None, description="real-matmulnbits: the quantizer's algorithm config.")
+    bits: int | None = Field(default=None, description="real-matmulnbits: 4 or 8.")
+    block_size: int | None = Field(default=None, description="real-matmulnbits: weights per block along K.")
+    symmetric: bool | None = None
+    accuracy_level: int | None = Field(
+        default=None, description="real-matmulnbits: the MatMulNBits accuracy_level (null: the kernel default)."
+    )
+    gemm_rewritten: list[str] | None = Field(
+        default=None, description="real-matmulnbits: Gemm nodes rewritten as MatMul (+ Add) for the quantizer."
+    )
 
 
 class ExportMetricsOut(ResultModel):
@@ -182,7 +192,9 @@ class ExportManifestOut(ResultModel):
 
     format: str = ""
     file: str = ""
-    kind: str = Field(default="", description="simulated-float, real-int8-weights, real-int8-qdq, fp16...")
+    kind: str = Field(
+        default="", description="simulated-float, real-int8-weights, real-int8-qdq, fp16, real-matmulnbits..."
+    )
     point_id: str = ""
     config: CompressionConfigOut | None = None
     plan: dict[str, CompressionConfigOut] | None = None
