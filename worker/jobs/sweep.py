@@ -232,7 +232,8 @@ class SweepHandler:
             if spec["label"] == GOLDEN_LABEL and result.get("export") and result["export"].get("latency"):
                 for batch in result["export"]["latency"].get("batches", []):
                     golden_latency[int(batch["batch_size"])] = float(batch["p50_ms"])
-        for spec, result in chunks:
+        slower = _slower_flags(chunks)
+        for (spec, result), flag in zip(chunks, slower, strict=True):
             objectives = point_objectives(
                 result["point"], (result.get("export") or {}).get("latency"), golden_latency
             )
@@ -244,7 +245,11 @@ class SweepHandler:
                     "label": str(result["label"])[:500],
                     "config": result.get("config") or {"type": "none"},
                     "objectives": objectives,
-                    "point": result["point"] | {"latency": None if export is None else export.get("latency")},
+                    "point": result["point"]
+                    | {
+                        "latency": None if export is None else export.get("latency"),
+                        "slower_than_bigger": flag,
+                    },
                     "export_sha256": None if export is None else export["sha256"],
                     "export_manifest": None if export is None else export["manifest"],
                 }
@@ -260,6 +265,25 @@ class SweepHandler:
 
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
         return None
+
+
+def _slower_flags(chunks: ChunkResults) -> list[dict[str, Any] | None]:
+    """Per point: the bigger point (by exported file size) it is slower than beyond noise, or None
+    (`latency_flags.slower_than_bigger`; points without a timed export are never flagged)."""
+    from worker.engine.sweep.latency_flags import slower_than_bigger
+
+    points = []
+    for _, result in chunks:
+        export = result.get("export") or {}
+        manifest = export.get("manifest") or {}
+        points.append(
+            {
+                "label": result["label"],
+                "file_size_bytes": manifest.get("file_size_bytes"),
+                "latency": export.get("latency"),
+            }
+        )
+    return [json_safe(flag) for flag in slower_than_bigger(points)]
 
 
 def _calibration_request(ctx: JobContext, params: SweepJobParams) -> CalibrationRequest | None:

@@ -170,15 +170,19 @@ class QuantizationOut(StoredShape):
     activations: str | None = None
     calibrate_method: str | None = None
     calibration_samples: int | None = None
-    algorithm: str | None = Field(default=None, description="real-matmulnbits: the quantizer's algorithm config.")
+    algorithm: str | None = Field(
+        default=None, description="real-matmulnbits: the quantizer's algorithm config."
+    )
     bits: int | None = Field(default=None, description="real-matmulnbits: 4 or 8.")
     block_size: int | None = Field(default=None, description="real-matmulnbits: weights per block along K.")
     symmetric: bool | None = None
     accuracy_level: int | None = Field(
-        default=None, description="real-matmulnbits: the MatMulNBits accuracy_level (null: the kernel default)."
+        default=None,
+        description="real-matmulnbits: the MatMulNBits accuracy_level (null: the kernel default).",
     )
     gemm_rewritten: list[str] | None = Field(
-        default=None, description="real-matmulnbits: Gemm nodes rewritten as MatMul (+ Add) for the quantizer."
+        default=None,
+        description="real-matmulnbits: Gemm nodes rewritten as MatMul (+ Add) for the quantizer.",
     )
 
 
@@ -301,6 +305,19 @@ class PointAttributionOut(ResultModel):
     notes: list[str] = Field(default_factory=list)
 
 
+class SlowerThanBiggerOut(ResultModel):
+    """A point whose measured p50 exceeds that of a point with a larger exported file, beyond noise
+    (worker/engine/sweep/latency_flags.py): more than 5 % and above the bigger point's p90."""
+
+    than: str = Field(description="The bigger point's label.")
+    ratio: float = Field(description="This point's p50 over the bigger point's, at batch_size.")
+    batch_size: int
+    p50_ms: float
+    than_p50_ms: float
+    file_size_bytes: int
+    than_file_size_bytes: int
+
+
 class SweepPointDocOut(ResultModel):
     """Everything measured for one point."""
 
@@ -315,6 +332,11 @@ class SweepPointDocOut(ResultModel):
     exports: list[ExportManifestOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     latency: PointLatencyOut | None = None
+    slower_than_bigger: SlowerThanBiggerOut | None = Field(
+        default=None,
+        description="Set when a point with a larger exported file runs faster beyond noise (e.g. 4-bit weights "
+        "on kernels slower than the int8 or fp32 ones); null otherwise or when not timed.",
+    )
     attribution: PointAttributionOut | None = Field(
         default=None,
         description="Cause attribution; null for a single technique or when the sweep had it off.",
