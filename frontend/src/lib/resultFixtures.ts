@@ -84,6 +84,7 @@ export function sweepPointDoc(fields: Partial<SweepPointDoc> = {}): SweepPointDo
     exports: [],
     notes: [],
     latency: null,
+    slower_than_bigger: null,
     attribution: null,
     calibration: null,
     ...fields,

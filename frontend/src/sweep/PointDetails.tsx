@@ -7,7 +7,7 @@ import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
 import { formatBytes, formatCount, formatNumber } from "../lib/format";
 import type { PointCost } from "../api/types";
-import { slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { slowerThanBigger, slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { fidelityFacts, type Fact } from "../lib/pointFidelity";
 import { RecoverButton } from "../recovery/RecoverButton";
@@ -203,6 +203,9 @@ export function PointDetails({
             )}{" "}
             {slowerThanGolden(row, slowBatch, rows) && (
               <span className="badge badge-bad">slower than fp32 at batch {slowBatch}</span>
+            )}{" "}
+            {slowerThanBigger(row) && (
+              <span className="badge badge-bad slower-than-bigger">{slowerThanBigger(row)}</span>
             )}
           </p>
         </div>
