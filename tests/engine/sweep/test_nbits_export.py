@@ -16,7 +16,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from backend.compression_contracts import WeightQuantIn
 from tests.support.sweep_exports import export_of, initializers, run_onnx
-from worker.engine.compression import WeightQuant, as_compressible
+from worker.demo.models import export_onnx
+from worker.engine.compression import WeightQuant, as_compressible, open_compressible
 from worker.engine.compression.configs import CompressionConfigError, config_from_dict
 from worker.engine.errors import EngineError
 from worker.engine.sweep import evaluate_point, export_point
@@ -155,6 +156,32 @@ def test_a_sweep_point_runs_on_matmulnbits_and_stays_close_to_its_simulation(tmp
     kl_sim = int4.fidelity["kl_mean"]
     assert kl_real > 0 and kl_sim > 0
     assert 0.5 <= kl_real / kl_sim <= 2.0, (kl_real, kl_sim)  # ORT's [-8, 7] grid vs the simulation's [-7, 7]
+
+
+def test_an_onnx_golden_model_asymmetric_groups_reproduce_the_simulation(tmp_path: Path) -> None:
+    """Asymmetric blocks use the simulation's grid ([min(w, 0), max(w, 0)] over 15 steps, an integer zero
+    point), so ORT's file gives the simulated KL; symmetric ones differ by the grid ([-8, 7] against [-7, 7])."""
+    torch.manual_seed(0)
+    net = _Block().eval()
+    x = np.random.default_rng(2).standard_normal((256, 64)).astype(np.float32)
+    golden = open_compressible(export_onnx(net, x[:2], tmp_path / "block.onnx"), "onnx")
+    feeds = {golden.inputs[0].name: x}
+    kl = {}
+    for symmetric in (True, False):
+        point = evaluate_point(
+            golden,
+            feeds,
+            None,
+            WeightQuant(4, symmetric, group_size=32),
+            export_dir=tmp_path / str(symmetric),
+        )
+        export = export_of(point, "real-matmulnbits")
+        assert len(export["quantization"]["weights"]) == 3 and export["quantization"]["left_float"] == []
+        kl[symmetric] = (point.fidelity["kl_mean"], export["metrics"]["measured"]["kl_mean"])
+    simulated, real = kl[False]
+    assert abs(real - simulated) <= 1e-6 * simulated  # measured: equal to 16 digits
+    simulated, real = kl[True]
+    assert abs(real - simulated) > 1e-3 * simulated and 0.5 <= real / simulated <= 2.0
 
 
 def test_a_conv_only_model_has_nothing_to_pack_and_falls_back_to_the_float_file(tmp_path: Path) -> None:
