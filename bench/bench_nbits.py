@@ -13,6 +13,7 @@ Files, each made by the engine's own export code from the same fp32 graph:
   int8-nbits     MatMulNBits, 8 bits, blocks of 32 (symmetric)
   int4-nbits     MatMulNBits, 4 bits, blocks of 32 (symmetric), the sweep's real-matmulnbits kind
   int4-nbits-a4  the same with accuracy_level=4 (activations quantized to int8 inside the kernel)
+  int4-nbits+emb int4-nbits with the embedding tables packed too (GatherBlockQuantized; not a sweep default)
 Printed per file: size on disk, p50 at batch 1 and 8 (one intra-op thread), the ratio to fp32, and the
 cosine / max abs difference of its output to fp32 on the timed input.
 
@@ -45,13 +46,14 @@ def _variants(src: Path, folder: Path) -> dict[str, Path]:
     paths = {"fp32": src}
     paths["int8-dynamic"] = folder / f"{src.stem}.int8-dynamic.onnx"
     dynamic(base, paths["int8-dynamic"], WeightQuant(8))
-    for name, wq, level in (
-        ("int8-nbits", WeightQuant(8, group_size=32), None),
-        ("int4-nbits", WeightQuant(4, group_size=32), None),
-        ("int4-nbits-a4", WeightQuant(4, group_size=32), 4),
+    for name, wq, level, embeddings in (
+        ("int8-nbits", WeightQuant(8, group_size=32), None, False),
+        ("int4-nbits", WeightQuant(4, group_size=32), None, False),
+        ("int4-nbits-a4", WeightQuant(4, group_size=32), 4, False),
+        ("int4-nbits+emb", WeightQuant(4, group_size=32), None, True),
     ):
         paths[name] = folder / f"{src.stem}.{name}.onnx"
-        quantization = matmul_nbits(base, paths[name], wq, [], accuracy_level=level)
+        quantization = matmul_nbits(base, paths[name], wq, [], accuracy_level=level, embeddings=embeddings)
         if name == "int4-nbits":
             print(
                 f"  {len(quantization['weights'])} layer(s) packed to MatMulNBits, "

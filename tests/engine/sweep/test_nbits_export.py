@@ -209,6 +209,48 @@ def test_a_block_size_matmulnbits_cannot_take_fails_at_validation(size: int) -> 
     assert WeightQuant(4, group_size=128).group_size == 128
 
 
+def test_embedding_tables_pack_only_when_asked_and_shape_gathers_never(tmp_path: Path) -> None:
+    """Gather(table, ids) → MatMul, plus a Gather of a constant int64 shape vector: with embeddings=True the
+    table becomes GatherBlockQuantized (rows in blocks of 32, the reference's symmetric RTN along each row),
+    the shape Gather stays untouched; without it the table is listed as left float."""
+    rng = np.random.default_rng(6)
+    table = rng.standard_normal((50, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 8)).astype(np.float32)
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [None])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])
+    n = helper.make_tensor_value_info("n", TensorProto.INT64, [])
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["e"], name="embed"),
+        helper.make_node("MatMul", ["e", "w"], ["y"], name="proj"),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], name="dim"),
+    ]
+    inits = [
+        numpy_helper.from_array(table, "table"),
+        numpy_helper.from_array(w, "w"),
+        numpy_helper.from_array(np.array([7, 9], dtype=np.int64), "shape"),
+        numpy_helper.from_array(np.array(1, dtype=np.int64), "zero"),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [ids], [y, n], inits), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    plain = matmul_nbits(model, tmp_path / "p.onnx", WeightQuant(4, group_size=32), [])
+    assert plain["embeddings"] == [] and plain["left_float"] == [
+        "embed (Gather): an embedding table; packed only with embeddings=True"
+    ]
+    packed = matmul_nbits(model, tmp_path / "e.onnx", WeightQuant(4, group_size=32), [], embeddings=True)
+    assert packed["embeddings"] == ["embed"] and packed["weights"] == ["proj"] and packed["left_float"] == []
+    ops = [node.op_type for node in onnx.load(str(tmp_path / "e.onnx")).graph.node]
+    assert ops == ["GatherBlockQuantized", "MatMulNBits", "Gather"]
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(tmp_path / "e.onnx"), providers=["CPUExecutionProvider"])
+    chosen = np.array([3, 0, 49], dtype=np.int64)
+    out, count = session.run(None, {"ids": chosen})
+    rows = _rtn_reference(table.T, 32).T[chosen]  # blocks along each row: the reference on the transpose
+    want = rows @ _rtn_reference(w, 32)
+    assert int(count) == 9 and np.abs(out - want).max() <= 1e-4 * np.abs(want).max()
+
+
 def test_hqq_packs_too_and_other_widths_say_why(tmp_path: Path) -> None:
     w = np.random.default_rng(4).standard_normal((64, 16)).astype(np.float32)
     notes: list[str] = []

@@ -150,14 +150,45 @@ def _algo_config(wq: WeightQuant, algorithm: Algorithm, accuracy_level: int | No
     )
 
 
+def _embedding_gathers(graph: onnx.GraphProto) -> list[str]:
+    """Gather nodes that read rows of a constant 2-D float32 table (embeddings), not shape constants."""
+    from onnx import TensorProto
+
+    consts = _constants(graph)
+    return [
+        node.name
+        for node in graph.node
+        if node.op_type == "Gather"
+        and node.domain in ("", "ai.onnx")
+        and node.input[0] in consts
+        and consts[node.input[0]].data_type == TensorProto.FLOAT
+        and len(consts[node.input[0]].dims) == 2
+        and not any(a.name == "axis" and a.i != 0 for a in node.attribute)
+    ]
+
+
+def _int4_types_allowed(proto: onnx.ModelProto) -> None:
+    """GatherBlockQuantized stores int4 tensors: IR version 10 and opset 21, as the quantizer itself does
+    when asked for every Gather (it bumps without checking; only the embedding Gathers are passed here)."""
+    proto.ir_version = max(proto.ir_version, 10)
+    for opset in proto.opset_import:
+        if opset.domain in ("", "ai.onnx") and opset.version < 21:
+            opset.version = 21
+
+
 def _left_float(graph: onnx.GraphProto, converted: set[str]) -> list[str]:
     consts = _constants(graph)
+    tables = set(_embedding_gathers(graph))
     left = []
     for node in graph.node:
         if node.op_type not in WEIGHT_OPS or node.domain not in ("", "ai.onnx") or node.name in converted:
             continue
         if not any(i in consts for i in node.input):
             continue  # no constant input: not a layer with weights (e.g. attention scores Q·Kᵀ)
+        if node.op_type == "Gather":
+            if node.name in tables:
+                left.append(f"{node.name} (Gather): an embedding table; packed only with embeddings=True")
+            continue  # a Gather of shapes or indices, not a layer
         if node.op_type == "MatMul":
             reason = "its weight is not 2-D (or has non-unit batch dimensions)"
         elif node.op_type == "Gemm":
@@ -175,10 +206,14 @@ def matmul_nbits(
     notes: list[str],
     algorithm: Algorithm = "rtn",
     accuracy_level: int | None = None,
+    embeddings: bool = False,
 ) -> dict[str, Any]:
     """Quantize the MatMul / Gemm weights of `base` (a float graph) with MatMulNBitsQuantizer and write the
     file to `path`; returns the quantizer's settings for the manifest. Raises NothingToQuantize when the
-    graph has no MatMul or Gemm with a constant weight, EngineError for a config MatMulNBits cannot hold."""
+    graph has no MatMul or Gemm with a constant weight, EngineError for a config MatMulNBits cannot hold.
+    embeddings (round to nearest, 4 bits): also pack the Gathers of constant float tables (embeddings) into
+    GatherBlockQuantized, blocks along each row; the model's opset is raised to 21 for their int4 tensors. Off
+    in sweeps (an opset change is not what a point should carry silently); the bench measures it."""
     import onnx
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
@@ -195,8 +230,15 @@ def matmul_nbits(
     gemms = gemm_to_matmul(proto)
     before = {node.name: node.op_type for node in proto.graph.node}
     config = _algo_config(wq, algorithm, accuracy_level, notes)
+    gathers: list[str] = []
+    if embeddings:
+        if algorithm != "rtn" or wq.bits != 4:
+            raise EngineError("embedding Gathers are packed by round to nearest at 4 bits only")
+        gathers = _embedding_gathers(proto.graph)
+        if gathers:
+            _int4_types_allowed(proto)
     with _quiet():
-        quantizer = MatMulNBitsQuantizer(proto, algo_config=config)
+        quantizer = MatMulNBitsQuantizer(proto, algo_config=config, nodes_to_include=gathers or None)
         quantizer.process()
     out: onnx.ModelProto = quantizer.model.model
     suffix = f"_Q{wq.bits}"
@@ -205,7 +247,12 @@ def matmul_nbits(
         for n in out.graph.node
         if n.op_type == "MatMulNBits" and n.name.endswith(suffix)
     )
-    left = _left_float(out.graph, set(converted))
+    packed_gathers = sorted(
+        n.name[: -len(suffix)]
+        for n in out.graph.node
+        if n.op_type == "GatherBlockQuantized" and n.name.endswith(suffix)
+    )
+    left = _left_float(out.graph, set(converted) | set(packed_gathers))
     if not converted:
         ops = sorted({op for op in before.values() if op in WEIGHT_OPS})
         raise NothingToQuantize(
@@ -232,4 +279,5 @@ def matmul_nbits(
         "weights": converted,
         "left_float": left,
         "gemm_rewritten": gemms,
+        "embeddings": packed_gathers,
     }
