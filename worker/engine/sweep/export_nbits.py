@@ -26,6 +26,7 @@ MatMulNBits takes any K (the last block is zero-padded) but its block size must 
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +61,9 @@ def _quiet() -> Iterator[None]:
     previous = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        yield
+        with warnings.catch_warnings():  # HQQ wraps a read-only numpy array in a tensor it only reads
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            yield
     finally:
         logger.setLevel(previous)
 
