@@ -184,6 +184,10 @@ class QuantizationOut(StoredShape):
         default=None,
         description="real-matmulnbits: Gemm nodes rewritten as MatMul (+ Add) for the quantizer.",
     )
+    embeddings: list[str] | None = Field(
+        default=None,
+        description="real-matmulnbits: embedding Gathers packed as GatherBlockQuantized (opt-in).",
+    )
 
 
 class ExportMetricsOut(ResultModel):

@@ -6026,6 +6026,11 @@ export interface components {
             /** Calibration Samples */
             calibration_samples?: number | null;
             /**
+             * Embeddings
+             * @description real-matmulnbits: embedding Gathers packed as GatherBlockQuantized (opt-in).
+             */
+            embeddings?: string[] | null;
+            /**
              * Gemm Rewritten
              * @description real-matmulnbits: Gemm nodes rewritten as MatMul (+ Add) for the quantizer.
              */
