@@ -26,11 +26,20 @@ class WeightQuantIn(_Config):
     per_channel: bool = Field(default=False, description="One scale per output channel, else per tensor.")
     group_size: int | None = Field(
         default=None,
-        ge=2,
+        ge=16,
         le=65536,
         description="Groups of this many consecutive weights of each output channel, each with its own scale "
-        "(LLM-style 4-bit weights: 32, 64, 128); null: per channel or per tensor.",
+        "(LLM-style 4-bit weights: 32, 64, 128): a power of two from 16, as onnxruntime's MatMulNBits kernels "
+        "(the real 4- and 8-bit form of an ONNX model's MatMul/Gemm layers) need; null: per channel or per tensor.",
     )
+
+    @model_validator(mode="after")
+    def _group_size_power_of_two(self) -> WeightQuantIn:
+        if self.group_size is not None and self.group_size & (self.group_size - 1):
+            raise ValueError(
+                f"group_size must be a power of two from 16 (MatMulNBits block sizes), got {self.group_size}"
+            )
+        return self
 
 
 class ActivationQuantIn(_Config):

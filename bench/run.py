@@ -12,6 +12,7 @@ from bench import (
     bench_generation,
     bench_job_memory,
     bench_load,
+    bench_nbits,
     bench_pareto,
     bench_profile,
     bench_pruning,
@@ -49,6 +50,8 @@ def main() -> None:
     bench_calibration.main()
     print()
     bench_pruning.main()
+    print()
+    bench_nbits.main([])
     print()
     bench_recovery.main([])
     print()

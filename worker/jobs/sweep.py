@@ -240,7 +240,8 @@ class SweepHandler:
                     golden_latency[int(batch["batch_size"])] = float(batch["p50_ms"])
             if spec["label"] == GOLDEN_LABEL and (result.get("export") or {}).get("memory"):
                 golden_memory = float(result["export"]["memory"]["session_mib"])
-        for spec, result in chunks:
+        slower = _slower_flags(chunks)
+        for (spec, result), flag in zip(chunks, slower, strict=True):
             export = result.get("export")
             objectives = point_objectives(
                 result["point"],
@@ -260,6 +261,7 @@ class SweepHandler:
                     | {
                         "latency": None if export is None else export.get("latency"),
                         "memory": None if export is None else export.get("memory"),
+                        "slower_than_bigger": flag,
                     },
                     "export_sha256": None if export is None else export["sha256"],
                     "export_manifest": None if export is None else export["manifest"],
@@ -276,6 +278,25 @@ class SweepHandler:
 
     def on_failure(self, session: Session, ctx: JobContext, message: str) -> None:
         return None
+
+
+def _slower_flags(chunks: ChunkResults) -> list[dict[str, Any] | None]:
+    """Per point: the bigger point (by exported file size) it is slower than beyond noise, or None
+    (`latency_flags.slower_than_bigger`; points without a timed export are never flagged)."""
+    from worker.engine.sweep.latency_flags import slower_than_bigger
+
+    points = []
+    for _, result in chunks:
+        export = result.get("export") or {}
+        manifest = export.get("manifest") or {}
+        points.append(
+            {
+                "label": result["label"],
+                "file_size_bytes": manifest.get("file_size_bytes"),
+                "latency": export.get("latency"),
+            }
+        )
+    return [json_safe(flag) for flag in slower_than_bigger(points)]
 
 
 def _calibration_request(ctx: JobContext, params: SweepJobParams) -> CalibrationRequest | None:

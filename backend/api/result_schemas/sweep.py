@@ -170,6 +170,24 @@ class QuantizationOut(StoredShape):
     activations: str | None = None
     calibrate_method: str | None = None
     calibration_samples: int | None = None
+    algorithm: str | None = Field(
+        default=None, description="real-matmulnbits: the quantizer's algorithm config."
+    )
+    bits: int | None = Field(default=None, description="real-matmulnbits: 4 or 8.")
+    block_size: int | None = Field(default=None, description="real-matmulnbits: weights per block along K.")
+    symmetric: bool | None = None
+    accuracy_level: int | None = Field(
+        default=None,
+        description="real-matmulnbits: the MatMulNBits accuracy_level (null: the kernel default).",
+    )
+    gemm_rewritten: list[str] | None = Field(
+        default=None,
+        description="real-matmulnbits: Gemm nodes rewritten as MatMul (+ Add) for the quantizer.",
+    )
+    embeddings: list[str] | None = Field(
+        default=None,
+        description="real-matmulnbits: embedding Gathers packed as GatherBlockQuantized (opt-in).",
+    )
 
 
 class ExportMetricsOut(ResultModel):
@@ -182,7 +200,9 @@ class ExportManifestOut(ResultModel):
 
     format: str = ""
     file: str = ""
-    kind: str = Field(default="", description="simulated-float, real-int8-weights, real-int8-qdq, fp16...")
+    kind: str = Field(
+        default="", description="simulated-float, real-int8-weights, real-int8-qdq, fp16, real-matmulnbits..."
+    )
     point_id: str = ""
     config: CompressionConfigOut | None = None
     plan: dict[str, CompressionConfigOut] | None = None
@@ -315,6 +335,19 @@ class PointAttributionOut(ResultModel):
     notes: list[str] = Field(default_factory=list)
 
 
+class SlowerThanBiggerOut(ResultModel):
+    """A point whose measured p50 exceeds that of a point with a larger exported file, beyond noise
+    (worker/engine/sweep/latency_flags.py): more than 5 % and above the bigger point's p90."""
+
+    than: str = Field(description="The bigger point's label.")
+    ratio: float = Field(description="This point's p50 over the bigger point's, at batch_size.")
+    batch_size: int
+    p50_ms: float
+    than_p50_ms: float
+    file_size_bytes: int
+    than_file_size_bytes: int
+
+
 class SweepPointDocOut(ResultModel):
     """Everything measured for one point."""
 
@@ -331,6 +364,11 @@ class SweepPointDocOut(ResultModel):
     latency: PointLatencyOut | None = None
     memory: PointMemoryOut | None = Field(
         default=None, description="Run-time memory of the chosen export; null when it was not measured."
+    )
+    slower_than_bigger: SlowerThanBiggerOut | None = Field(
+        default=None,
+        description="Set when a point with a larger exported file runs faster beyond noise (e.g. 4-bit weights "
+        "on kernels slower than the int8 or fp32 ones); null otherwise or when not timed.",
     )
     attribution: PointAttributionOut | None = Field(
         default=None,

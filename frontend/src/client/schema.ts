@@ -3350,7 +3350,7 @@ export interface components {
             format: string;
             /**
              * Kind
-             * @description simulated-float, real-int8-weights, real-int8-qdq, fp16...
+             * @description simulated-float, real-int8-weights, real-int8-qdq, fp16, real-matmulnbits...
              * @default
              */
             kind: string;
@@ -6047,14 +6047,44 @@ export interface components {
          * @description How the export was quantized: the fields depend on the method.
          */
         QuantizationOut: {
+            /**
+             * Accuracy Level
+             * @description real-matmulnbits: the MatMulNBits accuracy_level (null: the kernel default).
+             */
+            accuracy_level?: number | null;
             /** Activation Type */
             activation_type?: string | null;
             /** Activations */
             activations?: string | null;
+            /**
+             * Algorithm
+             * @description real-matmulnbits: the quantizer's algorithm config.
+             */
+            algorithm?: string | null;
+            /**
+             * Bits
+             * @description real-matmulnbits: 4 or 8.
+             */
+            bits?: number | null;
+            /**
+             * Block Size
+             * @description real-matmulnbits: weights per block along K.
+             */
+            block_size?: number | null;
             /** Calibrate Method */
             calibrate_method?: string | null;
             /** Calibration Samples */
             calibration_samples?: number | null;
+            /**
+             * Embeddings
+             * @description real-matmulnbits: embedding Gathers packed as GatherBlockQuantized (opt-in).
+             */
+            embeddings?: string[] | null;
+            /**
+             * Gemm Rewritten
+             * @description real-matmulnbits: Gemm nodes rewritten as MatMul (+ Add) for the quantizer.
+             */
+            gemm_rewritten?: string[] | null;
             /** Keep Io Types */
             keep_io_types?: boolean | null;
             /** Left Float */
@@ -6063,6 +6093,8 @@ export interface components {
             method?: string | null;
             /** Per Channel */
             per_channel?: boolean | null;
+            /** Symmetric */
+            symmetric?: boolean | null;
             /** Weight Type */
             weight_type?: string | null;
             /** Weights */
@@ -7731,6 +7763,35 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * SlowerThanBiggerOut
+         * @description A point whose measured p50 exceeds that of a point with a larger exported file, beyond noise
+         *     (worker/engine/sweep/latency_flags.py): more than 5 % and above the bigger point's p90.
+         */
+        SlowerThanBiggerOut: {
+            /** Batch Size */
+            batch_size: number;
+            /** File Size Bytes */
+            file_size_bytes: number;
+            /** P50 Ms */
+            p50_ms: number;
+            /**
+             * Ratio
+             * @description This point's p50 over the bigger point's, at batch_size.
+             */
+            ratio: number;
+            /**
+             * Than
+             * @description The bigger point's label.
+             */
+            than: string;
+            /** Than File Size Bytes */
+            than_file_size_bytes: number;
+            /** Than P50 Ms */
+            than_p50_ms: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** SmoothedGroupOut */
         SmoothedGroupOut: {
             /**
@@ -7848,6 +7909,8 @@ export interface components {
                 [key: string]: components["schemas"]["CompressionConfigOut"];
             } | null;
             runtime: components["schemas"]["RuntimeSupportOut"] | null;
+            /** @description Set when a point with a larger exported file runs faster beyond noise (e.g. 4-bit weights on kernels slower than the int8 or fp32 ones); null otherwise or when not timed. */
+            slower_than_bigger: components["schemas"]["SlowerThanBiggerOut"] | null;
         } & {
             [key: string]: unknown;
         };
@@ -8537,7 +8600,7 @@ export interface components {
             bits: number;
             /**
              * Group Size
-             * @description Groups of this many consecutive weights of each output channel, each with its own scale (LLM-style 4-bit weights: 32, 64, 128); null: per channel or per tensor.
+             * @description Groups of this many consecutive weights of each output channel, each with its own scale (LLM-style 4-bit weights: 32, 64, 128): a power of two from 16, as onnxruntime's MatMulNBits kernels (the real 4- and 8-bit form of an ONNX model's MatMul/Gemm layers) need; null: per channel or per tensor.
              */
             group_size?: number | null;
             /**

@@ -85,6 +85,7 @@ export function sweepPointDoc(fields: Partial<SweepPointDoc> = {}): SweepPointDo
     notes: [],
     latency: null,
     memory: null,
+    slower_than_bigger: null,
     attribution: null,
     calibration: null,
     ...fields,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { SweepPoint } from "../api/types";
-import { describePoint, samePlace, slowerThanGolden, toRow, type SweepRow } from "./sweep";
+import { describePoint, samePlace, slowerThanBigger, slowerThanGolden, toRow, type SweepRow } from "./sweep";
 import { hoverText, runtimeSeries } from "./sweepChart";
 import { latencyRows, sortRows } from "./sweepTable";
 import { ROWS, point } from "./sweepFixtures";
@@ -67,6 +67,31 @@ describe("rows", () => {
     expect(hoverText(withExport(true), ["size_bytes", "kl_mean"], null, undefined, ROWS)).toContain(
       "pruned channels removed",
     );
+  });
+
+  it("say when a point is slower than a bigger one (the merge's flag), in words and in the hover", () => {
+    const row = toRow(point(11, "w4-sym-g32", { kl_mean: 1e-4, size_bytes: 1000 }, true));
+    expect(slowerThanBigger(row)).toBe("");
+    const doc = row.point;
+    if (!doc) throw new Error("the fixture has a document");
+    const flagged: SweepRow = {
+      ...row,
+      point: {
+        ...doc,
+        slower_than_bigger: {
+          than: "w8",
+          ratio: 1.5,
+          batch_size: 1,
+          p50_ms: 1.5,
+          than_p50_ms: 1,
+          file_size_bytes: 600,
+          than_file_size_bytes: 1000,
+        },
+      },
+    };
+    expect(slowerThanBigger(flagged)).toContain("slower than w8");
+    expect(slowerThanBigger(flagged)).toContain("at batch 1: 1.5 ×");
+    expect(hoverText(flagged, ["size_bytes", "kl_mean"], null, undefined, ROWS)).toContain("⚠ slower than w8");
   });
 
   it("tell apart points at the same place on the chart", () => {

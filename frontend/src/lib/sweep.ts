@@ -4,7 +4,7 @@
 // (the two axes), sweepChart (the scatter with the frontier line, knee, slow and selected points, hover text)
 // and sweepTable (sorting, the CSV and a point's latency rows).
 import type { CompressionConfig, ExportManifest, SweepPoint, SweepPointDoc } from "../api/types";
-import { formatNumber } from "./format";
+import { formatBytes, formatNumber } from "./format";
 import { describeConfig } from "./sensitivity";
 
 export const finite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
@@ -107,6 +107,14 @@ export function slowerThanGolden(row: SweepRow, batch: number | null, rows: read
   const [g50, g90] = [value(golden, `latency_p50_ms_b${b}`), value(golden, `latency_p90_ms_b${b}`)];
   if (p50 === null || p90 === null || g50 === null || g90 === null) return false;
   return p50 - g50 > Math.max(p90 - p50, g90 - g50, 0);
+}
+
+/** "Slower than a bigger point" (set by the sweep merge: p50 more than 5 % above, and above the p90, of a point
+ * whose exported file is larger, at the same batch size), as one line; "" when the point is not flagged. */
+export function slowerThanBigger(row: SweepRow): string {
+  const flag = row.point?.slower_than_bigger;
+  if (!flag) return "";
+  return `slower than ${flag.than} (a bigger file, ${formatBytes(flag.than_file_size_bytes)} vs ${formatBytes(flag.file_size_bytes)}) at batch ${String(flag.batch_size)}: ${formatNumber(flag.ratio, 3)} × its p50`;
 }
 
 /** The rows drawn at exactly the same place as `row` on these two objectives (itself included). */

@@ -5,7 +5,7 @@ import type { Data, Layout, PlotMarker } from "plotly.js";
 import type { FrontierOut } from "../api/types";
 import { escapeHtml } from "./sensitivity";
 import { objectiveInfo, ratioObjective } from "./sweepObjectives";
-import { samePlace, slowerThanGolden, type SweepRow } from "./sweep";
+import { samePlace, slowerThanBigger, slowerThanGolden, type SweepRow } from "./sweep";
 import { withinBounds, type BoundSpec } from "./sweepBounds";
 import type { Axis } from "./sweepAxes";
 
@@ -108,6 +108,7 @@ export function hoverText(
     }),
     runtimeLine(row),
     slowerThanGolden(row, slowBatch, rows) ? `⚠ slower than fp32 at batch ${String(slowBatch)}` : "",
+    slowerThanBigger(row) ? `⚠ ${escapeHtml(slowerThanBigger(row))}` : "",
     others > 0
       ? `+${others.toString()} other point${others === 1 ? "" : "s"} at this position: click for the list`
       : "",

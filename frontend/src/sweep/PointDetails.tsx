@@ -7,7 +7,7 @@ import { ChartPanel } from "../components/ChartPanel";
 import { Empty } from "../components/QueryView";
 import { formatBytes, formatCount, formatNumber } from "../lib/format";
 import type { PointCost } from "../api/types";
-import { goldenOf, slowerThanGolden, type SweepRow } from "../lib/sweep";
+import { goldenOf, slowerThanBigger, slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { latencyCsv, latencyRows } from "../lib/sweepTable";
 import { fidelityFacts, type Fact } from "../lib/pointFidelity";
 import { memoryFacts } from "../lib/pointMemory";
@@ -219,6 +219,9 @@ export function PointDetails({
             )}{" "}
             {slowerThanGolden(row, slowBatch, rows) && (
               <span className="badge badge-bad">slower than fp32 at batch {slowBatch}</span>
+            )}{" "}
+            {slowerThanBigger(row) && (
+              <span className="badge badge-bad slower-than-bigger">{slowerThanBigger(row)}</span>
             )}
           </p>
         </div>

@@ -60,6 +60,8 @@ DATA_NORMS = ("taylor", "reconstruction")
 """ChannelPrune criteria that need calibration data (compression/importance.py), not only the weights."""
 
 DEFAULT_PERCENTILE = 99.99
+MIN_GROUP_SIZE = 16
+"""WeightQuant.group_size: a power of two ≥ 16, as MatMulNBits (the runtime form of group-wise weights) needs."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,15 @@ class WeightQuant:
         check_bool("WeightQuant", "symmetric", self.symmetric)
         check_bool("WeightQuant", "per_channel", self.per_channel)
         if self.group_size is not None:
-            check_int("WeightQuant", "group_size", self.group_size, 2, 1 << 16)
+            check_int("WeightQuant", "group_size", self.group_size, MIN_GROUP_SIZE, 1 << 16)
+            if self.group_size & (self.group_size - 1):
+                raise fail(
+                    "WeightQuant",
+                    "group_size",
+                    f"a power of two from {MIN_GROUP_SIZE} (the block sizes onnxruntime's MatMulNBits kernels "
+                    "take: 16, 32, 64, 128...)",
+                    self.group_size,
+                )
 
     @property
     def id(self) -> str:

@@ -96,17 +96,21 @@ def _export(
     """`handle` compressed by the outcome's plan, exported as sweeps export a point: the real runtime form
     where the configuration has one, else the simulated float graph."""
     from worker.engine.sweep.export import export_point
+    from worker.engine.sweep.export_nbits import NothingToQuantize
     from worker.engine.sweep.runtime_forms import runtime_support
 
     handle.prepare(first_sample(calib))
     spec = point_spec(handle, outcome.plan["config"] or outcome.plan["plan"])
     support = runtime_support(spec.plan, [layer.name for layer in handle.layers()])
     kind = "real" if support.preferred not in (None, "fp32", "simulated-float") else "simulated"
-    return export_point(
-        handle,
-        spec.plan,
-        out_dir,
-        kind=kind,
-        calibration=Calibration(handle, calib, batch_size),
-        batch_size=batch_size,
-    )
+    calibration = Calibration(handle, calib, batch_size)
+    try:
+        return export_point(
+            handle, spec.plan, out_dir, kind=kind, calibration=calibration, batch_size=batch_size
+        )
+    except (
+        NothingToQuantize
+    ):  # group-wise weights on a graph without MatMul/Gemm: the float file, as sweeps do
+        return export_point(
+            handle, spec.plan, out_dir, kind="simulated", calibration=calibration, batch_size=batch_size
+        )

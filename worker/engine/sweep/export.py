@@ -12,7 +12,9 @@ which are described in `worker.engine.sweep.runtime_forms`:
 * "real" → the config's preferred deployable kind (`RuntimeSupport.preferred`), or any kind by name:
   real-int8-weights (int8/uint8 initializers + DequantizeLinear, bit-exact with the simulation),
   real-int8-dynamic (quantize_dynamic), real-int8-qdq (quantize_static on the calibration feeds),
-  fp16 (onnxruntime.transformers.float16, float32 inputs and outputs kept). Prune / low-rank stages
+  fp16 (onnxruntime.transformers.float16, float32 inputs and outputs kept), real-matmulnbits
+  (group-wise 4/8-bit MatMul/Gemm weights packed by onnxruntime's MatMulNBitsQuantizer, `export_nbits`;
+  it raises `NothingToQuantize` for a graph without MatMul/Gemm weights). Prune / low-rank stages
   are applied first in float (they are part of every kind).
 
 A torch golden model is compressed in torch (`compress_module`: compressed weights, output transforms
@@ -53,13 +55,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from worker.engine.compression import Calibration, CompressibleModel, Config
+from worker.engine.compression import Calibration, CompressibleModel, Config, WeightQuant
 from worker.engine.compression.model import Feeds, resolve
 from worker.engine.errors import EngineError
 from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost
 from worker.engine.sweep.export_common import Builder, file_opset, ort_runner, save_proto, sha256_file
 from worker.engine.sweep.export_converters import dynamic, fp16, qdq
+from worker.engine.sweep.export_nbits import NBITS_KIND, matmul_nbits
 from worker.engine.sweep.export_onnx import int8_weights, onnx_builder
 from worker.engine.sweep.export_torch import torch_builder
 from worker.engine.sweep.golden import GoldenReference, SweepPoint, fidelity_summary, json_safe, point_spec
@@ -68,6 +71,7 @@ from worker.engine.sweep.runtime_forms import (
     EXPORT_KINDS,
     ExportKind,
     float_part,
+    last_weight_quant,
     runtime_support,
 )
 from worker.engine.sweep.structured_export import has_channel_prune, prune_proto
@@ -178,7 +182,9 @@ def export_point(
         float_plan = {name: part for name, config in spec.plan.items() if (part := float_part(config))}
         base = physically_pruned(build(float_plan))
         config = next(iter(spec.plan.values()))
-        if chosen == "fp16":
+        if chosen == NBITS_KIND:
+            quantization = matmul_nbits(base, path, _final_weights(config), notes)
+        elif chosen == "fp16":
             quantization = fp16(base, path)
         elif chosen == "real-int8-dynamic":
             quantization = dynamic(base, path, config)
@@ -253,6 +259,13 @@ def _choose_kind(kind: str, plan: Mapping[str, Config], real: tuple[ExportKind, 
     if kind != simulated and kind not in real:
         raise EngineError(f"{kind} is not available for this configuration; available: {[simulated, *real]}")
     return kind
+
+
+def _final_weights(config: Config) -> WeightQuant:
+    found = last_weight_quant(config)
+    if found is None:
+        raise EngineError(f"{config.id} has no final weight quantization")
+    return found[1]
 
 
 def _slug(text: str) -> str:

@@ -23,6 +23,7 @@ from worker.engine.errors import EngineError
 from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost
 from worker.engine.sweep.export import export_point
+from worker.engine.sweep.export_nbits import NothingToQuantize
 from worker.engine.sweep.golden import (
     IDENTITY_ID,
     ConfigOrPlan,
@@ -34,7 +35,7 @@ from worker.engine.sweep.golden import (
     json_safe,
     point_spec,
 )
-from worker.engine.sweep.runtime_forms import float_part, runtime_support
+from worker.engine.sweep.runtime_forms import demote, float_part, runtime_support
 from worker.engine.sweep.structured_export import has_channel_prune, prune_proto, real_cost
 
 if TYPE_CHECKING:
@@ -115,19 +116,24 @@ def evaluate_point(
         if support.preferred is not None and support.preferred not in ("fp32", "simulated-float"):
             kinds.append(support.preferred)
         for kind in kinds:
-            _, manifest = export_point(
-                golden,
-                spec.plan,
-                Path(export_dir),
-                kind=kind,
-                calibration=calibration,
-                eval_feeds=feeds,
-                labels=labels,
-                point=point,
-                reference=reference,
-                batch_size=batch_size,
-                fidelity_params=params,
-            )
+            try:
+                _, manifest = export_point(
+                    golden,
+                    spec.plan,
+                    Path(export_dir),
+                    kind=kind,
+                    calibration=calibration,
+                    eval_feeds=feeds,
+                    labels=labels,
+                    point=point,
+                    reference=reference,
+                    batch_size=batch_size,
+                    fidelity_params=params,
+                )
+            except NothingToQuantize as exc:  # e.g. int4 groups on a Conv-only CNN: the float file stands
+                point.runtime = demote(support, kind, str(exc)).to_dict()
+                point.notes.append(str(exc))
+                continue
             point.exports.append(manifest)
     if has_channel_prune(spec.plan):
         point.cost = _physically_pruned_cost(golden, spec.plan, point, calibration)

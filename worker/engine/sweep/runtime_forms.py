@@ -19,6 +19,9 @@ real-int8-qdq       onnxruntime.quantization.quantize_static (QDQ), activations 
                     calibrated on the calibration feeds                          Q/DQ on op inputs
 fp16                onnxruntime.transformers.float16 converter (fp16 weights     no: every op in fp16
                     and compute, float32 inputs/outputs)
+real-matmulnbits    onnxruntime's MatMulNBitsQuantizer (round to nearest):       no: ORT's symmetric
+                    MatMul/Gemm weights packed 4 or 8 bits in blocks along K,    grid is [-8, 7]; Conv
+                    run by the MatMulNBits kernels; other layers stay float32    etc. stay float
 ==================  ==========================================================  =====================
 
 Per config (uniform over the model unless noted):
@@ -30,6 +33,11 @@ Per config (uniform over the model unless noted):
   quantization.left_float); 8 bits also
   real-int8-dynamic. Any mix of such per-layer configs (a MixedPrecisionPlan) → real-int8-weights.
   Weights wider than 8 bits: simulated only (no integer kernels; fp16 storage is a FloatCast).
+* WeightQuant with group_size (group-wise scales), 4 or 8 bits, uniform: real-matmulnbits
+  (`export_nbits`; the file's size on disk is the real packed size and its latency is ORT's 4-bit kernels'),
+  else simulated-float. A graph with no MatMul/Gemm weight (a CNN of Conv layers only) falls back to the
+  simulated-float export with the reason in the point's notes. Per-layer plans mixing group layers with
+  8-bit layers stay as before (real-int8-weights, group layers left float; not yet passed to the quantizer).
 * Quantize(weights 8-bit, activations 8-bit): real-int8-qdq (uniform only).
   Activations alone, or below 8 bits: simulated only (ORT's CPU kernels are 8-bit; quantize_static
   always quantizes weights too).
@@ -66,7 +74,13 @@ from worker.engine.compression.configs import (
 )
 
 ExportKind = Literal[
-    "fp32", "simulated-float", "real-int8-weights", "real-int8-dynamic", "real-int8-qdq", "fp16"
+    "fp32",
+    "simulated-float",
+    "real-int8-weights",
+    "real-int8-dynamic",
+    "real-int8-qdq",
+    "fp16",
+    "real-matmulnbits",
 ]
 EXPORT_KINDS: tuple[ExportKind, ...] = (
     "fp32",
@@ -75,6 +89,7 @@ EXPORT_KINDS: tuple[ExportKind, ...] = (
     "real-int8-dynamic",
     "real-int8-qdq",
     "fp16",
+    "real-matmulnbits",
 )
 EXACT_KINDS: frozenset[str] = frozenset({"fp32", "simulated-float", "real-int8-weights"})
 """Kinds whose file computes exactly what the simulation computes."""
@@ -82,7 +97,7 @@ EXACT_KINDS: frozenset[str] = frozenset({"fp32", "simulated-float", "real-int8-w
 RUNTIME = "onnxruntime CPUExecutionProvider"
 NEEDS_SPARSE_KERNELS = "needs sparse kernels"
 
-UNIFORM_ONLY: frozenset[str] = frozenset({"real-int8-dynamic", "real-int8-qdq", "fp16"})
+UNIFORM_ONLY: frozenset[str] = frozenset({"real-int8-dynamic", "real-int8-qdq", "fp16", "real-matmulnbits"})
 """Kinds made by whole-model converters: only when every compressible layer has the same config."""
 
 FLOAT_NATIVE = (MagnitudePrune, ChannelPrune, NMSparsity, LowRank)
@@ -192,6 +207,8 @@ def config_kinds(config: Config) -> tuple[tuple[ExportKind, ...], list[str]]:
                 "weights are changed again after quantization; the integers are not the final weights"
             ]
         wq = found[1]
+        if wq.group_size is not None:
+            return _group_kinds(wq)
         if wq.bits > 8:
             return (), [f"{wq.bits}-bit weights: no integer kernels above 8 bits; simulated only"]
         notes = ["int8 weights + DequantizeLinear reproduce the simulation exactly"]
@@ -218,6 +235,34 @@ def config_kinds(config: Config) -> tuple[tuple[ExportKind, ...], list[str]]:
         "a dense float32 model with zeroed / low-rank weights: onnxruntime runs it exactly as simulated "
         "(dense kernels: no speed-up, and the file keeps the dense size)"
     ]
+
+
+def _group_kinds(wq: WeightQuant) -> tuple[tuple[ExportKind, ...], list[str]]:
+    """Group-wise weights: MatMulNBits (4 or 8 bits) for the MatMul/Gemm layers, else the float file."""
+    if wq.bits not in (4, 8):
+        return ("simulated-float",), [
+            f"{wq.bits}-bit groups: the MatMulNBits export is made for 4 and 8 bits; the simulated float32 "
+            "file runs exactly as simulated (no packing, no low-bit kernel)"
+        ]
+    half = 1 << (wq.bits - 1)
+    return ("real-matmulnbits", "simulated-float"), [
+        f"MatMul/Gemm weights packed to {wq.bits} bits in blocks of {wq.group_size} by onnxruntime's "
+        "MatMulNBitsQuantizer (round to nearest) and run by its MatMulNBits kernels; other layers (Conv...) stay "
+        "float32 (manifest quantization.left_float)"
+        + (
+            f"; ORT's symmetric grid is [-{half}, {half - 1}] (scale = signed max / -{half}), the simulation's "
+            f"[-{half - 1}, {half - 1}], so the numbers are close, not equal"
+            if wq.symmetric
+            else "; asymmetric blocks use the simulation's grid, so the file gives the simulated numbers (measured "
+            "on the test's MLP block: the same KL to 16 digits)"
+        )
+    ]
+
+
+def demote(support: RuntimeSupport, kind: str, why: str) -> RuntimeSupport:
+    """The support without `kind` (its export found nothing to convert in this graph), with the reason."""
+    kinds = tuple(k for k in support.real_kinds if k != kind)
+    return RuntimeSupport(bool(kinds), kinds, [*support.notes, why])
 
 
 def runtime_support(plan: Mapping[str, Config], layer_names: list[str]) -> RuntimeSupport:
