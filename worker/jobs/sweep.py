@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.calibration_split import any_quantizes_activations
-from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
+from backend.contracts import RESULT_SENSITIVITY, RESULT_SWEEP_SEARCH, SweepJobParams, device_queue
 from backend.db.models import Job, JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
@@ -112,6 +112,10 @@ class SweepHandler:
             points.append({"label": config_from_dict(raw).id, "config": raw})
         if params.mixed_precision is not None:
             points.extend(self._mixed_precision_points(ctx, loaded))
+        if params.search is not None:  # last: its steps take the point indices from its own on
+            from worker.jobs.sweep_search import search_spec
+
+            points.append(search_spec())
         queue = (
             None if params.device is None else {"queue": device_queue(ctx.settings.queue_name, params.device)}
         )
@@ -150,6 +154,10 @@ class SweepHandler:
 
         loaded = self._load(ctx)
         params = loaded.params
+        if spec.get("kind") == "search":  # every step, in order, in this one chunk
+            from worker.jobs.sweep_search import run_search
+
+            return run_search(self, ctx, loaded, spec)
         if "plan" in spec:
             target: Any = {layer: config_from_dict(c) for layer, c in spec["plan"].items()}
         else:
@@ -226,13 +234,22 @@ class SweepHandler:
         return (real or exports or [None])[-1]
 
     def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
+        from worker.jobs.sweep_search import search_rows, search_summary
+
         rows = []
         golden_latency: dict[int, float] = {}
+        results: list[tuple[int, dict[str, Any]]] = []
+        search: dict[str, Any] | None = None
         for spec, result in chunks:
             if spec["label"] == GOLDEN_LABEL and result.get("export") and result["export"].get("latency"):
                 for batch in result["export"]["latency"].get("batches", []):
                     golden_latency[int(batch["batch_size"])] = float(batch["p50_ms"])
-        for spec, result in chunks:
+            if spec.get("kind") == "search":  # one chunk, one point per measured step
+                results += search_rows(int(spec["index"]), result)
+                search = search_summary(int(spec["index"]), result)
+            else:
+                results.append((int(spec["index"]), result))
+        for index, result in results:
             objectives = point_objectives(
                 result["point"], (result.get("export") or {}).get("latency"), golden_latency
             )
@@ -240,7 +257,7 @@ class SweepHandler:
             rows.append(
                 {
                     "job_id": ctx.job_id,
-                    "index": int(spec["index"]),
+                    "index": index,
                     "label": str(result["label"])[:500],
                     "config": result.get("config") or {"type": "none"},
                     "objectives": objectives,
@@ -255,6 +272,8 @@ class SweepHandler:
             session.add_all(points)
             pack_points(session, ctx.job_id, points)  # the frontier's packed table, built once here
             session.add(JobResult(job_id=ctx.job_id, key="sweep.summary", payload={"n_points": len(rows)}))
+            if search is not None:
+                session.add(JobResult(job_id=ctx.job_id, key=RESULT_SWEEP_SEARCH, payload=search))
 
         return write
 
@@ -270,6 +289,10 @@ def _calibration_request(ctx: JobContext, params: SweepJobParams) -> Calibration
         with ctx.sessions() as session:
             source = session.get(Job, params.mixed_precision.sensitivity_job_id)
             configs += list((source.params if source is not None else {}).get("configs") or [])
+    if params.search is not None:
+        configs += [
+            c.model_dump(mode="json") for c in (params.search.low, params.search.high) if c is not None
+        ]
     if not any_quantizes_activations(configs):
         return None
     return CalibrationRequest(params.calibration_dataset_id, params.calibration_samples)
