@@ -26,6 +26,7 @@ import { ChunksTable } from "../sensitivity/ChunksTable";
 import { ParetoSplit } from "../sweep/ParetoSplit";
 import { PointDetails } from "../sweep/PointDetails";
 import { PointsTable } from "../sweep/PointsTable";
+import { SearchPanel } from "../sweep/SearchPanel";
 
 /** The samples a sweep evaluates: the first max_samples of its dataset, so min(dataset size, requested). */
 function samplesEvaluated(requested: unknown, inDataset: number | undefined): string {
@@ -134,6 +135,7 @@ function Results({
           onSelect={select}
         />
       </section>
+      <SearchPanel job={job} onSelect={select} />
       <section aria-labelledby="selected-heading">
         <h2 id="selected-heading">Selected point</h2>
         {selected ? (
