@@ -16,6 +16,7 @@ from bench import (
     bench_profile,
     bench_pruning,
     bench_recovery,
+    bench_search,
     bench_sensitivity,
     bench_sweep,
     bench_upload,
@@ -46,6 +47,8 @@ def main() -> None:
     bench_calibration.main()
     print()
     bench_pruning.main()
+    print()
+    bench_search.main()
     print()
     bench_recovery.main([])
     print()
