@@ -158,7 +158,11 @@ def search_rows(index: int, result: dict[str, Any]) -> list[tuple[int, dict[str,
 
 def search_summary(index: int, result: dict[str, Any]) -> dict[str, Any]:
     """The stored summary: each step with the index of its point."""
-    summary = dict(result["summary"])
-    summary["steps"] = [step | {"index": index + int(step["offset"])} for step in summary["steps"]]
-    summary["returned_index"] = index + int(summary["returned_offset"])
+    summary = {key: value for key, value in result["summary"].items() if key != "returned_offset"}
+    summary["steps"] = [
+        {key: value for key, value in step.items() if key != "offset"}
+        | {"index": index + int(step["offset"])}
+        for step in result["summary"]["steps"]
+    ]
+    summary["returned_index"] = index + int(result["summary"]["returned_offset"])
     return summary
