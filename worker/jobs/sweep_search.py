@@ -53,7 +53,7 @@ def run_search(
     high = None if source.high is None else config_from_dict(source.high.model_dump(mode="json"))
     direction = source.resolved_direction()
     rungs, ladder_notes = ladder(scan, low.id, source.metric)
-    scan_layers = set(scan.layer_names)
+    scan_layers = set(scan.layer_names)  # the ladder notes the scan's own unmeasured layers
     unranked = [layer.name for layer in loaded.handle.layers() if layer.name not in scan_layers]
     points: dict[int, dict[str, Any]] = {}
 

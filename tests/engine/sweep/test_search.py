@@ -63,6 +63,14 @@ def test_the_ladder_follows_the_scans_top1_column(scan: SensitivityResult) -> No
     assert [r.layers[0] for r in rungs] == scan.ranking() and "did not measure" in notes[0]
 
 
+def test_a_scan_of_some_layers_ranks_those_only(golden: CompressibleModel, digits_split: DigitsSplit) -> None:
+    part = layer_sensitivity(golden, {"input": digits_split.x_test[:100]}, [W2], layers=["fc", "conv2"])
+    rungs, notes = ladder(part, W2.id, "kl_mean")
+    assert sorted(name for r in rungs for name in r.layers) == ["conv2", "fc"]
+    assert any("did not measure conv1" in note for note in notes), notes
+    assert "conv1" not in step_plan(rungs, 0, W2, W8)  # left uncompressed in every step
+
+
 def test_the_search_returns_the_smallest_k_that_holds(
     golden: CompressibleModel,
     digits_split: DigitsSplit,

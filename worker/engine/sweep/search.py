@@ -64,11 +64,13 @@ def ladder(result: SensitivityResult, low_config_id: str | None, metric: str) ->
         raise EngineError(
             "the search ranks layers by an 'only' sensitivity scan (each layer compressed alone)"
         )
-    missing = [name for name in result.layer_names if name not in result.computed_layers]
-    if missing:
-        raise EngineError(f"the scan lacks layers {missing}; merge every chunk first")
+    names = result.computed_layers
+    if not names:
+        raise EngineError("the scan measured no layer: nothing to rank")
     notes: list[str] = []
-    names = result.layer_names
+    unscanned = [name for name in result.layer_names if name not in names]
+    if unscanned:  # a scan of some layers only: the others are not on the ladder (left out of every plan)
+        notes.append(f"the scan did not measure {', '.join(unscanned)}: they stay uncompressed in every step")
     if low_config_id is not None and low_config_id in result.config_ids:
         cells = {name: result.cells[(name, low_config_id)].divergence for name in names}
         use_top1 = metric == "top1_agreement" and all(d.top1_agreement is not None for d in cells.values())
@@ -86,7 +88,7 @@ def ladder(result: SensitivityResult, low_config_id: str | None, metric: str) ->
         notes.append(f"layers ranked by the scan's {how} of {low_config_id} applied to each layer alone")
         scores = {name: score(name)[0] for name in names}
     else:
-        order = result.ranking()
+        order = [name for name in result.ranking() if name in names]
         notes.append(
             f"the scan did not measure the low config {low_config_id or '(none)'}: layers ranked by its "
             "overall ranking (mean sensitivity over its configs)"
@@ -108,10 +110,11 @@ def ladder(result: SensitivityResult, low_config_id: str | None, metric: str) ->
 def _tied(result: SensitivityResult, name: str) -> set[str]:
     """`name` and every layer it shares a tensor with, transitively."""
     by_name = {layer["name"]: layer for layer in result.layers}
+    scanned = set(result.computed_layers)
     group, todo = {name}, [name]
     while todo:
         for other in by_name[todo.pop()].get("shared_with", []):
-            if other in by_name and other not in group:
+            if other in scanned and other not in group:
                 group.add(other)
                 todo.append(other)
     return group
