@@ -190,3 +190,19 @@ def test_max_steps_and_bad_input() -> None:
     with pytest.raises(EngineError, match="at least one"):
         search([], W2, W8, measure, metric="m", threshold=0.9, direction="at_least")
     assert not holds(None, 0.0, "at_most") and not holds(math.nan, 0.0, "at_least")
+
+
+def test_layers_sharing_a_tensor_move_together() -> None:
+    from tests.support.tied_lm import tied_model
+
+    model, feeds = tied_model()
+    w3 = WeightQuant(3)
+    scan = layer_sensitivity(model, feeds, [w3])
+    rungs, notes = ladder(scan, w3.id, "top1_agreement")
+    tied = next(r for r in rungs if "emb" in r.layers)
+    assert sorted(tied.layers) == ["emb", "head"], [r.layers for r in rungs]
+    assert sorted(name for r in rungs for name in r.layers) == sorted(scan.layer_names)
+    assert any("share a tensor" in note for note in notes), notes
+    for k in range(len(rungs) + 1):
+        plan = step_plan(rungs, k, w3, None)
+        assert ("emb" in plan) == ("head" in plan), (k, sorted(plan))
