@@ -62,6 +62,12 @@ describe("rows", () => {
       ["real", ["fp32", "w8", "lowrank"]],
       ["simulated", ["w4a8", "prune-0.5"]],
     ]);
+    const step = toRow({ ...point(12, "search-k1", {}, true), config: { type: "search_step", k: 1 } });
+    expect(runtimeSeries([...ROWS, step]).map((s) => [s.key, s.rows.map((r) => r.label)])).toEqual([
+      ["real", ["fp32", "w8", "lowrank"]],
+      ["simulated", ["w4a8"]],
+      ["search", ["search-k1"]],
+    ]);
   });
 
   it("list a channel-pruned point whose export lost its channels with the real runtimes", () => {

@@ -123,7 +123,7 @@ function Results({
         <ParetoSplit
           title="Pareto frontier"
           filename="sweep-pareto"
-          legendNote="Filled circles run in a real runtime (ONNX Runtime: int8, fp16 or float); open diamonds are simulated only."
+          legendNote={`Filled circles run in a real runtime (ONNX Runtime: int8, fp16 or float); open diamonds are simulated only${isObject(job.params.search) ? "; open squares are the search's steps" : ""}.`}
           rows={rows}
           series={series}
           available={available}
