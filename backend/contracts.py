@@ -262,6 +262,7 @@ RESULT_SENSITIVITY = "sensitivity.result"
 RESULT_SENSITIVITY_ALL_BUT = "sensitivity.all_but"
 RESULT_SENSITIVITY_PLANS = "sensitivity.plans"
 RESULT_SENSITIVITY_IMPORTANCE = "sensitivity.importance"
+RESULT_SWEEP_SEARCH = "sweep.search"  # a sweep's accuracy-aware search (GET /jobs/{id}/sweep/search)
 RESULT_RECOVERY_SUMMARY = "recovery.summary"
 RESULT_RECOVERY_LAYERS = "recovery.layers"  # per-layer profiles before and after recovery (held-out split)
 RESULT_MODEL_GRAPH = "model.graph"  # the inspect job's display graph of its model (GET /models/{id}/graph)

@@ -5,7 +5,7 @@ and the frontier the sweep opens with (objectives and bounds, checked against th
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.json_schema import JsonDict
@@ -19,7 +19,15 @@ from backend.compression_contracts import (
     QuantizeIn,
     WeightQuantIn,
 )
-from task_specs.metrics import TaskName, TaskOptions, directions, foreign_task_metrics, metric_names
+from task_specs.metrics import (
+    TASK_PREFIX,
+    TaskName,
+    TaskOptions,
+    direction,
+    directions,
+    foreign_task_metrics,
+    metric_names,
+)
 
 DEVICE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 
@@ -63,6 +71,66 @@ class MixedPrecisionSource(BaseModel):
         return self
 
 
+SEARCH_METRICS = (
+    "top1_agreement",
+    "kl_mean",
+    "js_mean",
+    "sqnr_db",
+    "cosine_mean",
+    "accuracy",
+    "accuracy_drop_pp",
+    "ece",
+    "f1_macro_vs_golden",
+    "f1_macro_drop_pp",
+    "borderline_agreement",
+)
+"""The measured fidelity objectives of a sweep point (worker/jobs/sweep.py OBJECTIVE_PATHS) a search can hold;
+task.<metric> of the sweep's task besides."""
+
+
+class SearchSource(BaseModel):
+    """Accuracy-aware search (issue 33): the smallest plan whose measured metric holds the threshold. Layers
+    ranked by a sensitivity scan, most sensitive first; step k keeps the k most sensitive at `high`, the rest
+    at `low`; k = 0 first, then a binary search over k, every step measured for real and stored as a point."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    sensitivity_job_id: uuid.UUID = Field(
+        description="A succeeded scan of the same model: the layer ranking."
+    )
+    metric: str = Field(
+        default="top1_agreement",
+        max_length=100,
+        description="The measured objective that must hold: top1_agreement, kl_mean, accuracy_drop_pp, ... or "
+        "task.<metric> of the sweep's task.",
+    )
+    threshold: float = Field(description="The value the metric must reach (see direction).")
+    direction: Literal["at_least", "at_most"] | None = Field(
+        default=None,
+        description="at_least (metric >= threshold) or at_most (metric <= threshold); null: from the metric "
+        "(higher is better for agreement, accuracy, SQNR...; lower for KL, drops...).",
+    )
+    low: CompressionConfigIn = Field(
+        default_factory=lambda: WeightQuantIn(bits=4, per_channel=True),
+        description="The most aggressive config: every layer not returned to high precision.",
+    )
+    high: CompressionConfigIn | None = Field(
+        default_factory=lambda: WeightQuantIn(bits=8, per_channel=True),
+        description="The config a sensitive layer returns to; null: float (left uncompressed).",
+    )
+    objective: Literal["size"] = Field(
+        default="size", description="What the search makes smallest (size only: latency and memory not yet)."
+    )
+    max_steps: int | None = Field(
+        default=None, ge=1, le=64, description="Measured steps at most; null: log2(layers) + 2."
+    )
+
+    def resolved_direction(self) -> Literal["at_least", "at_most"]:
+        if self.direction is not None:
+            return self.direction
+        return "at_least" if direction(self.metric) == "max" else "at_most"
+
+
 class SweepJobParams(BaseModel):
     """Evaluate whole-model compression configurations (one point each, spread over the worker pool):
     fidelity, size, MACs/BOPs and measured latency, for a Pareto frontier; each point exportable."""
@@ -82,6 +150,11 @@ class SweepJobParams(BaseModel):
     )
     mixed_precision: MixedPrecisionSource | None = Field(
         default=None, description="Also the mixed-precision plans of a sensitivity job of the same model."
+    )
+    search: SearchSource | None = Field(
+        default=None,
+        description="Also find the smallest plan whose measured metric holds a threshold (its steps stored as "
+        "points labelled search-k<k>, the summary at GET /jobs/{id}/sweep/search).",
     )
     max_samples: int = Field(default=512, ge=1, le=100_000, description="Samples evaluated (at most).")
     calibration_dataset_id: uuid.UUID | None = Field(
@@ -155,8 +228,8 @@ class SweepJobParams(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> SweepJobParams:
-        if not self.configs and self.mixed_precision is None:
-            raise ValueError("a sweep needs configs, mixed_precision or both")
+        if not self.configs and self.mixed_precision is None and self.search is None:
+            raise ValueError("a sweep needs configs, mixed_precision, search or a mix")
         if any(not 1 <= b <= 4096 for b in self.latency_batch_sizes):
             raise ValueError("latency_batch_sizes must lie between 1 and 4096")
         if self.task == "language_model" and self.task_options.get("generate_tokens"):
@@ -170,6 +243,19 @@ class SweepJobParams(BaseModel):
                 f"{', '.join(foreign)} is not a metric of task {self.task!r}; its task metrics: "
                 f"{', '.join(metric_names(self.task)) or 'none'}"
             )
+        if self.search is not None:
+            metric = self.search.metric
+            known = [*SEARCH_METRICS, *metric_names(self.task)]
+            if metric not in known:
+                hint = (
+                    f"; {metric} is not a metric of task {self.task!r}"
+                    if metric.startswith(TASK_PREFIX)
+                    else ""
+                )
+                raise ValueError(
+                    f"search.metric {metric!r} is not a measured objective of a sweep point{hint}; known: "
+                    f"{', '.join(known)}"
+                )
         return self
 
 

@@ -18,6 +18,7 @@ from bench import (
     bench_pruning,
     bench_recovery,
     bench_runtime_memory,
+    bench_search,
     bench_sensitivity,
     bench_sweep,
     bench_upload,
@@ -52,6 +53,7 @@ def main() -> None:
     bench_pruning.main()
     print()
     bench_nbits.main([])
+    bench_search.main()
     print()
     bench_recovery.main([])
     print()

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.api.diagnostic_schemas import FidelityClassesOut
+from backend.api.result_schemas.sweep_search import SweepSearchOut
 from backend.api.routes.sweep import FrontierOut, SweepPointOut
 from backend.api.schemas import FidelityReportOut, LayerProfileOut, Page, SampleDivergenceOut
 from backend.api.sensitivity_schemas import (
@@ -81,6 +82,12 @@ def test_every_result_the_worker_writes_is_served_whole_and_typed(make_stack: An
                 {"type": "magnitude_prune", "sparsity": 0.5},
             ],
             "mixed_precision": {"sensitivity_job_id": scan, "average_bits": [5]},
+            "search": {
+                "sensitivity_job_id": scan,
+                "low": {"type": "weight_quant", "bits": 2},
+                "high": {"type": "weight_quant", "bits": 8},
+                "threshold": 0.99,
+            },
             "max_samples": 48,
             "latency_batch_sizes": [1],
             "latency_repeats": 3,
@@ -140,6 +147,12 @@ def test_every_result_the_worker_writes_is_served_whole_and_typed(make_stack: An
         served_whole(row.point, body["point"], f"point {row.label}")
         served_whole(row.config, body["config"], f"config {row.label}")
         served_whole(row.export_manifest, body["export_manifest"], f"manifest {row.label}")
+    search = get(f"/jobs/{sweep}/sweep/search")
+    _typed(SweepSearchOut, search)
+    served_whole(stored["sweep.search"], search, "search")
+    steps = [p for p in served if p["config"]["type"] == "search_step"]
+    assert [p["label"] for p in steps] == [f"search-k{s['k']}" for s in search["steps"]]
+    assert [p["index"] for p in steps] == [s["index"] for s in search["steps"]]
     frontier = get("/sweep-frontier", job_ids=[sweep], objective=["kl_mean:min", "size_bytes:min"])
     _typed(FrontierOut, frontier)
     assert frontier["objectives"] == [

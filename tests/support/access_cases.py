@@ -145,6 +145,7 @@ CASES: dict[str, Case] = {
     "compareSensitivityProfiles": Case("team", query=lambda w: {"job_ids": [w.ids["job_id:sensitivity"]]}),
     "listSweepPoints": Case("team", job_kind="sweep"),
     "getSweepPoint": Case("team", job_kind="sweep"),
+    "getSweepSearch": Case("team", job_kind="sweep"),
     "getSweepFrontier": Case(
         "team",
         query=lambda w: {"job_ids": [w.ids["job_id:sweep"]], "objective": ["kl_mean:min", "size_bytes:min"]},

@@ -21,9 +21,9 @@ def _chunk(label: str, size: int | None, p50: float, p90: float) -> tuple[dict[s
 def test_the_merge_flags_the_small_slow_point_against_the_bigger_file() -> None:
     flags = _slower_flags(
         [
-            _chunk("fp32", 4000, 1.0, 1.1),
-            _chunk("w4-sym-g32", 1000, 2.0, 2.2),
-            _chunk("noise", None, 9.0, 9.0),
+            _chunk("fp32", 4000, 1.0, 1.1)[1],
+            _chunk("w4-sym-g32", 1000, 2.0, 2.2)[1],
+            _chunk("noise", None, 9.0, 9.0)[1],
         ]
     )
     assert flags[0] is None and flags[2] is None

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.calibration_split import any_quantizes_activations
-from backend.contracts import RESULT_SENSITIVITY, SweepJobParams, device_queue
+from backend.contracts import RESULT_SENSITIVITY, RESULT_SWEEP_SEARCH, SweepJobParams, device_queue
 from backend.db.models import Job, JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
@@ -112,6 +112,10 @@ class SweepHandler:
             points.append({"label": config_from_dict(raw).id, "config": raw})
         if params.mixed_precision is not None:
             points.extend(self._mixed_precision_points(ctx, loaded))
+        if params.search is not None:  # last: its steps take the point indices from its own on
+            from worker.jobs.sweep_search import search_spec
+
+            points.append(search_spec())
         queue = (
             None if params.device is None else {"queue": device_queue(ctx.settings.queue_name, params.device)}
         )
@@ -150,6 +154,10 @@ class SweepHandler:
 
         loaded = self._load(ctx)
         params = loaded.params
+        if spec.get("kind") == "search":  # every step, in order, in this one chunk
+            from worker.jobs.sweep_search import run_search
+
+            return run_search(self, ctx, loaded, spec)
         if "plan" in spec:
             target: Any = {layer: config_from_dict(c) for layer, c in spec["plan"].items()}
         else:
@@ -231,17 +239,26 @@ class SweepHandler:
         return (real or exports or [None])[-1]
 
     def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
+        from worker.jobs.sweep_search import search_rows, search_summary
+
         rows = []
         golden_latency: dict[int, float] = {}
         golden_memory: float | None = None
+        results: list[tuple[int, dict[str, Any]]] = []
+        search: dict[str, Any] | None = None
         for spec, result in chunks:
             if spec["label"] == GOLDEN_LABEL and result.get("export") and result["export"].get("latency"):
                 for batch in result["export"]["latency"].get("batches", []):
                     golden_latency[int(batch["batch_size"])] = float(batch["p50_ms"])
             if spec["label"] == GOLDEN_LABEL and (result.get("export") or {}).get("memory"):
                 golden_memory = float(result["export"]["memory"]["session_mib"])
-        slower = _slower_flags(chunks)
-        for (spec, result), flag in zip(chunks, slower, strict=True):
+            if spec.get("kind") == "search":  # one chunk, one point per measured step
+                results += search_rows(int(spec["index"]), result)
+                search = search_summary(int(spec["index"]), result)
+            else:
+                results.append((int(spec["index"]), result))
+        slower = _slower_flags([result for _, result in results])
+        for (index, result), flag in zip(results, slower, strict=True):
             export = result.get("export")
             objectives = point_objectives(
                 result["point"],
@@ -253,7 +270,7 @@ class SweepHandler:
             rows.append(
                 {
                     "job_id": ctx.job_id,
-                    "index": int(spec["index"]),
+                    "index": index,
                     "label": str(result["label"])[:500],
                     "config": result.get("config") or {"type": "none"},
                     "objectives": objectives,
@@ -273,6 +290,8 @@ class SweepHandler:
             session.add_all(points)
             pack_points(session, ctx.job_id, points)  # the frontier's packed table, built once here
             session.add(JobResult(job_id=ctx.job_id, key="sweep.summary", payload={"n_points": len(rows)}))
+            if search is not None:
+                session.add(JobResult(job_id=ctx.job_id, key=RESULT_SWEEP_SEARCH, payload=search))
 
         return write
 
@@ -280,13 +299,13 @@ class SweepHandler:
         return None
 
 
-def _slower_flags(chunks: ChunkResults) -> list[dict[str, Any] | None]:
+def _slower_flags(results: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
     """Per point: the bigger point (by exported file size) it is slower than beyond noise, or None
     (`latency_flags.slower_than_bigger`; points without a timed export are never flagged)."""
     from worker.engine.sweep.latency_flags import slower_than_bigger
 
     points = []
-    for _, result in chunks:
+    for result in results:
         export = result.get("export") or {}
         manifest = export.get("manifest") or {}
         points.append(
@@ -307,6 +326,10 @@ def _calibration_request(ctx: JobContext, params: SweepJobParams) -> Calibration
         with ctx.sessions() as session:
             source = session.get(Job, params.mixed_precision.sensitivity_job_id)
             configs += list((source.params if source is not None else {}).get("configs") or [])
+    if params.search is not None:
+        configs += [
+            c.model_dump(mode="json") for c in (params.search.low, params.search.high) if c is not None
+        ]
     if not any_quantizes_activations(configs):
         return None
     return CalibrationRequest(params.calibration_dataset_id, params.calibration_samples)

@@ -54,12 +54,21 @@ class CompressionConfigOut(StoredShape):
     type: str = Field(
         description="weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, "
         "nm_sparsity, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; "
+        "search_step for a step of a sweep's accuracy-aware search; "
         "none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag."
     )
     bits: int | dict[str, int] | None = Field(
         default=None, description="Bit width; for mixed_precision, layer → bit width."
     )
     average_bits: float | None = Field(default=None, description="mixed_precision: the plan's average.")
+    k: int | None = Field(
+        default=None, description="search_step: the most sensitive rungs returned to the high config."
+    )
+    returned: bool | None = Field(
+        default=None, description="search_step: the plan the search returned (the smallest that holds)."
+    )
+    low: str | None = Field(default=None, description="search_step: the low config's id.")
+    high: str | None = Field(default=None, description="search_step: the high config's id ('float': none).")
     symmetric: bool | None = None
     per_channel: bool | None = None
     group_size: int | None = Field(

@@ -17,6 +17,7 @@ from backend.api.job_view import job_out
 from backend.api.routes import sample_csv
 from backend.api.routes.annotate import apply_update
 from backend.api.routes.lookup import get_in_project_or_404, get_or_404, require_owner_or_admin, team_of
+from backend.api.routes.sweep_sources import check_sweep_sources
 from backend.api.schemas import JobChunkOut, JobCreate, JobKindOut, JobOut, Offset, Page, ResourceUpdate, Tag
 from backend.audit import AuditAction, record
 from backend.calibration_launch import launch_split
@@ -29,7 +30,16 @@ from backend.contracts import (
     SensitivityJobParams,
     SweepJobParams,
 )
-from backend.db.models import Dataset, Job, JobChunk, JobStatus, Model, ModelStatus, Project, User
+from backend.db.models import (
+    Dataset,
+    Job,
+    JobChunk,
+    JobStatus,
+    Model,
+    ModelStatus,
+    Project,
+    User,
+)
 from backend.errors import (
     Conflict,
     Forbidden,
@@ -120,22 +130,8 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
                 f"params.robustness.twin_model_id: model {twin.name!r} is {twin.format}; a twin is a PyTorch "
                 "copy of the golden model (.pt2 or TorchScript) that the attacks take gradients from"
             )
-    if isinstance(params, SweepJobParams) and params.mixed_precision is not None:
-        source_id = params.mixed_precision.sensitivity_job_id
-        source = get_in_project_or_404(session, Job, source_id, project_id, caller)
-        if source.kind != JobKind.sensitivity.value:
-            raise InvalidRequest(
-                f"params.mixed_precision.sensitivity_job_id: job {source_id} is a {source.kind} job"
-            )
-        if source.status != JobStatus.succeeded.value:
-            raise Conflict(
-                f"the sensitivity job {source_id} is {source.status}; plans exist once it has succeeded"
-            )
-        if source.params.get("model_id") != str(params.model_id):
-            raise InvalidRequest(
-                f"params.mixed_precision.sensitivity_job_id: job {source_id} scanned another model "
-                f"({source.params.get('model_id')}), not {params.model_id}"
-            )
+    if isinstance(params, SweepJobParams):
+        check_sweep_sources(session, project_id, caller, params)
     if isinstance(params, SweepJobParams | SensitivityJobParams):
         _check_calibration(session, project_id, params, caller)
 
@@ -149,6 +145,10 @@ def _check_calibration(
     if isinstance(params, SweepJobParams) and params.mixed_precision is not None:
         source = session.get(Job, params.mixed_precision.sensitivity_job_id)
         configs += list((source.params if source is not None else {}).get("configs") or [])
+    if isinstance(params, SweepJobParams) and params.search is not None:
+        configs += [
+            c.model_dump(mode="json") for c in (params.search.low, params.search.high) if c is not None
+        ]
     if not any_quantizes_activations(configs):
         if params.calibration_dataset_id is not None or params.calibration_samples is not None:
             raise InvalidRequest(

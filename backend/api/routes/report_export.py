@@ -39,6 +39,7 @@ from backend.api.routes import (
     robustness,
     sensitivity,
     sweep,
+    sweep_search,
     task_proxy,
 )
 from backend.api.routes.lookup import get_or_404, job_result
@@ -89,6 +90,7 @@ OFFLINE_ROUTES: dict[str, str] = {
     "/sweep/points": EMBEDDED,
     "/sweep/points/{index}": "not in the file: the pages read the points page, which holds every point",
     "/sweep/points/{index}/export": "not in the file: a model download",
+    "/sweep/search": EMBEDDED,
     "/recovery": "not exported: recovery jobs have no report page to export",
     "/recovery/model": "not exported: a model download",
     "/recovery/layers": "not exported: recovery jobs have no report page to export",
@@ -241,6 +243,11 @@ def _gather_sweep(g: _Gathered, job: Job, session: SessionDep, caller: Caller) -
             job.id, session, caller, details=True, limit=SWEEP_POINTS_MAX, offset=0
         ),
     )
+    if job.params.get("search"):
+        g.add(
+            f"/api/v1/jobs/{job.id}/sweep/search",
+            lambda: sweep_search.get_sweep_search(job.id, session, caller),
+        )
     items: list[dict[str, Any]] = (points or {}).get("items", [])
     by_id = {item["id"]: item for item in items}
     names = sorted(

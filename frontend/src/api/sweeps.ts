@@ -96,3 +96,13 @@ const EXPORT_PATH = "/api/v1/jobs/{job_id}/sweep/points/{index}/export" satisfie
 /** The path of a point's export (a zip of model.onnx + manifest.json) for a plain download link. */
 export const exportHref = (jobId: string, index: number): string =>
   EXPORT_PATH.replace("{job_id}", encodeURIComponent(jobId)).replace("{index}", index.toString());
+
+/** A succeeded sweep's accuracy-aware search (only for a sweep launched with `search`): steps and the returned plan. */
+export function useSweepSearch(jobId: string, enabled: boolean) {
+  return useQuery({
+    queryKey: [...keys.sweepPoints(jobId), "search"],
+    queryFn: () => unwrap(api.GET("/api/v1/jobs/{job_id}/sweep/search", { params: { path: { job_id: jobId } } })),
+    enabled,
+    staleTime: Infinity,
+  });
+}

@@ -897,6 +897,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{job_id}/sweep/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Sweep Search */
+        get: operations["getSweepSearch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/models/{model_id}": {
         parameters: {
             query?: never;
@@ -2395,6 +2412,21 @@ export interface components {
              */
             group_size?: number | null;
             /**
+             * High
+             * @description search_step: the high config's id ('float': none).
+             */
+            high?: string | null;
+            /**
+             * K
+             * @description search_step: the most sensitive rungs returned to the high config.
+             */
+            k?: number | null;
+            /**
+             * Low
+             * @description search_step: the low config's id.
+             */
+            low?: string | null;
+            /**
              * M
              * @description nm_sparsity: the group size along the input dimension.
              */
@@ -2412,6 +2444,11 @@ export interface components {
             percentile?: number | null;
             /** Rank Ratio */
             rank_ratio?: number | null;
+            /**
+             * Returned
+             * @description search_step: the plan the search returned (the smallest that holds).
+             */
+            returned?: boolean | null;
             /** Seed */
             seed?: number | null;
             /** Sparsity */
@@ -2422,7 +2459,7 @@ export interface components {
             symmetric?: boolean | null;
             /**
              * Type
-             * @description weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, nm_sparsity, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag.
+             * @description weight_quant, activation_quant, float_cast, quantize, magnitude_prune, channel_prune, nm_sparsity, low_rank, noise, schedule; mixed_precision for a sweep point made from a sensitivity scan's plan; search_step for a step of a sweep's accuracy-aware search; none for the uncompressed (golden) point of a sweep; unknown for a stored config without a tag.
              */
             type: string;
             weights?: components["schemas"]["CompressionConfigOut"] | null;
@@ -7093,6 +7130,66 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** SearchRungOut */
+        SearchRungOut: {
+            /**
+             * Layers
+             * @description Layers that move together (they share a tensor).
+             */
+            layers: string[];
+            /**
+             * Score
+             * @description The rung's sensitivity in the scan (larger: more sensitive).
+             */
+            score: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * SearchStepOut
+         * @description One measured step: the k most sensitive rungs at the high config, the rest at the low one.
+         */
+        SearchStepOut: {
+            /**
+             * High Layers
+             * @description Layers at the high config (float when high is null).
+             */
+            high_layers: string[];
+            /**
+             * Holds
+             * @description The value meets the threshold.
+             */
+            holds: boolean;
+            /**
+             * Index
+             * @description The sweep point of this step (label search-k<k>).
+             */
+            index: number;
+            /** K */
+            k: number;
+            /**
+             * Reason
+             * @description Why this step was measured and what it showed.
+             */
+            reason: string;
+            /**
+             * Seconds
+             * @description Time taken by the step's evaluation.
+             */
+            seconds: number;
+            /**
+             * Size Bytes
+             * @description The step's model size (weights as stored).
+             */
+            size_bytes: number | null;
+            /**
+             * Value
+             * @description The metric measured on this step (null: undefined).
+             */
+            value: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** SegmentationClassOut */
         SegmentationClassOut: {
             /**
@@ -7957,6 +8054,94 @@ export interface components {
              * @description The runtime form of its export, e.g. real-int8-qdq.
              */
             real_export?: string | null;
+        };
+        /**
+         * SweepSearchOut
+         * @description The smallest plan whose measured metric holds the threshold, with every step measured on the way.
+         */
+        SweepSearchOut: {
+            /**
+             * Best K
+             * @description The returned step, or the closest one when none held.
+             */
+            best_k: number;
+            /** Best Value */
+            best_value: number | null;
+            /**
+             * Direction
+             * @enum {string}
+             */
+            direction: "at_least" | "at_most";
+            /** @description null: the returned layers stay in float. */
+            high: components["schemas"]["CompressionConfigOut"] | null;
+            /**
+             * K
+             * @description The returned step (the smallest k that held); null when none held.
+             */
+            k: number | null;
+            low: components["schemas"]["CompressionConfigOut"];
+            /** Max Steps */
+            max_steps: number;
+            /**
+             * Met
+             * @description Some step held the threshold.
+             */
+            met: boolean;
+            /** Metric */
+            metric: string;
+            /**
+             * Monotonic
+             * @description False when a measured step contradicted the search's assumption that the metric improves with k (the notes say which).
+             */
+            monotonic: boolean;
+            /**
+             * N
+             * @description Rungs on the ladder: k runs from 0 (all low) to n (all high).
+             */
+            n: number;
+            /** Notes */
+            notes: string[];
+            /**
+             * Objective
+             * @description What the search made smallest: size.
+             */
+            objective: string;
+            /**
+             * Plan
+             * @description Layer → config id of best_k ('float': uncompressed).
+             */
+            plan: {
+                [key: string]: string;
+            };
+            /**
+             * Returned Index
+             * @description The sweep point of best_k (exported and timed).
+             */
+            returned_index: number;
+            /**
+             * Rungs
+             * @description Most sensitive first.
+             */
+            rungs: components["schemas"]["SearchRungOut"][];
+            /**
+             * Seconds
+             * @description The search's time, every step included.
+             */
+            seconds: number;
+            /**
+             * Sensitivity Job Id
+             * @description The scan whose ranking the ladder follows.
+             */
+            sensitivity_job_id: string;
+            /**
+             * Steps
+             * @description In the order they were measured.
+             */
+            steps: components["schemas"]["SearchStepOut"][];
+            /** Threshold */
+            threshold: number;
+        } & {
+            [key: string]: unknown;
         };
         /** TaskBoxOut */
         TaskBoxOut: {
@@ -11549,6 +11734,64 @@ export interface operations {
                 };
                 content: {
                     "application/zip": unknown;
+                };
+            };
+            /** @description Unauthorized: error is unauthenticated. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found: error is not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict: error is conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity: error is invalid_request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    getSweepSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepSearchOut"];
                 };
             };
             /** @description Unauthorized: error is unauthenticated. */

@@ -20,6 +20,18 @@ describe("rows", () => {
     expect(describePoint("w8", { type: "weight_quant", bits: 8, per_channel: true })).toBe(
       "8-bit weights, symmetric, per channel",
     );
+    expect(
+      describePoint("search-k2", {
+        type: "search_step",
+        k: 2,
+        low: "w2-sym-channel",
+        high: "float",
+        returned: true,
+        bits: { conv1: 32, fc: 2 },
+      }),
+    ).toBe(
+      "search step k=2: 2 most sensitive layer group(s) at float, the rest at w2-sym-channel, the plan the search returned",
+    );
   });
 
   it("flag points slower than fp32 beyond the measured spread, never fp32 itself", () => {
@@ -49,6 +61,12 @@ describe("rows", () => {
     expect(runtimeSeries([...ROWS, dense]).map((s) => [s.key, s.rows.map((r) => r.label)])).toEqual([
       ["real", ["fp32", "w8", "lowrank"]],
       ["simulated", ["w4a8", "prune-0.5"]],
+    ]);
+    const step = toRow({ ...point(12, "search-k1", {}, true), config: { type: "search_step", k: 1 } });
+    expect(runtimeSeries([...ROWS, step]).map((s) => [s.key, s.rows.map((r) => r.label)])).toEqual([
+      ["real", ["fp32", "w8", "lowrank"]],
+      ["simulated", ["w4a8"]],
+      ["search", ["search-k1"]],
     ]);
   });
 

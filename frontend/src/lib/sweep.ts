@@ -48,6 +48,10 @@ export function describePoint(label: string, config: CompressionConfig): string 
       : "";
     return `mixed precision at ${formatNumber(bits)} average bits${layers ? ` (${layers})` : ""}`;
   }
+  if (config.type === "search_step") {
+    const returned = config.returned ? ", the plan the search returned" : "";
+    return `search step k=${String(config.k ?? "?")}: ${String(config.k ?? "?")} most sensitive layer group(s) at ${config.high ?? "?"}, the rest at ${config.low ?? "?"}${returned}`;
+  }
   return describeConfig(config);
 }
 

@@ -31,10 +31,17 @@ const SLOW_COLOR = "#e8590c";
 const KNEE_COLOR = "#f2b400";
 const SELECTED_COLOR = "#1d4ed8";
 
-/** Points in two series by runtime: executable in a real runtime (filled circles), simulated only (open diamonds). */
+const SEARCH_COLOR = "#54a24b";
+
+/**
+ * Points in series by runtime: executable in a real runtime (filled circles), simulated only (open diamonds); the
+ * steps of an accuracy-aware search apart (open squares), so the steps read as a path toward the returned plan.
+ */
 export function runtimeSeries(rows: readonly SweepRow[]): Series[] {
-  const real = rows.filter((r) => r.runtime !== "simulated");
-  const simulated = rows.filter((r) => r.runtime === "simulated");
+  const steps = rows.filter((r) => r.config.type === "search_step");
+  const others = rows.filter((r) => r.config.type !== "search_step");
+  const real = others.filter((r) => r.runtime !== "simulated");
+  const simulated = others.filter((r) => r.runtime === "simulated");
   const series: Series[] = [];
   if (real.length)
     series.push({
@@ -52,6 +59,8 @@ export function runtimeSeries(rows: readonly SweepRow[]): Series[] {
       symbol: "diamond-open",
       rows: simulated,
     });
+  if (steps.length)
+    series.push({ key: "search", name: "search steps", color: SEARCH_COLOR, symbol: "square-open", rows: steps });
   return series;
 }
 

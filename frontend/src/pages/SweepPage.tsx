@@ -26,6 +26,7 @@ import { ChunksTable } from "../sensitivity/ChunksTable";
 import { ParetoSplit } from "../sweep/ParetoSplit";
 import { PointDetails } from "../sweep/PointDetails";
 import { PointsTable } from "../sweep/PointsTable";
+import { SearchPanel } from "../sweep/SearchPanel";
 
 /** The samples a sweep evaluates: the first max_samples of its dataset, so min(dataset size, requested). */
 function samplesEvaluated(requested: unknown, inDataset: number | undefined): string {
@@ -126,7 +127,7 @@ function Results({
         <ParetoSplit
           title="Pareto frontier"
           filename="sweep-pareto"
-          legendNote="Filled circles run in a real runtime (ONNX Runtime: int8, fp16 or float); open diamonds are simulated only."
+          legendNote={`Filled circles run in a real runtime (ONNX Runtime: int8, fp16 or float); open diamonds are simulated only${isObject(job.params.search) ? "; open squares are the search's steps" : ""}.`}
           rows={rows}
           series={series}
           available={available}
@@ -138,6 +139,7 @@ function Results({
           onSelect={select}
         />
       </section>
+      <SearchPanel job={job} onSelect={select} />
       <section aria-labelledby="selected-heading">
         <h2 id="selected-heading">Selected point</h2>
         {selected ? (

@@ -25,6 +25,8 @@ import { parseTaskOptions, taskFrontier, taskMetrics } from "../lib/sweepTask";
 import { CalibrationFields } from "./CalibrationFields";
 import { TextField, describeParam } from "./fields";
 import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
+import { NO_SEARCH, searchParams, type SearchChoice } from "../lib/sweepSearch";
+import { SweepSearchFields } from "./SweepSearchFields";
 import { NO_TASK, SweepTaskFields, type TaskChoice } from "./SweepTaskFields";
 
 const NUMERIC = {
@@ -78,6 +80,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   const [batches, setBatches] = useState(DEFAULT_BATCHES);
   const [exported, setExported] = useState(() => boolDefault(schema, "export", true));
   const [task, setTask] = useState<TaskChoice>(NO_TASK);
+  const [search, setSearch] = useState<SearchChoice>(NO_SEARCH);
   const [problem, setProblem] = useState<string | null>(null);
   const [calibration, setCalibration] = useState("");
   const datasets = useDatasets(projectId).data ?? [];
@@ -86,6 +89,7 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
   // Mixed precision plans come from a succeeded scan of the same model.
   const sameModel = (scans.data?.items ?? []).filter((j) => j.params.model_id === model);
   const chosenScan = sameModel.some((j) => j.id === scan) ? scan : "";
+  const searchChoice = sameModel.some((j) => j.id === search.scan) ? search : { ...search, scan: "" };
 
   // Activation ranges are calibrated on samples the sweep does not evaluate (a calibration set, or held out).
   const scanConfigs = sameModel.find((j) => j.id === chosenScan)?.params.configs;
@@ -124,8 +128,14 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
       }
       body.mixed_precision = { sensitivity_job_id: chosenScan, average_bits: averageBits };
     }
-    if (configs.length === 0 && !chosenScan) {
-      setProblem("Choose at least one configuration, or a sensitivity scan to plan mixed precision from.");
+    const searched = searchParams(searchChoice);
+    if (typeof searched === "string") {
+      setProblem(searched);
+      return;
+    }
+    if (searched) body.search = searched;
+    if (configs.length === 0 && !chosenScan && !searched) {
+      setProblem("Choose at least one configuration, a sensitivity scan to plan mixed precision from, or a search.");
       return;
     }
     if (latency) {
@@ -257,6 +267,8 @@ export function SweepForm({ projectId, schema }: { projectId: string; schema: Js
           </span>
         </fieldset>
       </div>
+
+      <SweepSearchFields model={model} scans={sameModel} value={searchChoice} onChange={setSearch} />
 
       <SweepTaskFields schema={schema} value={task} onChange={setTask} />
 

@@ -207,7 +207,10 @@ def test_runtime_support_per_config() -> None:
     assert support(WeightQuant(8, False, group_size=128)) == (True, ("real-matmulnbits", "simulated-float"))
     assert support(WeightQuant(3, group_size=32)) == (True, ("simulated-float",))
     assert support({"a": WeightQuant(4, group_size=32)}) == (True, ("simulated-float",))
-    assert support({"a": WeightQuant(4, group_size=32), "b": WeightQuant(8)}) == (True, ("real-int8-weights",))
+    assert support({"a": WeightQuant(4, group_size=32), "b": WeightQuant(8)}) == (
+        True,
+        ("real-int8-weights",),
+    )
 
 
 def test_points_say_what_is_executable(points: dict[str, SweepPoint]) -> None:
