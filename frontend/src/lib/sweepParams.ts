@@ -31,6 +31,19 @@ export const SWEEP_PRESETS: readonly Preset[] = [
   { id: "w6", label: "W6", title: "6-bit weights per channel", config: perChannel(6) },
   { id: "w4", label: "W4", title: "4-bit weights per channel", config: perChannel(4) },
   {
+    id: "w4g32",
+    label: "W4 g32",
+    title:
+      "4-bit weights in groups of 32 (asymmetric, as LLM toolkits make them): MatMul/Gemm layers run on ONNX Runtime's MatMulNBits kernels",
+    config: { type: "weight_quant", bits: 4, symmetric: false, group_size: 32 },
+  },
+  {
+    id: "w4g128",
+    label: "W4 g128",
+    title: "4-bit weights in groups of 128 (asymmetric): MatMul/Gemm layers on ONNX Runtime's MatMulNBits kernels",
+    config: { type: "weight_quant", bits: 4, symmetric: false, group_size: 128 },
+  },
+  {
     id: "w8t",
     label: "W8 per tensor",
     title: "8-bit weights, one scale per tensor",
