@@ -175,7 +175,8 @@ def _run_fanout(
     monkeypatch.setattr(
         fanout, "enqueue_chunk", lambda settings, job_id, index, queue=None: sent.append(index)
     )
-    assert fanout.execute_fanout_job(job["id"], handler, api.settings) == "fanned out"
+    planned = fanout.execute_fanout_job(job["id"], handler, api.settings)
+    assert planned == "fanned out", api.get(f"/jobs/{job['id']}").json().get("error")
     outcomes = [fanout.execute_chunk(job["id"], index, handler, api.settings) for index in sorted(sent)]
     assert outcomes[-1] == "succeeded", outcomes
     return str(job["id"])

@@ -147,6 +147,29 @@ def test_a_cached_export_is_compared_teacher_forced_with_its_cache_inputs_filled
     assert teacher_forced(_FixedWindow()).__class__ is _FixedWindow  # nothing to fill in: the runner itself
 
 
+def test_a_cached_export_runs_as_it_is_on_the_arrays_a_sweep_adds(lm: dict[str, Any]) -> None:
+    """A sweep runs its compressible model unwrapped: the positions and an empty cache become per-sample arrays
+    that batches slice, and the cached export on them gives the torch model's logits (left padding included)."""
+    from worker.engine.tasks.generation.teacher_forced import teacher_forced_arrays
+
+    runner = load_onnx(lm["cached"], 1)
+    ids = np.stack([p[:7] for p in lm["prompts"][1:]])  # 5 prompts of 7 or more tokens
+    mask = np.ones_like(ids)
+    mask[0, :2] = 0  # a left-padded row: its positions start at its first real token
+    made = teacher_forced_arrays(runner.inputs, runner.outputs, {"input_ids": ids, "attention_mask": mask})
+    assert made["position_ids"][0].tolist() == [1, 1, 0, 1, 2, 3, 4]
+    past = [name for name in made if name.startswith("past_key_values.")]
+    assert past and all(made[name].shape[0] == len(ids) and 0 in made[name].shape for name in past)
+    half = {name: a[3:] for name, a in made.items()}  # a batch of the last rows, as the comparison slices
+    logits = runner.run({"input_ids": ids[3:], "attention_mask": mask[3:]} | half)["logits"]
+    with torch.inference_mode():
+        expected = lm["model"](torch.from_numpy(ids[3:])).numpy()
+    np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
+    plain = load_onnx(lm["plain"], 1)
+    assert set(teacher_forced_arrays(plain.inputs, plain.outputs, {"input_ids": ids})) <= {"position_ids"}
+    assert teacher_forced_arrays(_FixedWindow().inputs, _FixedWindow().outputs, {"input_ids": ids}) == {}
+
+
 def test_prompts_are_read_from_left_or_right_padding() -> None:
     ids = np.array([[0, 0, 5, 6], [0, 7, 8, 9]])
     prompts, side = read_prompts(ids, np.array([[0, 0, 1, 1], [0, 1, 1, 1]]))

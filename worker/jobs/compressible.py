@@ -15,9 +15,11 @@ import numpy as np
 
 from backend.calibration_split import CalibrationSplit, CalibrationSplitError, plan_split
 from backend.db.models import Dataset, Model, ModelStatus
+from task_specs.text import TEXT_KINDS
 from worker.engine.errors import DatasetMismatchError, ModelLoadError
 from worker.jobs.inputs import detached_row, read_dataset
 from worker.jobs.model_files import model_file
+from worker.jobs.text_dataset_step import TaskParams, TextTokenizing
 from worker.runtime import JobContext
 
 
@@ -47,7 +49,11 @@ def open_prepared(
     max_samples: int,
     threads: int | None,
     calibration: CalibrationRequest | None = None,
+    text_task: TaskParams | None = None,
 ) -> PreparedModel:
+    """The compressible model and the dataset's arrays bound to its inputs. A text dataset (issue 31) is
+    tokenized with the tokenizer.json in the model's zip for `text_task` (a sweep of task 'language_model');
+    a job that names none refuses it."""
     from worker.engine.compression import open_compressible
     from worker.engine.compression.model import first_sample
     from worker.engine.fidelity.compare import bind_inputs
@@ -63,13 +69,29 @@ def open_prepared(
     if model.status == ModelStatus.invalid.value:
         raise ModelLoadError(f"the model {model.name!r} is invalid: {model.error}")
     dataset = detached_row(ctx, Dataset, dataset_id)
-    arrays = read_dataset(ctx, dataset)
+    file = model_file(ctx, model)
+    handle = None
+    tokenizing = None
+    if dataset.kind in TEXT_KINDS:  # tokenized by the model's own tokenizer: the model is opened first
+        if text_task is None:
+            raise DatasetMismatchError(
+                f"the dataset {dataset.name!r} is text; only a fidelity job or a sweep of task 'language_model' "
+                "tokenizes it"
+            )
+        handle = open_compressible(*file, intra_op_threads=threads)
+        tokenizing = TextTokenizing(text_task, file, handle)
+    arrays = read_dataset(ctx, dataset, tokenize=tokenizing)
+    if tokenizing is not None and handle is not None:  # a decoder's positions (and empty cache) per sample
+        from worker.engine.tasks.generation.teacher_forced import teacher_forced_arrays
+
+        arrays |= teacher_forced_arrays(handle.inputs, handle.outputs, arrays)
     labels = arrays.pop("labels", None)
     split, held = _split(ctx, dataset, arrays, max_samples, calibration)
     start, stop = (0, max_samples) if split is None else (split.evaluation_start, split.evaluation_stop)
     arrays = {name: a[start:stop] for name, a in arrays.items()}
     labels = None if labels is None else labels[start:stop]
-    handle = open_compressible(*model_file(ctx, model), intra_op_threads=threads)
+    if handle is None:
+        handle = open_compressible(*file, intra_op_threads=threads)
     feeds = bind_inputs(arrays, handle.inputs)
     calibration_feeds = None
     if held is not None:

@@ -78,7 +78,7 @@ class SweepHandler:
         params = SweepJobParams.model_validate(ctx.params)
         request = _calibration_request(ctx, params)
         prepared = open_prepared(
-            ctx, params.model_id, params.dataset_id, params.max_samples, params.threads, request
+            ctx, params.model_id, params.dataset_id, params.max_samples, params.threads, request, params
         )
         handle, feeds = prepared.handle, prepared.feeds
         reference = GoldenReference(handle, feeds, params.batch_size)

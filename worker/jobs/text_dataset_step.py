@@ -6,10 +6,10 @@ here are for what only the files show (a tokenizer that cannot be read, a model 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -17,20 +17,40 @@ from backend.contracts import FidelityJobParams
 from dataset_readers.text.parse import TextRecords
 from dataset_readers.text.reader import TEXT_KINDS
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
-from worker.engine.types import ModelFormat, Runner
+from worker.engine.types import ModelFormat, Runner, TensorSpec
 
 
 def _fixed(dim: object) -> int | None:
     return dim if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0 else None
 
 
+class TaskParams(Protocol):
+    """What tokenizing reads of a job's params: a fidelity job's or a sweep's task and its options."""
+
+    @property
+    def task(self) -> str: ...
+
+    @property
+    def task_options(self) -> Mapping[str, Any]: ...
+
+
+class ModelSpecs(Protocol):
+    """The golden model's declared inputs and outputs: a runner's, or a compressible model's (a sweep)."""
+
+    @property
+    def inputs(self) -> list[TensorSpec]: ...
+
+    @property
+    def outputs(self) -> list[TensorSpec]: ...
+
+
 @dataclass
 class TextTokenizing:
     """The callback the text readers call (`ReadOptions.tokenize`); what it did is kept in `notes`."""
 
-    params: FidelityJobParams
+    params: TaskParams
     golden_file: tuple[Path, ModelFormat]
-    golden: Runner
+    golden: ModelSpecs
     notes: list[str] = field(default_factory=list)
 
     def __call__(self, records: TextRecords) -> dict[str, np.ndarray]:
@@ -80,7 +100,7 @@ class TextTokenizing:
         return arrays
 
 
-def _check_vocabulary(size: int, golden: Runner, options: dict[str, Any]) -> None:
+def _check_vocabulary(size: int, golden: ModelSpecs, options: dict[str, Any]) -> None:
     """A tokenizer of another vocabulary than the logits' would feed ids the model does not have."""
     wanted = options.get("output")
     outputs = [o for o in golden.outputs if (o.name == wanted if wanted else len(o.shape) == 3)]

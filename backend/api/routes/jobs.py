@@ -104,11 +104,19 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
             raise Conflict(f"model {model.name!r} ({model_id}) is invalid: {model.error}")
     for dataset_id in dataset_ids:
         dataset = get_in_project_or_404(session, Dataset, dataset_id, project_id, caller)
+        # tokenized at job time by the golden model's tokenizer: a fidelity job's dataset, or the evaluated
+        # dataset of a sweep of task 'language_model' (its points are scored teacher-forced on the token ids)
         evaluated = isinstance(params, FidelityJobParams) and dataset_id == params.dataset_id
-        if dataset.kind in TEXT_KINDS and not evaluated:  # tokenized by a fidelity job's golden model only
+        swept = (
+            isinstance(params, SweepJobParams)
+            and dataset_id == params.dataset_id
+            and params.task == "language_model"
+        )
+        if dataset.kind in TEXT_KINDS and not (evaluated or swept):
             raise InvalidRequest(
-                f"dataset {dataset.name!r} is text ({dataset.kind}), tokenized at job time by a fidelity job of "
-                "task 'language_model' (as its dataset_id); this job reads arrays: upload token ids as an .npz"
+                f"dataset {dataset.name!r} is text ({dataset.kind}), tokenized at job time by a fidelity job or "
+                "a sweep of task 'language_model' (as its dataset_id); this job reads arrays: upload token ids "
+                "as an .npz"
             )
     if isinstance(params, FidelityJobParams):
         golden = get_in_project_or_404(session, Model, params.golden_model_id, project_id, caller)
@@ -132,6 +140,12 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
             )
     if isinstance(params, SweepJobParams):
         check_sweep_sources(session, project_id, caller, params)
+        if params.task != "auto":  # the mapping a fidelity job's launch checks (a tokenizer for text...)
+            model = get_in_project_or_404(session, Model, params.model_id, project_id, caller)
+            dataset = get_in_project_or_404(session, Dataset, params.dataset_id, project_id, caller)
+            problems = task_mapping_problems(params.task, dict(params.task_options), model, dataset)
+            if problems:
+                raise InvalidRequest("params.task_options: " + "; ".join(problems))
     if isinstance(params, SweepJobParams | SensitivityJobParams):
         _check_calibration(session, project_id, params, caller)
 

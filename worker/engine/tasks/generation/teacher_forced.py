@@ -64,3 +64,34 @@ def teacher_forced(runner: Runner) -> Runner:
     if layout.cache and not layout.cache_startable():
         return runner
     return TeacherForced(runner, layout)
+
+
+def teacher_forced_arrays(
+    inputs: list[TensorSpec], outputs: list[TensorSpec], arrays: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The per-sample arrays a decoder export takes besides the token ids, for a model that is run as it is
+    (a sweep's compressible model, not wrapped): `position_ids` counted over the attention mask as
+    `TeacherForced` does, and an empty cache (N, ..., 0, ...) per `past_key_values.*` input, which batches slice
+    like any array. {} for a model that needs none. A `use_cache_branch` flag is one value for the whole batch,
+    not a per-sample array: such a merged export is refused in words."""
+    try:
+        layout = decoder_layout(inputs, outputs)
+    except OutputMismatchError:
+        return {}
+    ids = np.asarray(arrays[layout.input_ids]) if layout.input_ids in arrays else None
+    if ids is None:
+        return {}
+    if layout.use_cache_branch is not None:
+        raise OutputMismatchError(
+            f"the model takes {layout.use_cache_branch!r} (a merged decoder's branch switch): a sweep runs the "
+            "model on per-sample arrays; export the decoder without the merged cache branch"
+        )
+    made: dict[str, np.ndarray] = {}
+    mask = np.ones(ids.shape, dtype=np.int64)
+    if layout.attention_mask is not None and layout.attention_mask in arrays:
+        mask = np.asarray(arrays[layout.attention_mask]).astype(np.int64)
+    if layout.position_ids is not None and layout.position_ids not in arrays:
+        made[layout.position_ids] = np.where(mask != 0, np.cumsum(mask, axis=1) - 1, 1)
+    if layout.cache:
+        made.update(empty_past(layout, ids.shape[0]))
+    return made
