@@ -29,6 +29,7 @@ from worker.engine.types import ModelFormat, Runner
 from worker.jobs.generation_step import add_generation, comparison_runners, generation_request
 from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_dataset
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
+from worker.jobs.progress_span import fidelity_spans, robustness_work
 from worker.jobs.text_dataset_step import text_tokenizing, with_text_prompts
 from worker.peak_memory import peak_rss_mib, reset_peak_rss
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -68,8 +69,8 @@ class FidelityHandler:
         labels = arrays.pop("labels", None)
         n = len(next(iter(arrays.values()))) if arrays else 0
         plan = profile_plan(params, models, n)  # the layer profile's (and kernel gap's) share of the work
-        total_work = plan.work(n)
-        share = n / total_work
+        spans = fidelity_spans(n, plan.n_rerun, plan.n_profiled, robustness_work(params.robustness, n))
+        share = spans.rerun  # the clean comparison's span of the bar, from 0
 
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
@@ -102,9 +103,8 @@ class FidelityHandler:
             report.notes.append(batch_note)
         if tokenizing is not None:
             report.notes.extend(tokenizing.notes)
-        profile_start = (n + plan.n_rerun) / total_work
         runtime_outputs = kernel_gap_outputs(
-            ctx, plan, compared, arrays, report.outputs, fidelity_params, share, profile_start
+            ctx, plan, compared, arrays, report.outputs, fidelity_params, share, spans.robustness
         )
 
         def load_twin(model_id: uuid.UUID) -> Runner:
@@ -119,9 +119,10 @@ class FidelityHandler:
             arrays,
             labels,
             report,
-            share,
+            spans.robustness,
             partial(named_dataset, ctx, limit=ood_limit),
             load_twin,
+            spans=(spans.ood, spans.profile),
         )
         attention_models = reusable_models(runners)  # torch programs: the attention step loads no file
         del runners  # the profile loads its own instrumented copies
@@ -139,14 +140,16 @@ class FidelityHandler:
             if document is not None
         }
         diagnostics.update(robustness.documents)  # {} unless the job asks for robustness slices
-        diagnostics.update(attention_results(ctx, models, arrays, params.threads, share, attention_models))
+        diagnostics.update(
+            attention_results(ctx, models, arrays, params.threads, spans.profile, attention_models)
+        )
         task_values, task_proxy = task_proxy_results(report)
         if task_proxy is not None:
             diagnostics[RESULT_FIDELITY_TASK_PROXY] = task_proxy
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample, task_values)
         del task_values
         layers = layer_profile_results(
-            ctx, params, models, arrays, plan, profile_start, runtime_outputs, partial(named_dataset, ctx)
+            ctx, params, models, arrays, plan, spans.profile, runtime_outputs, partial(named_dataset, ctx)
         )
 
         summary["resources"] = {
