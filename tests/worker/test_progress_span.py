@@ -15,7 +15,7 @@ import pytest
 from backend.contracts import FidelityJobParams
 from backend.robustness_contracts import RobustnessOptions
 from worker.engine.fidelity.compare import FidelityParams, compare_models
-from worker.jobs.progress_span import fidelity_spans, robustness_work, span_fraction
+from worker.jobs.progress_span import fidelity_spans, generation_work, robustness_work, span_fraction
 from worker.jobs.robustness_step import robustness_results
 
 from .test_robustness_step import Scaled
@@ -38,11 +38,16 @@ def test_spans_weigh_the_steps_by_the_samples_they_compare() -> None:
     assert robustness_work(None, 100) == (0, 0)
     # 100 clean + 20 re-run + 300 + 50 + 3 x 20 profiled = 530 units
     spans = fidelity_spans(100, 20, 20, (300, 50))
-    assert spans.rerun == pytest.approx(100 / 530)
+    assert spans.generation == spans.rerun == pytest.approx(100 / 530)  # no generation: no span
     assert spans.robustness == pytest.approx(120 / 530)
     assert spans.ood == pytest.approx(420 / 530)
     assert spans.profile == pytest.approx(470 / 530)
-    assert fidelity_spans(10, 0, 0, (0, 0)) == (1.0, 1.0, 1.0, 1.0)  # a plain comparison owns the whole bar
+    assert fidelity_spans(10, 0, 0, (0, 0)) == (1.0,) * 5  # a plain comparison owns the whole bar
+    # 4 prompts x 16 new tokens after 4 clean samples: 4 + 64 = 68 units
+    assert generation_work(4, 16) == 64
+    spans = fidelity_spans(4, 0, 0, (0, 0), generation_work(4, 16))
+    assert spans.generation == pytest.approx(4 / 68)
+    assert spans.rerun == spans.profile == 1.0
 
 
 def test_robustness_bar_says_what_its_message_says() -> None:

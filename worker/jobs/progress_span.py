@@ -30,24 +30,36 @@ def robustness_work(options: RobustnessOptions | None, n: int) -> tuple[int, int
     return points * m, (m if options.ood_dataset_id is not None else 0)
 
 
+def generation_work(prompts: int, new_tokens: int) -> int:
+    """The text generation step's units: each prompt continued new_tokens tokens by each model is
+    new_tokens forward passes of each, counted like new_tokens clean samples (a KV-cache step is cheaper
+    than a whole sample, a prompt that stops at EOS shorter: an upper bound, it is the count that moves)."""
+    return max(prompts, 0) * max(new_tokens, 0)
+
+
 class Spans(NamedTuple):
     """Where a fidelity job's steps start on its bar, 0..1 (each ends where the next starts)."""
 
+    generation: float  # the text generation after the clean pass
     rerun: float  # the kernel gap's output-level re-run
     robustness: float  # the robustness slices
     ood: float  # the out-of-distribution set
     profile: float  # the layer profile (to 1)
 
 
-def fidelity_spans(n: int, n_rerun: int, n_profiled: int, robustness: tuple[int, int]) -> Spans:
-    """The steps' starts for a job over n samples with the kernel gap re-running n_rerun, robustness units
-    (robustness_work) and the profile over n_profiled samples weighed 3x (it captures every layer of both
-    models: ProfilePlan.work)."""
+def fidelity_spans(
+    n: int, n_rerun: int, n_profiled: int, robustness: tuple[int, int], generation: int = 0
+) -> Spans:
+    """The steps' starts for a job over n samples with `generation` units of text generation
+    (generation_work), the kernel gap re-running n_rerun, robustness units (robustness_work) and the
+    profile over n_profiled samples weighed 3x (it captures every layer of both models)."""
     slices, ood = robustness
-    total = max(n + n_rerun + slices + ood + 3 * n_profiled, 1)
+    g = n + generation
+    total = max(g + n_rerun + slices + ood + 3 * n_profiled, 1)
     return Spans(
-        rerun=n / total,
-        robustness=(n + n_rerun) / total,
-        ood=(n + n_rerun + slices) / total,
-        profile=(n + n_rerun + slices + ood) / total,
+        generation=n / total,
+        rerun=g / total,
+        robustness=(g + n_rerun) / total,
+        ood=(g + n_rerun + slices) / total,
+        profile=(g + n_rerun + slices + ood) / total,
     )
