@@ -1,6 +1,7 @@
 """A fan-out job's bar: whole chunks done plus the running chunks' own fractions, each chunk one equal
-share (the planners cut chunks of similar size: a sensitivity scan's layers, a sweep's points). Counting
-only whole chunks left a 1-chunk scan at 0 % through all its cells, then 100 % (issue 35)."""
+share (a sensitivity scan's chunks are balanced by estimated cost, worker/jobs/sensitivity_chunks.py; a
+sweep's chunk is one point). Counting only whole chunks left a 1-chunk scan at 0 % through all its cells,
+then 100 % (issue 35)."""
 
 from __future__ import annotations
 
