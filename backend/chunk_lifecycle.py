@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from backend.db.models import Job, JobChunk, JobStatus, utcnow
 from backend.db_retry import retried
+from backend.fanout_progress import fan_out_fraction, fan_out_message
 from backend.job_lifecycle import Claim, cancel_untaken_chunks, changed
 
 
@@ -105,6 +106,7 @@ def claim_chunk(session: Session, job_id: uuid.UUID, index: int, worker_id: str)
             started_at=now,
             heartbeat_at=now,
             error=None,
+            progress=0.0,  # a chunk queued again starts its count again
         )
     )
     session.commit()
@@ -144,29 +146,71 @@ def chunk_heartbeat(session: Session, c: ChunkClaim) -> bool:
 
 @retried
 def finish_chunk(session: Session, c: ChunkClaim, result: dict[str, Any]) -> bool:
-    """running -> succeeded with its result; the job's progress counts the chunks done. False when the
+    """running -> succeeded with its result; the job's progress counts the chunks done (and the running
+    ones' shares: backend.fanout_progress). False when the
     chunk was taken from us (reaped) or the job stopped: then nothing is written."""
     now = utcnow()
     done = session.execute(
         update(JobChunk)
         .where(*_owned(c))
-        .values(status=JobStatus.succeeded.value, result=result, finished_at=now, heartbeat_at=now)
+        .values(
+            status=JobStatus.succeeded.value, result=result, finished_at=now, heartbeat_at=now, progress=1.0
+        )
     )
     if changed(done) != 1:
         session.rollback()
         return False
-    total, succeeded = chunk_counts(session, c.job_id)
+    total, succeeded, running = _progress_counts(session, c.job_id)
     session.execute(
         update(Job)
         .where(Job.id == c.job_id, Job.status == JobStatus.running.value)
         .values(
             heartbeat_at=now,
-            progress=succeeded / max(total, 1),
-            progress_message=f"{succeeded} of {total} chunks done",
+            progress=fan_out_fraction(total, succeeded, running),
+            progress_message=fan_out_message(total, succeeded),
         )
     )
     session.commit()
     return True
+
+
+@retried
+def chunk_progress(session: Session, c: ChunkClaim, fraction: float, message: str) -> bool:
+    """A running chunk's own progress (and a heartbeat): the job's bar counts it as a share of a chunk
+    (backend.fanout_progress). False when the chunk is no longer ours or its job stopped."""
+    now = utcnow()
+    result = session.execute(
+        update(JobChunk).where(*_owned(c)).values(heartbeat_at=now, progress=max(0.0, min(1.0, fraction)))
+    )
+    if changed(result) != 1:
+        session.rollback()
+        return False
+    total, succeeded, running = _progress_counts(session, c.job_id)
+    session.execute(
+        update(Job)
+        .where(Job.id == c.job_id, Job.status == JobStatus.running.value, Job.attempt_token.is_(None))
+        .values(
+            heartbeat_at=now,
+            progress=fan_out_fraction(total, succeeded, running),
+            progress_message=fan_out_message(total, succeeded, c.index, message),
+        )
+    )
+    session.commit()
+    return True
+
+
+def _progress_counts(session: Session, job_id: uuid.UUID) -> tuple[int, int, float]:
+    """(chunks, chunks succeeded, the sum of the running chunks' fractions) of a job."""
+    row = session.execute(
+        select(
+            func.count(),
+            func.count().filter(JobChunk.status == JobStatus.succeeded.value),
+            func.coalesce(
+                func.sum(JobChunk.progress).filter(JobChunk.status == JobStatus.running.value), 0.0
+            ),
+        ).where(JobChunk.job_id == job_id)
+    ).one()
+    return int(row[0]), int(row[1]), float(row[2])
 
 
 def chunk_counts(session: Session, job_id: uuid.UUID) -> tuple[int, int]:

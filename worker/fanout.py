@@ -159,14 +159,14 @@ def _chunk_context(
     claim: chunk_lifecycle.ChunkClaim,
     params: dict[str, Any],
 ) -> JobContext:
-    """A context whose heartbeat goes to the chunk row; progress within a chunk only keeps it alive (the
-    job's progress counts whole chunks)."""
+    """A context whose heartbeat goes to the chunk row; progress within a chunk is the chunk's own, and the
+    job's bar counts it as its share of a chunk (chunk_lifecycle.chunk_progress)."""
 
     def beat(session: Session) -> bool:
         return chunk_lifecycle.chunk_heartbeat(session, claim)
 
-    def report(session: Session, _fraction: float, _message: str) -> bool:
-        return chunk_lifecycle.chunk_heartbeat(session, claim)
+    def report(session: Session, fraction: float, message: str) -> bool:
+        return chunk_lifecycle.chunk_progress(session, claim, fraction, message)
 
     heartbeat = Heartbeat(
         sessions, beat, settings.heartbeat_interval_s, f"job-{claim.job_id}-chunk-{claim.index}"

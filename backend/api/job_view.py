@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from sqlalchemy.orm import object_session
 
 from backend.api.schemas import JobOut
-from backend.db.models import Job, User
+from backend.db.models import Job, JobStatus, User
+from backend.db.models.base import utcnow
+from backend.progress_eta import eta_seconds
 
 
 def job_out(job: Job, usernames: Mapping[uuid.UUID, str] | None = None) -> JobOut:
@@ -24,4 +26,6 @@ def job_out(job: Job, usernames: Mapping[uuid.UUID, str] | None = None) -> JobOu
             out.created_by_name = user.username if user else None
     if out.started_at and out.finished_at:
         out.duration_s = (out.finished_at - out.started_at).total_seconds()
+    if out.status == JobStatus.running.value:
+        out.eta_s = eta_seconds(out.progress, out.started_at, utcnow())
     return out

@@ -29,6 +29,7 @@ from worker.engine.types import ModelFormat, Runner
 from worker.jobs.generation_step import add_generation, comparison_runners, generation_request
 from worker.jobs.inputs import detached_row, load_runner, named_dataset, read_dataset
 from worker.jobs.layer_profile_step import kernel_gap_outputs, layer_profile_results, profile_plan
+from worker.jobs.progress_span import fidelity_spans, generation_work, robustness_work
 from worker.jobs.text_dataset_step import text_tokenizing, with_text_prompts
 from worker.peak_memory import peak_rss_mib, reset_peak_rss
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -68,14 +69,22 @@ class FidelityHandler:
         labels = arrays.pop("labels", None)
         n = len(next(iter(arrays.values()))) if arrays else 0
         plan = profile_plan(params, models, n)  # the layer profile's (and kernel gap's) share of the work
-        total_work = plan.work(n)
-        share = n / total_work
 
         def on_progress(done: int, total: int) -> None:
             ctx.progress(share * done / max(total, 1), f"{done} of {total} samples compared")
 
         # checked (and its embedding model loaded) before any model runs
         generation = generation_request(ctx, params, models[0], runners, arrays)
+        spans = fidelity_spans(
+            n,
+            plan.n_rerun,
+            plan.n_profiled,
+            robustness_work(params.robustness, n),
+            0
+            if generation is None
+            else generation_work(len(generation.prompts), generation.config.new_tokens),
+        )
+        share = spans.generation  # the clean comparison's span of the bar, from 0
         batch_size, batch_note = _comparison_batch(params.batch_size, models[0], runners[0], arrays)
         fidelity_params = FidelityParams(
             batch_size=batch_size,
@@ -97,14 +106,13 @@ class FidelityHandler:
         )  # fmt: skip
         compare_s = time.perf_counter() - compare_start
         if generation is not None:
-            add_generation(ctx, generation, runners, report, share)
+            add_generation(ctx, generation, runners, report, (spans.generation, spans.rerun))
         if batch_note:
             report.notes.append(batch_note)
         if tokenizing is not None:
             report.notes.extend(tokenizing.notes)
-        profile_start = (n + plan.n_rerun) / total_work
         runtime_outputs = kernel_gap_outputs(
-            ctx, plan, compared, arrays, report.outputs, fidelity_params, share, profile_start
+            ctx, plan, compared, arrays, report.outputs, fidelity_params, spans.rerun, spans.robustness
         )
 
         def load_twin(model_id: uuid.UUID) -> Runner:
@@ -119,9 +127,10 @@ class FidelityHandler:
             arrays,
             labels,
             report,
-            share,
+            spans.robustness,
             partial(named_dataset, ctx, limit=ood_limit),
             load_twin,
+            spans=(spans.ood, spans.profile),
         )
         attention_models = reusable_models(runners)  # torch programs: the attention step loads no file
         del runners  # the profile loads its own instrumented copies
@@ -139,14 +148,16 @@ class FidelityHandler:
             if document is not None
         }
         diagnostics.update(robustness.documents)  # {} unless the job asks for robustness slices
-        diagnostics.update(attention_results(ctx, models, arrays, params.threads, share, attention_models))
+        diagnostics.update(
+            attention_results(ctx, models, arrays, params.threads, spans.profile, attention_models)
+        )
         task_values, task_proxy = task_proxy_results(report)
         if task_proxy is not None:
             diagnostics[RESULT_FIDELITY_TASK_PROXY] = task_proxy
         samples = sample_rows(ctx.job_id, report.primary_output, report.per_sample, task_values)
         del task_values
         layers = layer_profile_results(
-            ctx, params, models, arrays, plan, profile_start, runtime_outputs, partial(named_dataset, ctx)
+            ctx, params, models, arrays, plan, spans.profile, runtime_outputs, partial(named_dataset, ctx)
         )
 
         summary["resources"] = {

@@ -16,6 +16,7 @@ from backend.contracts import FidelityJobParams
 from backend.db.models import Model
 from worker.engine.errors import ModelLoadError
 from worker.engine.types import ModelFormat, Runner
+from worker.jobs.progress_span import span_fraction
 from worker.runtime import JobContext
 
 if TYPE_CHECKING:
@@ -87,15 +88,20 @@ def comparison_runners(params: FidelityJobParams, runners: list[Runner]) -> list
 
 
 def add_generation(
-    ctx: JobContext, request: GenerationRequest, runners: list[Runner], report: FidelityReport, share: float
+    ctx: JobContext,
+    request: GenerationRequest,
+    runners: list[Runner],
+    report: FidelityReport,
+    span: tuple[float, float],
 ) -> None:
     """Generate with both models and put the block under the report's task block; per-sample values join
-    `report.task_per_sample`."""
+    `report.task_per_sample`. The bar moves through `span` (start, end) as continuations are done."""
     from worker.engine.tasks.lm_generation import hoisted, run_generation
 
     def on_progress(done: int, total: int) -> None:
         ctx.progress(
-            share, f"generating text: {done} of {total} continuations ({total // 2} prompts, 2 models)"
+            span_fraction(*span, done, total),
+            f"generating text: {done} of {total} continuations ({total // 2} prompts, 2 models)",
         )
 
     block, per_sample = run_generation(request, runners[0], runners[1], on_progress)

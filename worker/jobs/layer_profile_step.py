@@ -46,11 +46,6 @@ class ProfilePlan(NamedTuple):
     n_rerun: int  # ONNX pairs re-run at the output level on a profiled subset (0: the clean pass covers it)
     onnx_pair: bool
 
-    def work(self, n: int) -> int:
-        """The job's progress units: the clean pass's n samples, the re-run, and the profile weighed 3x
-        (it captures every layer of both models)."""
-        return max(n + self.n_rerun + 3 * self.n_profiled, 1)
-
 
 def profile_plan(
     params: FidelityJobParams, models: Sequence[tuple[Path, ModelFormat]], n: int

@@ -32,6 +32,7 @@ from worker.jobs.inputs import detached_row, read_dataset
 from worker.jobs.made_models import add_made_model, inspect_made_model
 from worker.jobs.model_files import model_file
 from worker.jobs.recovery_layers import layers_before_after
+from worker.jobs.recovery_progress import counted_message, recovery_fraction
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 SPLIT_SEED = 0
@@ -138,7 +139,10 @@ class RecoveryHandler:
 
         def progress(method: str, done: int, total: int, message: str) -> None:
             position = 0 if method == "before" else 1 + [m.name for m in methods].index(method)
-            ctx.progress(min((position + done / max(total, 1)) / stages, 0.99), message)
+            ctx.progress(
+                recovery_fraction(position, stages, done, total),
+                counted_message(method, done, total, message),
+            )
 
         outcome = recover(
             golden,

@@ -30,6 +30,7 @@ from backend.robustness_contracts import RobustnessOptions
 from worker.engine.errors import EngineError, JobCancelled
 from worker.engine.fidelity.compare import FidelityReport
 from worker.engine.types import Runner
+from worker.jobs.progress_span import span_fraction
 from worker.jobs.robustness_images import WorstPictures
 from worker.runtime import JobContext, json_safe, out_of_memory, raise_if_stopping
 
@@ -64,12 +65,15 @@ def robustness_results(
     at: float,
     read_ood: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]] | None = None,
     load_twin: Callable[[uuid.UUID], Runner] | None = None,
+    spans: tuple[float, float] | None = None,
 ) -> RobustnessResults:
     """The robustness document and the pictures its result writer stores (RobustnessResults).
 
     runners: the golden and compressed runners the clean comparison used; report: its result (the
-    baseline of the brittleness ratio); at: the job's progress fraction when the step starts (held there:
-    the step's messages say how far it is); read_ood(id) -> (name, arrays): reads the
+    baseline of the brittleness ratio); at: the job's progress fraction when the step starts; spans:
+    where the out-of-distribution set starts and where the step ends (progress_span.fidelity_spans): the
+    bar moves from `at` as the slices x severities are done, then through the out-of-distribution
+    samples (None: held at `at`, the messages say how far it is); read_ood(id) -> (name, arrays): reads the
     out-of-distribution dataset when the job names one; load_twin(id) -> Runner: loads the PyTorch twin
     of an ONNX golden model for the adversarial slices (a twin that fails to load skips only those)."""
     if params.robustness is None:
@@ -78,9 +82,10 @@ def robustness_results(
     from worker.engine.robustness import RobustnessParams, evaluate_robustness
 
     options = params.robustness
-    fraction = min(at, 0.999)  # 1.0 would bypass the progress writes' rate limit
+    ood_at, end = spans if spans is not None else (at, at)
 
     def on_progress(done: int, total: int, label: str) -> None:
+        fraction = span_fraction(at, ood_at, done, total)
         ctx.progress(fraction, f"robustness: {done} of {total} slices x severities ({label})")
 
     twin, twin_problem = _twin(options, runners[0], load_twin)
@@ -114,7 +119,7 @@ def robustness_results(
         raise_if_stopping(exc)  # the engine wraps runtime failures; a stop inside one still stops
         document = {"error": robustness_error(exc, out_of_memory(exc))}
     if options.ood_dataset_id is not None and document.get("error") is None:
-        document["ood"] = _ood(ctx, options, runners, report, read_ood, fraction)
+        document["ood"] = _ood(ctx, options, runners, report, read_ood, (ood_at, end))
     return RobustnessResults({RESULT_FIDELITY_ROBUSTNESS: json_safe(document)}, pictures)
 
 
@@ -146,9 +151,10 @@ def _ood(
     runners: list[Runner],
     report: FidelityReport,
     read_ood: Callable[[uuid.UUID], tuple[str, dict[str, np.ndarray]]] | None,
-    fraction: float,
+    span: tuple[float, float],
 ) -> dict[str, Any]:
-    """The out-of-distribution part of the document: {dataset_id, dataset_name, metrics..., error}."""
+    """The out-of-distribution part of the document: {dataset_id, dataset_name, metrics..., error}; the
+    bar moves through `span` (start, end) as its samples are compared."""
     from worker.engine.fidelity.compare import FidelityParams
     from worker.engine.robustness import evaluate_ood
 
@@ -157,13 +163,14 @@ def _ood(
     head: dict[str, Any] = {"dataset_id": str(dataset_id), "dataset_name": None}
 
     def on_progress(done: int, total: int) -> None:
+        fraction = span_fraction(*span, done, total)
         ctx.progress(fraction, f"out-of-distribution data: {done} of {total} samples compared")
 
     try:
         if read_ood is None:
             raise EngineError("no dataset reader was given")  # a caller's bug, said in the result
         head["dataset_name"], arrays = read_ood(dataset_id)
-        ctx.progress(fraction, f"out-of-distribution data {head['dataset_name']!r}")
+        ctx.progress(span_fraction(*span, 0, 1), f"out-of-distribution data {head['dataset_name']!r}")
         return head | evaluate_ood(
             runners[0],
             runners[1],

@@ -40,6 +40,11 @@ class JobOut(ORMModel, Annotations):
     finished_at: UTCDateTime | None
     heartbeat_at: UTCDateTime | None
     duration_s: float | None = Field(default=None, description="finished_at − started_at, seconds.")
+    eta_s: float | None = Field(
+        default=None,
+        description="Seconds left for a running job, estimated as elapsed × (1 − progress) / progress from "
+        "started_at; null until it has run 5 s and is 5 % done, and for a job that is not running.",
+    )
     chunks_total: int | None = Field(
         default=None,
         description="Chunks the job fanned out into over the worker pool (GET /jobs/{id}/chunks); null for a "

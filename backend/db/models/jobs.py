@@ -102,6 +102,8 @@ class JobChunk(Base):
     finished_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
+    # the running attempt's own fraction done (0 when queued again); the job's bar sums them
+    progress: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
 
 class JobResult(Base):

@@ -4397,6 +4397,11 @@ export interface components {
             duration_s?: number | null;
             /** Error */
             error: string | null;
+            /**
+             * Eta S
+             * @description Seconds left for a running job, estimated as elapsed × (1 − progress) / progress from started_at; null until it has run 5 s and is 5 % done, and for a job that is not running.
+             */
+            eta_s?: number | null;
             /** Finished At */
             finished_at: string | null;
             /** Heartbeat At */

@@ -42,7 +42,8 @@ export function JobNotDone({ job, noun, results }: { job: Job; noun: string; res
         <p>
           This {noun} is {job.status}; {results}.
         </p>
-        <ProgressBar value={job.progress} label="Job progress" /> <span className="muted">{job.progress_message}</span>
+        <ProgressBar value={job.progress} label="Job progress" etaS={job.eta_s} />{" "}
+        <span className="muted">{job.progress_message}</span>
       </div>
     );
   }

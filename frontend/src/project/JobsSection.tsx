@@ -119,7 +119,7 @@ function JobRow({
       <td>
         {active ? (
           <>
-            <ProgressBar value={job.progress} label={`Progress of ${job.kind} job`} />
+            <ProgressBar value={job.progress} label={`Progress of ${job.kind} job`} etaS={job.eta_s} />
             <div className="muted small-text">{job.progress_message}</div>
           </>
         ) : null}

@@ -15,6 +15,7 @@ const job = (id: string, kind: string, status: string, params: Record<string, un
   params,
   progress: 0.4,
   progress_message: "AdaRound: fc",
+  eta_s: status === "running" ? 130 : null,
   error: status === "failed" ? "the worker ran out of memory" : null,
 });
 
@@ -59,6 +60,9 @@ describe("RecoverButton on a sweep point", () => {
     const html = render([job("r3", "recovery", "running", params)]);
     expect(html).toContain("A recovery of this point is running");
     expect(html).toContain("Recovering… AdaRound: fc");
+    expect(html).toContain('<progress max="1" value="0.4" aria-label="Recovery progress">');
+    expect(html).toContain("40 %");
+    expect(html).toContain("about 2 min left");
     expect(html).not.toContain("</button>");
   });
 

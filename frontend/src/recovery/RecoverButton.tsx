@@ -9,6 +9,7 @@ import { useState } from "react";
 import { useJob } from "../api/jobs";
 import { isActive } from "../api/polling";
 import { ErrorMessage, Loading } from "../components/QueryView";
+import { ProgressBar } from "../components/Status";
 import { href } from "../lib/route";
 import { isOffline } from "../offline/mode";
 import { useCreateRecovery, useModelWhenKnown, usePlanRecoveries, usePointRecoveries } from "./queries";
@@ -31,9 +32,10 @@ function Launched({ jobId }: { jobId: string }) {
   if (isActive(job.data))
     return (
       <>
-        <p className="muted" role="status">
-          Recovering… {job.data.progress_message}
-        </p>
+        <div role="status">
+          <ProgressBar value={job.data.progress} label="Recovery progress" etaS={job.data.eta_s} />
+          <p className="muted">Recovering… {job.data.progress_message}</p>
+        </div>
         <LiveLossCurve message={job.data.progress_message} />
       </>
     );
