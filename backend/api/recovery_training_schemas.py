@@ -44,6 +44,10 @@ class TrainingDetailsFields(StoredShape):
     quantized: list[str] | None = Field(
         default=None, description="Layers whose weights stay on the configuration's grid."
     )
+    masked: list[str] | None = Field(
+        default=None,
+        description="Pruned layers whose surviving weights trained under the pruning mask (pruned ones stay zero).",
+    )
     n_train: int | None = None
     n_validation: int | None = None
     labelled: bool | None = None

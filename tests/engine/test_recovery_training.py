@@ -14,7 +14,8 @@ import torch
 from scipy.special import rel_entr, softmax
 
 from worker.demo.models import DigitsCNN, DigitsSplit
-from worker.engine.compression import WeightQuant, as_compressible
+from worker.engine.compression import WeightQuant, as_compressible, compress_module
+from worker.engine.compression.configs import Config, MagnitudePrune, Schedule
 from worker.engine.errors import JobCancelled
 from worker.engine.recovery import (
     MethodSpec,
@@ -253,3 +254,34 @@ def test_the_api_parameters_of_distill_and_qat_are_the_engines() -> None:
         values = api.model_dump(exclude={"name"})
         assert values == asdict(TrainingParams())
         MethodSpec(api.name, values)
+
+
+def test_fine_tuning_after_pruning_trains_the_surviving_weights_and_keeps_the_pruned_ones_zero(
+    digits_cnn: DigitsCNN, digits_split: DigitsSplit
+) -> None:
+    """Masked fine-tuning (issue 33): the pruned layers' surviving weights move, their pruned entries stay
+    exactly zero, and the held-out KL falls; a layer pruned then quantized (QAT) keeps its zeros too."""
+    plan: dict[str, Config] = {"conv2": MagnitudePrune(0.6), "fc": MagnitudePrune(0.6)}
+    student = compress_module(copy.deepcopy(digits_cnn).eval(), plan)[0].eval()
+    before = {name: student.get_submodule(name).weight.detach().clone() for name in plan}
+    zeros = {name: w == 0 for name, w in before.items()}
+    assert all(0.55 < float(z.float().mean()) < 0.65 for z in zeros.values())
+    params = TrainingParams(steps=60, learning_rate=1e-3, eval_every=20, patience=0)
+    result = finetune(student, digits_cnn, plan, ORDER, {"x": digits_split.x_train}, None, params, qat=False)
+    assert result.masked == ["conv2", "fc"]
+    assert {"conv2.weight", "fc.weight"} <= set(result.trained)
+    for name in plan:
+        after = student.get_submodule(name).weight.detach()
+        assert torch.count_nonzero(after[zeros[name]]) == 0  # pruned: exactly zero
+        assert not torch.equal(after[~zeros[name]], before[name][~zeros[name]])  # surviving: trained
+    assert result.best_heldout_kl is not None and result.best_heldout_kl < result.start_heldout_kl
+
+    scheduled: dict[str, Config] = {"fc": Schedule((MagnitudePrune(0.6), WeightQuant(4, per_channel=True)))}
+    student = compress_module(copy.deepcopy(digits_cnn).eval(), scheduled)[0].eval()
+    zero = student.fc.weight.detach() == 0
+    result = finetune(
+        student, digits_cnn, scheduled, ORDER, {"x": digits_split.x_train}, None, params, qat=True
+    )
+    assert result.masked == ["fc"] and result.quantized == ["fc"]
+    assert torch.count_nonzero(student.fc.weight.detach()[zero]) == 0
+    assert result.best_heldout_kl is not None and result.best_heldout_kl <= result.start_heldout_kl

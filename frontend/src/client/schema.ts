@@ -6213,6 +6213,11 @@ export interface components {
              * @description adaround: per layer.
              */
             layers?: components["schemas"]["RoundedLayerOut"][] | null;
+            /**
+             * Masked
+             * @description Pruned layers whose surviving weights trained under the pruning mask (pruned ones stay zero).
+             */
+            masked?: string[] | null;
             /** N Train */
             n_train?: number | null;
             /** N Validation */

@@ -7,11 +7,15 @@ Loss per batch: (1 − α)·T²·KL(softmax(t/T) ‖ softmax(s/T)) + α·CE(s, l
 Logits are the model's (first) output with the last axis as classes.
 
 What trains, so that the plan still compresses the result to the model that was trained:
-- `distill`: every float parameter the plan leaves float (biases, uncompressed layers). The weights of the
-  compressed layers are frozen; where the plan gives them an integer grid they are first replaced by their
-  quantized values (fixed points of the plan's quantizer), so the student trains as it will run.
+- `distill`: every float parameter the plan leaves float (biases, uncompressed layers), and the surviving
+  weights of pruned layers without an integer grid, under the pruning mask (`pruning_mask`: the pruned ones
+  stay exactly zero). The weights of the other compressed layers are frozen (low-rank factors: training the
+  dense product would undo the factorization); where the plan gives them an integer grid they are first
+  replaced by their quantized values (fixed points of the plan's quantizer), so the student trains as it will
+  run.
 - `qat`: the same plus the grid layers' weights, fake-quantized with the STE at every step; at the end they
-  are left as their quantized values, so the stored weights lie exactly on the grid.
+  are left as their quantized values, so the stored weights lie exactly on the grid. A grid layer that is
+  also pruned (prune → quantize) trains under its mask too.
 
 Early stopping: a seeded share of the calibration data (`validation_fraction`) is held out of training; its
 KL at T = 1 (the fidelity report's KL) is measured every `eval_every` steps, the best state is kept and
@@ -34,6 +38,7 @@ from worker.engine.compression import Config, WeightQuant
 from worker.engine.compression.model import Feeds
 from worker.engine.recovery import fake_quant
 from worker.engine.recovery.common import Layer, RecoveryError, grid_of, linear_layers, weight_quant_of
+from worker.engine.recovery.pruning_mask import PruningMasks, prunes
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class TrainingResult:
     """Parameters trained."""
     quantized: list[str] = field(default_factory=list)
     """Layers whose weights are on the plan's grid (frozen for distill, fake-quantized for qat)."""
+    masked: list[str] = field(default_factory=list)
+    """Pruned layers whose surviving weights trained under the pruning mask."""
     n_train: int = 0
     n_validation: int = 0
     labelled: bool = False
@@ -128,6 +135,12 @@ def _outputs(
 ) -> torch.Tensor:
     with torch.no_grad():
         return torch.cat([_forward(module, feeds, index[i : i + size]) for i in range(0, len(index), size)])
+
+
+def _weight_parameter(parameters: Mapping[str, nn.Parameter], layer: str) -> str:
+    """The layer's weight parameter: `weight`, or the original under a fake-quant parametrization."""
+    parametrized = f"{layer}.parametrizations.weight.original"
+    return parametrized if parametrized in parameters else f"{layer}.weight"
 
 
 def grid_layers(
@@ -176,9 +189,16 @@ def finetune(
     if qat and not grids:
         raise RecoveryError("QAT needs a configuration that quantizes the weights of a Conv or Linear layer")
     compressed_layers = linear_layers(recovered, [n for n in order if n in plan])
-    frozen = {f"{name}.weight" for name in compressed_layers if not (qat and name in grids)}
+    masked = {name for name in compressed_layers if prunes(plan[name]) and (name not in grids or qat)}
+    frozen = {
+        f"{name}.weight" for name in compressed_layers if not (qat and name in grids) and name not in masked
+    }
     for name in compressed_layers:
-        if name not in grids:
+        if name in masked and name not in grids:
+            result.notes.append(
+                f"{name}: {plan[name].id} trains its surviving weights under the pruning mask"
+            )
+        elif name not in grids:
             result.notes.append(
                 f"{name}: {plan[name].id} has no integer weight grid; its weights stay frozen"
             )
@@ -195,6 +215,7 @@ def finetune(
     wanted_grad = {name: p.requires_grad for name, p in recovered.named_parameters()}
     if qat:
         fake_quant.attach(grids)
+    masks: PruningMasks | None = None
     try:
         trainable: list[nn.Parameter] = []
         for name, parameter in recovered.named_parameters():
@@ -207,6 +228,11 @@ def finetune(
                 result.trained.append(plain)
         if not trainable:
             raise RecoveryError(f"{method}: the configuration leaves no parameter to train")
+        parameters = dict(recovered.named_parameters())
+        masks = PruningMasks(
+            {name: parameters[_weight_parameter(parameters, name)] for name in sorted(masked)}
+        )
+        result.masked = sorted(masked)
         optimiser = torch.optim.Adam(trainable, lr=params.learning_rate)
         generator = torch.Generator().manual_seed(params.seed)
 
@@ -232,6 +258,7 @@ def finetune(
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
+            masks.reapply()
             measured = None
             if step % params.eval_every == 0 or step == params.steps:
                 measured = heldout_kl()
@@ -250,6 +277,8 @@ def finetune(
         recovered.load_state_dict(best_state)
         result.best_heldout_kl = best_kl
     finally:
+        if masks is not None:
+            masks.remove()
         if qat:
             fake_quant.detach_quantized(grids)
         for name, parameter in recovered.named_parameters():
