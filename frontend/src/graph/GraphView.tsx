@@ -6,7 +6,7 @@ import { useLayerProfile } from "../api/fidelity";
 import { useSensitivityReport } from "../api/sensitivity";
 import type { Job, Model } from "../api/types";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
-import { formatCount } from "../lib/format";
+import { formatCount, formatTime } from "../lib/format";
 import { GROUP_PREFIX, groupSizes, initialExpanded, searchNodes, visibleGraph } from "./collapse";
 import { GraphCanvas, type CanvasHandle } from "./GraphCanvas";
 import { GraphLegend } from "./GraphLegend";
@@ -78,7 +78,7 @@ export function GraphSection({ model }: { model: Model }) {
 
 function jobLabel(job: Job, side: string): string {
   const name = job.name || job.id.slice(0, 8);
-  return `${job.kind} ${name} (${side} model, ${new Date(job.created_at).toLocaleString()})`;
+  return `${job.kind} ${name} (${side} model, ${formatTime(job.created_at)})`;
 }
 
 function GraphView({ graph, model }: { graph: ModelGraph; model: Model }) {
