@@ -35,16 +35,16 @@ async function loadedImages(page, selector) {
   );
 }
 
-const open = async (page, jobId) => {
+/** Open the job's report on the sample, and wait for `ready` (the hash changes inside one page: the previous
+ * job's inspector is still there until the new one renders). */
+const open = async (page, jobId, ready) => {
   await page.goto(`${config.base}/#/jobs/${jobId}?sample=${config.sample}`);
-  await page
-    .locator("[data-testid=sample-inspector]")
-    .waitFor({ timeout: 60_000 });
+  await page.locator(ready).first().waitFor({ timeout: 60_000 });
 };
 
 await runSignedIn(config, observations, step, async (page) => {
   step("segmentation: the three label maps load over the picture");
-  await open(page, config.segmentation);
+  await open(page, config.segmentation, "[data-testid=mask-golden] img");
   const maps = "[data-testid^=mask-] img[alt$='label map']";
   observations.maskRoles = await page
     .locator("[data-testid^=mask-]")
@@ -82,7 +82,7 @@ await runSignedIn(config, observations, step, async (page) => {
   step(
     "image output: golden, compressed and difference load and zoom together",
   );
-  await open(page, config.image);
+  await open(page, config.image, "[data-testid=picture-golden] img");
   const pictures = "[data-testid^=picture-] img";
   observations.pictureRoles = await page
     .locator("[data-testid^=picture-]")
@@ -107,7 +107,7 @@ await runSignedIn(config, observations, step, async (page) => {
   await page.screenshot({ path: join(config.artifacts, "image-output.png") });
 
   step("signal: three waveforms, and each WAV decodes in the browser");
-  await open(page, config.signal);
+  await open(page, config.signal, "[data-testid^=signal-] audio");
   const audio = page.locator("[data-testid^=signal-] audio");
   await audio.first().waitFor({ timeout: 60_000 });
   observations.waveforms = await page
