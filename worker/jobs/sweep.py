@@ -16,18 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from backend.calibration_split import any_quantizes_activations
-from backend.contracts import RESULT_SENSITIVITY, RESULT_SWEEP_SEARCH, SweepJobParams, device_queue
+from backend.contracts import RESULT_SWEEP_SEARCH, SweepJobParams, device_queue
 from backend.db.models import Job, JobResult, SweepPoint
 from backend.storage import copy_file_to_staging
 from backend.sweep_objectives import pack_points
 from task_specs.metrics import TASK_PREFIX
-from worker.engine.errors import EngineError
 from worker.fanout import ChunkResults
 from worker.jobs.compressible import CalibrationRequest, open_prepared
+from worker.jobs.sweep_sources import stored_scan
 from worker.runtime import JobContext, ResultWriter, json_safe
 
 GOLDEN_LABEL = "fp32"
@@ -122,19 +121,11 @@ class SweepHandler:
         return [point | {"index": i} | (queue or {}) for i, point in enumerate(points)]
 
     def _mixed_precision_points(self, ctx: JobContext, loaded: _Loaded) -> list[dict[str, Any]]:
-        from worker.engine.sensitivity.scan import SensitivityResult, plan_mixed_precision
+        from worker.engine.sensitivity.scan import plan_mixed_precision
 
         source = loaded.params.mixed_precision
         assert source is not None
-        with ctx.sessions() as session:
-            doc = session.execute(
-                select(JobResult.payload).where(
-                    JobResult.job_id == source.sensitivity_job_id, JobResult.key == RESULT_SENSITIVITY
-                )
-            ).scalar_one_or_none()
-        if doc is None:
-            raise EngineError(f"the sensitivity job {source.sensitivity_job_id} has no result to plan from")
-        result = SensitivityResult.from_dict(doc)
+        result = stored_scan(ctx, source.sensitivity_job_id, "to plan from")
         weights = sum(int(layer["weight_params"]) for layer in result.layers)
         points = []
         for bits in source.average_bits:

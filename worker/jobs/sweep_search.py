@@ -13,11 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-
-from backend.contracts import RESULT_SENSITIVITY
-from backend.db.models import JobResult
-from worker.engine.errors import EngineError
+from worker.jobs.sweep_sources import stored_scan
 from worker.runtime import JobContext, json_safe
 
 if TYPE_CHECKING:
@@ -33,22 +29,13 @@ def run_search(
     handler: SweepHandler, ctx: JobContext, loaded: _Loaded, spec: dict[str, Any]
 ) -> dict[str, Any]:
     from worker.engine.compression.configs import Config, config_from_dict, weight_bits
-    from worker.engine.sensitivity.result import SensitivityResult
     from worker.engine.sweep import evaluate_point
     from worker.engine.sweep.search import SearchStep, ladder, max_steps_for, plan_ids, search, step_plan
     from worker.jobs.sweep import _calibrates, _fidelity_params, point_objectives
 
     source = loaded.params.search
     assert source is not None
-    with ctx.sessions() as session:
-        doc = session.execute(
-            select(JobResult.payload).where(
-                JobResult.job_id == source.sensitivity_job_id, JobResult.key == RESULT_SENSITIVITY
-            )
-        ).scalar_one_or_none()
-    if doc is None:
-        raise EngineError(f"the sensitivity job {source.sensitivity_job_id} has no result to rank layers by")
-    scan = SensitivityResult.from_dict(doc)
+    scan = stored_scan(ctx, source.sensitivity_job_id, "to rank layers by")
     low = config_from_dict(source.low.model_dump(mode="json"))
     high = None if source.high is None else config_from_dict(source.high.model_dump(mode="json"))
     direction = source.resolved_direction()

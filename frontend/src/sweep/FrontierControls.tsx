@@ -1,17 +1,15 @@
 // The controls of a Pareto chart, shared by the sweep page and the compare page: the objective of each axis
 // with its direction (lower or higher is better) and log scale, and the bounds (max KL, min top-1 agreement,
-// max size, max latency) as a slider with a number field each. Bounds reach the URL — and so the frontier
-// query — once the user stops moving them for a moment.
-import { useEffect, useId, useRef, useState } from "react";
+// max size, max latency, max run-time memory, one task metric) as a slider with a number field each
+// (BoundControl.tsx). Bounds reach the URL — and so the frontier query — once the user stops moving them.
+import { useId } from "react";
+import { BoundControl } from "./BoundControl";
 import { bytesUnit } from "./units";
 import { value, type SweepRow } from "../lib/sweep";
 import { canLog } from "../lib/sweepAxes";
-import { NO_BOUNDS, sliderScale, type Bounds } from "../lib/sweepBounds";
+import { NO_BOUNDS, type Bounds } from "../lib/sweepBounds";
 import { axisLabel, latencyObjective, objectiveInfo, type Direction } from "../lib/sweepObjectives";
 import type { SweepQuery, SweepView } from "../lib/sweepQuery";
-
-/** Quiet time before a bound is applied. */
-export const BOUND_DEBOUNCE_MS = 400;
 
 function AxisPicker({
   side,
@@ -125,118 +123,6 @@ export function AxisPickers({
           if (c.log !== undefined) onChange({ yLog: c.log === objectiveInfo(view.y).log ? null : c.log });
         }}
       />
-    </div>
-  );
-}
-
-const parse = (text: string): number | null | undefined => {
-  if (text.trim() === "") return null;
-  const n = Number(text);
-  return Number.isFinite(n) ? n : undefined; // undefined: not a number (not applied)
-};
-
-/** One bound: a slider over the points' values and the exact number; empty = no bound. */
-function BoundControl({
-  label,
-  side,
-  value: bound,
-  values,
-  log,
-  describe,
-  unit = 1,
-  onChange,
-}: {
-  label: string;
-  side: "max" | "min";
-  value: number | null;
-  values: readonly (number | null)[];
-  log: boolean;
-  /** The bound in words next to the field ("3.9 KiB"). */
-  describe?: (v: number) => string;
-  /** The field is typed in this many base units (1024 for KiB, 0.01 for %); the bound stays in base units. */
-  unit?: number;
-  onChange: (v: number | null) => void;
-}) {
-  const id = useId();
-  const scale = sliderScale(values, log);
-  const shown = (v: number | null) => (v === null ? "" : String(Number((v / unit).toPrecision(6))));
-  const read = (t: string) => {
-    const typed = parse(t);
-    return typed === null || typed === undefined ? typed : typed * unit;
-  };
-  const [text, setText] = useState(shown(bound));
-  const [seen, setSeen] = useState(bound);
-  if (bound !== seen) {
-    // Changed from outside (the URL, "clear"): show it unless the field already says so.
-    setSeen(bound);
-    if (read(text) !== bound) setText(shown(bound));
-  }
-  const commit = useRef(onChange);
-  useEffect(() => {
-    commit.current = onChange;
-  }, [onChange]);
-  useEffect(() => {
-    const typed = parse(text);
-    const parsed = typed === null || typed === undefined ? typed : typed * unit;
-    if (parsed === undefined || parsed === bound) return;
-    const timer = setTimeout(() => {
-      commit.current(parsed);
-    }, BOUND_DEBOUNCE_MS);
-    return () => {
-      clearTimeout(timer);
-    };
-  }, [text, bound, unit]);
-  const parsed = read(text);
-  const position = scale
-    ? parsed === null || parsed === undefined
-      ? side === "max"
-        ? scale.max
-        : scale.min
-      : scale.toPosition(parsed)
-    : 0;
-  return (
-    <div className="bound">
-      <label htmlFor={`${id}-number`}>{label}</label>
-      <div className="bound-row">
-        <input
-          type="range"
-          aria-label={`Slider: ${side} ${label.replace(/^(Max|Min) /, "")}`}
-          min={scale?.min ?? 0}
-          max={scale?.max ?? 1}
-          step={scale?.step ?? 0.01}
-          value={position}
-          disabled={!scale}
-          onChange={(e) => {
-            if (scale) setText(shown(scale.toValue(Number(e.target.value))));
-          }}
-        />
-        <input
-          id={`${id}-number`}
-          type="number"
-          step="any"
-          inputMode="decimal"
-          placeholder="no bound"
-          value={text}
-          aria-invalid={parsed === undefined}
-          onChange={(e) => {
-            setText(e.target.value);
-          }}
-        />
-        <button
-          type="button"
-          className="small"
-          aria-label={`Clear the ${label.toLowerCase()} bound`}
-          disabled={text === ""}
-          onClick={() => {
-            setText("");
-          }}
-        >
-          ×
-        </button>
-      </div>
-      {describe && parsed !== null && parsed !== undefined && (
-        <span className="muted small-text">{describe(parsed)}</span>
-      )}
     </div>
   );
 }
