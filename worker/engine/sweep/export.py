@@ -60,7 +60,14 @@ from worker.engine.compression.model import Feeds, resolve
 from worker.engine.errors import EngineError
 from worker.engine.fidelity.compare import FidelityParams, bind_inputs, compare_models
 from worker.engine.sweep.cost import model_cost
-from worker.engine.sweep.export_common import Builder, file_opset, ort_runner, save_proto, sha256_file
+from worker.engine.sweep.export_common import (
+    Builder,
+    file_bytes,
+    file_opset,
+    ort_runner,
+    save_proto,
+    sha256_file,
+)
 from worker.engine.sweep.export_converters import dynamic, fp16, qdq
 from worker.engine.sweep.export_nbits import NBITS_KIND, matmul_nbits
 from worker.engine.sweep.export_onnx import int8_weights, onnx_builder
@@ -214,7 +221,7 @@ def export_point(
         "source_sha256": source,
         "source_sha256_of": source_of,
         "file_sha256": sha256_file(path),
-        "file_size_bytes": path.stat().st_size,
+        "file_size_bytes": file_bytes(path),
         "size_bytes": cost.size_bytes,
         "size_bytes_fp32": cost.size_bytes_fp32,
         "matches_simulation": chosen in EXACT_KINDS,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from worker.engine.errors import EngineError
+from worker.engine.sweep.export_common import file_bytes
 
 SLOWER_MARGIN = 0.05
 """A model is reported slower than the baseline when its p50 exceeds the baseline's by more than 5%."""
@@ -162,7 +163,7 @@ def compare_latency(
         sessions[name] = _session(Path(path), threads)
         results[name] = {
             "file": Path(path).name,
-            "file_size_bytes": Path(path).stat().st_size,
+            "file_size_bytes": file_bytes(Path(path)),
             "session_load_ms": (time.perf_counter_ns() - started) / 1e6,
             "batches": [],
         }
