@@ -142,7 +142,7 @@ class SweepHandler:
     def run_chunk(self, ctx: JobContext, spec: dict[str, Any]) -> dict[str, Any]:
         from worker.engine.compression.configs import config_from_dict
         from worker.engine.sweep import evaluate_point, measure_latency
-        from worker.engine.sweep.deployed_fidelity import with_deployed_fidelity
+        from worker.engine.sweep.deployed_fidelity import chosen_export, with_deployed_fidelity
 
         loaded = self._load(ctx)
         params = loaded.params
@@ -175,7 +175,7 @@ class SweepHandler:
                 doc["attribution"] = json_safe(self._attribution(ctx, loaded, target, doc, spec["label"]))
             # after the attribution (which splits the simulated figures): the frontier scores the file it times
             doc = with_deployed_fidelity(doc)
-            export = self._chosen_export(doc)
+            export = chosen_export(doc.get("exports"))  # the file a user would deploy (deployed_fidelity)
             stored: dict[str, Any] | None = None
             if export is not None:
                 path = Path(tmp) / export["file"]
@@ -197,7 +197,7 @@ class SweepHandler:
                 ctx.store.put(staged)
                 stored = {
                     "sha256": staged.sha256,
-                    "manifest": export | {"source_model_sha256": loaded.source_sha256},
+                    "manifest": dict(export) | {"source_model_sha256": loaded.source_sha256},
                     "latency": json_safe(latency),
                     "memory": json_safe(memory),
                 }
@@ -223,15 +223,6 @@ class SweepHandler:
             params=_fidelity_params(loaded.params),
             on_progress=progress,
         )
-
-    @staticmethod
-    def _chosen_export(doc: dict[str, Any]) -> dict[str, Any] | None:
-        """The export a user would deploy: the real runtime form when there is one, else the simulated file
-        (which runs in onnxruntime and reproduces the point's figures)."""
-        from worker.engine.sweep.deployed_fidelity import chosen_export
-
-        found = chosen_export(doc.get("exports"))
-        return None if found is None else dict(found)
 
     def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
         from worker.jobs.sweep_search import search_rows, search_summary
@@ -365,9 +356,8 @@ def point_objectives(
     memory: dict[str, Any] | None = None,
     golden_memory: float | None = None,
 ) -> dict[str, float | None]:
-    """A point's frontier objectives. Its fidelity ones (and task.*) are the deployed file's measured figures
-    when the chosen export was run, else the simulation's (`deployed_fidelity`), so that they come from the
-    same file as the latency and memory."""
+    """A point's objectives: fidelity ones (and task.*) from the file the latency and memory come from when it
+    was measured, else the simulation's (`deployed_fidelity`)."""
     from worker.engine.sweep.deployed_fidelity import deployed_fidelity
 
     sections = {"fidelity": deployed_fidelity(point).fidelity, "cost": point.get("cost") or {}}

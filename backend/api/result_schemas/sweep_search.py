@@ -34,7 +34,9 @@ class SearchDeployedOut(ResultModel):
     source: Literal["measured", "simulated"] = Field(
         description="measured: the exported file run in onnxruntime; simulated: the plan has no runnable export."
     )
-    export_kind: str | None = Field(default=None, description="The measured file's kind, e.g. real-int8-weights.")
+    export_kind: str | None = Field(
+        default=None, description="The measured file's kind, e.g. real-int8-weights."
+    )
     value: float | None = Field(description="The metric on that file (null: undefined).")
     holds: bool = Field(description="The value meets the threshold.")
     note: str

@@ -34,7 +34,8 @@ def chosen_export(exports: Sequence[Mapping[str, Any]] | None) -> Mapping[str, A
     else the last file (the simulated one, which runs in onnxruntime and reproduces the point's figures)."""
     files = list(exports or [])
     real = [m for m in files if m.get("kind") not in SIMULATED_ONLY_KINDS]
-    return (real or files or [None])[-1]
+    found = real or files
+    return found[-1] if found else None
 
 
 @dataclass(frozen=True)
