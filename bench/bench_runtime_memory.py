@@ -3,7 +3,7 @@ onnxruntime session needs for the fp32 model against its int8 exports, on the de
 EfficientNet-Lite0 (ONNX) at 224 px.
 
 Each file is exported as a sweep exports it (evaluate_point on 8 samples; the chosen export is the last one,
-as worker/jobs/sweep.py `_chosen_export`), then measured by `measure_runtime_memory` in a child process at
+as worker/engine/sweep/deployed_fidelity.py `chosen_export`), then measured by `measure_runtime_memory` in a child process at
 batch 1 (the sweep's first latency batch size by default): session MiB = peak RSS - RSS before the session.
 "Cost" is the whole measurement (interpreter start, imports, load, 3 runs) against the point's evaluation
 and export in this process.

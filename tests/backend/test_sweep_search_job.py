@@ -103,6 +103,15 @@ def test_a_sweep_stores_the_search_steps_and_its_plan(
     x = np.load(bundle.test_npz)["input"][:300]
     agree = run_onnx(tmp_path / "returned.onnx", x).argmax(1) == run_onnx(bundle.golden_onnx, x).argmax(1)
     assert float(np.mean(agree)) == pytest.approx(search.best_value, abs=1e-9)
+    # the verdict on the exported file: its measured metric (this per-layer int8-weights file computes what
+    # the simulation computes, so it holds as the step did)
+    deployed = search.deployed
+    assert deployed is not None and (deployed.source, deployed.export_kind) == (
+        "measured",
+        "real-int8-weights",
+    )
+    assert deployed.value == pytest.approx(float(np.mean(agree)), abs=1e-9) and deployed.holds
+    assert deployed.note in search.notes
 
     assert api.get(f"/jobs/{scan}/sensitivity").status_code == 200
     assert api.get(f"/jobs/{scan}/sweep/search").status_code == 422  # not a sweep

@@ -142,6 +142,7 @@ class SweepHandler:
     def run_chunk(self, ctx: JobContext, spec: dict[str, Any]) -> dict[str, Any]:
         from worker.engine.compression.configs import config_from_dict
         from worker.engine.sweep import evaluate_point, measure_latency
+        from worker.engine.sweep.deployed_fidelity import chosen_export, with_deployed_fidelity
 
         loaded = self._load(ctx)
         params = loaded.params
@@ -172,7 +173,9 @@ class SweepHandler:
                 manifest["calibration"] = doc["calibration"]
             if params.attribution and not isinstance(target, dict):
                 doc["attribution"] = json_safe(self._attribution(ctx, loaded, target, doc, spec["label"]))
-            export = self._chosen_export(doc)
+            # after the attribution (which splits the simulated figures): the frontier scores the file it times
+            doc = with_deployed_fidelity(doc)
+            export = chosen_export(doc.get("exports"))  # the file a user would deploy (deployed_fidelity)
             stored: dict[str, Any] | None = None
             if export is not None:
                 path = Path(tmp) / export["file"]
@@ -194,7 +197,7 @@ class SweepHandler:
                 ctx.store.put(staged)
                 stored = {
                     "sha256": staged.sha256,
-                    "manifest": export | {"source_model_sha256": loaded.source_sha256},
+                    "manifest": dict(export) | {"source_model_sha256": loaded.source_sha256},
                     "latency": json_safe(latency),
                     "memory": json_safe(memory),
                 }
@@ -220,14 +223,6 @@ class SweepHandler:
             params=_fidelity_params(loaded.params),
             on_progress=progress,
         )
-
-    @staticmethod
-    def _chosen_export(doc: dict[str, Any]) -> dict[str, Any] | None:
-        """The export a user would deploy: the real runtime form when there is one, else the simulated file
-        (which runs in onnxruntime and reproduces the point's figures)."""
-        exports = doc.get("exports") or []
-        real = [m for m in exports if m.get("kind") not in ("simulated-float",)]
-        return (real or exports or [None])[-1]
 
     def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
         from worker.jobs.sweep_search import search_rows, search_summary
@@ -361,11 +356,16 @@ def point_objectives(
     memory: dict[str, Any] | None = None,
     golden_memory: float | None = None,
 ) -> dict[str, float | None]:
+    """A point's objectives: fidelity ones (and task.*) from the file the latency and memory come from when it
+    was measured, else the simulation's (`deployed_fidelity`)."""
+    from worker.engine.sweep.deployed_fidelity import deployed_fidelity
+
+    sections = {"fidelity": deployed_fidelity(point).fidelity, "cost": point.get("cost") or {}}
     values: dict[str, float | None] = {}
     for name, (section, key) in OBJECTIVE_PATHS.items():
-        value = (point.get(section) or {}).get(key)
+        value = sections[section].get(key)
         values[name] = float(value) if isinstance(value, int | float) else None
-    for name, value in ((point.get("fidelity") or {}).get("task_metrics") or {}).items():
+    for name, value in (sections["fidelity"].get("task_metrics") or {}).items():
         values[TASK_PREFIX + name] = float(value) if isinstance(value, int | float) else None
     for batch in (latency or {}).get("batches", []):
         size = int(batch["batch_size"])

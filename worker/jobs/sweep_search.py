@@ -111,6 +111,7 @@ def run_search(
         },
     )
     points[chosen] = full
+    deployed = deployed_verdict(full["point"], source.metric, source.threshold, direction)
     order = [step.k for step in result.steps]
     steps = []
     for step in result.steps:
@@ -126,15 +127,44 @@ def run_search(
         "rungs": [{"layers": r.layers, "score": r.score} for r in rungs],
         "notes": [*ladder_notes, *result.notes]
         + ([f"layers the scan did not rank stay in float: {', '.join(unranked)}"] if unranked else [])
-        + ["steps are measured without export or timing; the returned plan is exported and timed"],
+        + ["steps are measured without export or timing; the returned plan is exported and timed"]
+        + [deployed["note"]],
         "returned_offset": order.index(chosen),
         "plan": plan_ids(rungs, chosen, low, high),
+        "deployed": deployed,
     }
     return {
         "label": "search",
         "config": spec["config"],
         "steps": [points[k] for k in order],
         "summary": summary,
+    }
+
+
+def deployed_verdict(point: dict[str, Any], metric: str, threshold: float, direction: Any) -> dict[str, Any]:
+    """The returned plan's verdict on its exported file: the metric as the frontier stores it (measured on the
+    deployed file when the point has a runnable export, else the simulation's) and whether it holds."""
+    from worker.engine.sweep.deployed_fidelity import deployed_fidelity
+    from worker.engine.sweep.search import holds
+    from worker.jobs.sweep import point_objectives
+
+    found = deployed_fidelity(point)
+    value = point_objectives(point, None, {}).get(metric)
+    ok = holds(value, threshold, direction)
+    where = (
+        f"the exported {found.export_kind} file run in onnxruntime"
+        if found.source == "measured"
+        else "the simulation (" + found.note.removeprefix("simulated: ") + ")"
+    )
+    return {
+        "source": found.source,
+        "export_kind": found.export_kind,
+        "value": value,
+        "holds": ok,
+        "note": f"returned plan on {where}: {metric} = "
+        + ("undefined" if value is None else f"{value:.6g}")
+        + ", "
+        + ("holds the threshold" if ok else "misses the threshold"),
     }
 
 

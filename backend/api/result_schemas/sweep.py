@@ -3,6 +3,8 @@ latency.py; assembled by worker/jobs/sweep.py) and the frontier's parts."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from backend.api.result_schemas.common import (
@@ -356,7 +358,25 @@ class SweepPointDocOut(ResultModel):
     plan: dict[str, CompressionConfigOut] | None = Field(
         default=None, description="Mixed precision: layer → configuration."
     )
-    fidelity: PointFidelityOut | None = None
+    fidelity: PointFidelityOut | None = Field(
+        default=None,
+        description="The figures the frontier objectives use: the deployed file's measured ones when "
+        "fidelity_source is measured, else the simulation's.",
+    )
+    fidelity_simulated: PointFidelityOut | None = Field(
+        default=None,
+        description="The simulation's figures when `fidelity` is measured on the deployed file (the gap "
+        "between the two); null when `fidelity` is itself the simulation.",
+    )
+    fidelity_source: Literal["measured", "simulated"] | None = Field(
+        default=None,
+        description="measured: `fidelity` is the chosen export (the file timed) run in onnxruntime; simulated: "
+        "no runnable export was measured. Null on points stored before the field existed.",
+    )
+    fidelity_export_kind: str | None = Field(
+        default=None, description="The kind of the file `fidelity` was measured on (e.g. real-matmulnbits)."
+    )
+    fidelity_note: str | None = Field(default=None, description="Where `fidelity` comes from, in words.")
     cost: PointCostOut | None = None
     runtime: RuntimeSupportOut | None = None
     exports: list[ExportManifestOut] = Field(default_factory=list)

@@ -28,6 +28,20 @@ class SearchRungOut(ResultModel):
     score: float = Field(description="The rung's sensitivity in the scan (larger: more sensitive).")
 
 
+class SearchDeployedOut(ResultModel):
+    """The returned plan's verdict on its exported file (the figures its frontier point stores)."""
+
+    source: Literal["measured", "simulated"] = Field(
+        description="measured: the exported file run in onnxruntime; simulated: the plan has no runnable export."
+    )
+    export_kind: str | None = Field(
+        default=None, description="The measured file's kind, e.g. real-int8-weights."
+    )
+    value: float | None = Field(description="The metric on that file (null: undefined).")
+    holds: bool = Field(description="The value meets the threshold.")
+    note: str
+
+
 class SweepSearchOut(ResultModel):
     """The smallest plan whose measured metric holds the threshold, with every step measured on the way."""
 
@@ -53,4 +67,9 @@ class SweepSearchOut(ResultModel):
     max_steps: int
     seconds: float = Field(description="The search's time, every step included.")
     plan: dict[str, str] = Field(description="Layer → config id of best_k ('float': uncompressed).")
+    deployed: SearchDeployedOut | None = Field(
+        default=None,
+        description="best_k's verdict on its exported file (met is the steps' simulated verdict); null on "
+        "searches stored before it existed.",
+    )
     notes: list[str] = Field(default_factory=list)

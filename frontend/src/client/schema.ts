@@ -7140,6 +7140,37 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * SearchDeployedOut
+         * @description The returned plan's verdict on its exported file (the figures its frontier point stores).
+         */
+        SearchDeployedOut: {
+            /**
+             * Export Kind
+             * @description The measured file's kind, e.g. real-int8-weights.
+             */
+            export_kind: string | null;
+            /**
+             * Holds
+             * @description The value meets the threshold.
+             */
+            holds: boolean;
+            /** Note */
+            note: string;
+            /**
+             * Source
+             * @description measured: the exported file run in onnxruntime; simulated: the plan has no runnable export.
+             * @enum {string}
+             */
+            source: "measured" | "simulated";
+            /**
+             * Value
+             * @description The metric on that file (null: undefined).
+             */
+            value: number | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** SearchRungOut */
         SearchRungOut: {
             /**
@@ -7996,7 +8027,25 @@ export interface components {
             cost: components["schemas"]["PointCostOut"] | null;
             /** Exports */
             exports: components["schemas"]["ExportManifestOut"][];
+            /** @description The figures the frontier objectives use: the deployed file's measured ones when fidelity_source is measured, else the simulation's. */
             fidelity: components["schemas"]["PointFidelityOut"] | null;
+            /**
+             * Fidelity Export Kind
+             * @description The kind of the file `fidelity` was measured on (e.g. real-matmulnbits).
+             */
+            fidelity_export_kind: string | null;
+            /**
+             * Fidelity Note
+             * @description Where `fidelity` comes from, in words.
+             */
+            fidelity_note: string | null;
+            /** @description The simulation's figures when `fidelity` is measured on the deployed file (the gap between the two); null when `fidelity` is itself the simulation. */
+            fidelity_simulated: components["schemas"]["PointFidelityOut"] | null;
+            /**
+             * Fidelity Source
+             * @description measured: `fidelity` is the chosen export (the file timed) run in onnxruntime; simulated: no runnable export was measured. Null on points stored before the field existed.
+             */
+            fidelity_source: ("measured" | "simulated") | null;
             /**
              * Id
              * @description The configuration's id.
@@ -8077,6 +8126,8 @@ export interface components {
             best_k: number;
             /** Best Value */
             best_value: number | null;
+            /** @description best_k's verdict on its exported file (met is the steps' simulated verdict); null on searches stored before it existed. */
+            deployed: components["schemas"]["SearchDeployedOut"] | null;
             /**
              * Direction
              * @enum {string}

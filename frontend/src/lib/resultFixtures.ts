@@ -1,7 +1,7 @@
 // Complete result documents for the unit tests, typed by the generated client: each builder fills every
 // field with the value a worker writes when it has nothing to say (null, 0, [], false), and a test sets
 // only the fields it is about.
-import type { ClassificationMetrics, Divergence, OutputMetrics, SweepPointDoc } from "../api/types";
+import type { ClassificationMetrics, Divergence, OutputMetrics, PointFidelity, SweepPointDoc } from "../api/types";
 
 const numerics = {
   compressed_output: "logits",
@@ -79,6 +79,10 @@ export function sweepPointDoc(fields: Partial<SweepPointDoc> = {}): SweepPointDo
     config: null,
     plan: null,
     fidelity: null,
+    fidelity_simulated: null,
+    fidelity_source: null,
+    fidelity_export_kind: null,
+    fidelity_note: null,
     cost: null,
     runtime: null,
     exports: [],
@@ -88,6 +92,38 @@ export function sweepPointDoc(fields: Partial<SweepPointDoc> = {}): SweepPointDo
     slower_than_bigger: null,
     attribution: null,
     calibration: null,
+    ...fields,
+  };
+}
+
+export function pointFidelity(fields: Partial<PointFidelity> = {}): PointFidelity {
+  return {
+    primary_output: "logits",
+    output_kind: "classification",
+    n_samples: 0,
+    kl_mean: null,
+    kl_mean_bits: null,
+    kl_max: null,
+    kl_reverse_mean: null,
+    js_mean: null,
+    top1_agreement: null,
+    sqnr_db: null,
+    sqnr_db_infinite: false,
+    cosine_mean: null,
+    mse: null,
+    max_abs_err: null,
+    label_flips: null,
+    accuracy_golden: null,
+    accuracy_compressed: null,
+    accuracy_drop_pp: null,
+    ece_golden: null,
+    ece_compressed: null,
+    f1_macro_vs_golden: null,
+    f1_macro_drop_pp: null,
+    borderline_agreement: null,
+    task_metrics: null,
+    n_flagged: null,
+    warnings: [],
     ...fields,
   };
 }

@@ -1,4 +1,4 @@
-// One point of a sweep: what it is, its fidelity and cost (and, for several techniques, which causes how much
+// One point of a sweep: what it is, its fidelity (measured on the deployed file or simulated) and cost (and, for several techniques, which causes how much
 // of the divergence), whether a real runtime executes it (and how far that differs from the simulation), its
 // latency per batch size against fp32, its run-time memory, the export's manifest, and the download of the exported model (a zip of
 // model.onnx + manifest.json).
@@ -13,6 +13,7 @@ import { fidelityFacts, type Fact } from "../lib/pointFidelity";
 import { memoryFacts } from "../lib/pointMemory";
 import { RecoverButton } from "../recovery/RecoverButton";
 import { Attribution } from "./Attribution";
+import { FidelitySource } from "./FidelitySource";
 import { useRevealOnOpen } from "../components/reveal";
 
 function Facts({ facts, label }: { facts: Fact[]; label: string }) {
@@ -253,6 +254,7 @@ export function PointDetails({
       <div className="two-col">
         <div>
           <h4>Fidelity against the golden model</h4>
+          <FidelitySource point={row.point} />
           <Facts label="Fidelity" facts={fidelityFacts(fidelity)} />
           <Attribution attribution={attribution} label={row.label} />
           <h4>Cost</h4>

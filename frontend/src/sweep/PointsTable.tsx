@@ -4,6 +4,7 @@ import { useMemo } from "react";
 import type { FrontierOut } from "../api/types";
 import { slug, toCsv } from "../lib/csv";
 import { downloadText } from "../lib/download";
+import { fidelitySource, fidelitySourceLine } from "../lib/fidelitySource";
 import { slowerThanGolden, type SweepRow } from "../lib/sweep";
 import { type BoundSpec } from "../lib/sweepBounds";
 import { firstOrder, pointsCsv, sortRows, type SortOrder } from "../lib/sweepTable";
@@ -138,6 +139,17 @@ export function PointsTable({
                   </td>
                   <td className="small-text">
                     {r.runtime === "real" ? r.realExport : r.runtime === "simulated" ? "simulated only" : "—"}
+                    {fidelitySource(r.point) === "simulated" && (
+                      <>
+                        {" "}
+                        <span
+                          className="badge badge-muted simulated-fidelity"
+                          title={`Fidelity ${fidelitySourceLine(r.point) ?? "simulated"}`}
+                        >
+                          sim. fidelity
+                        </span>
+                      </>
+                    )}
                   </td>
                   {columns.map((c) => (
                     <td key={c} className={`num${c === ratioObjective(batch ?? 0) && slow ? " flip" : ""}`}>
@@ -155,6 +167,12 @@ export function PointsTable({
         <p className="muted small-text">
           p50: latency at batch {batch} in ms; vs fp32: its ratio to the golden model&apos;s (red: slower). Ratio: the
           compression ratio (fp32 size / size).
+        </p>
+      )}
+      {rows.some((r) => fidelitySource(r.point) !== null) && (
+        <p className="muted small-text">
+          Fidelity columns are measured on each point&apos;s deployed file (the export timed); &quot;sim. fidelity&quot;
+          marks the points scored by the simulation (no runnable export).
         </p>
       )}
     </section>
