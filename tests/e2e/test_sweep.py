@@ -71,10 +71,15 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     # (evaluated as its own chunk, maybe by the other worker); single techniques have none.
     split = schedule["point"]["attribution"]
     assert [t["label"] for t in split["techniques"]] == ["prune 50 %", "4-bit weights"]
-    assert split["metric"] == "kl_mean" and split["total"] == schedule["objectives"]["kl_mean"]
-    assert split["alone"] == pytest.approx(
-        [pruned["objectives"]["kl_mean"], w4["objectives"]["kl_mean"]], rel=1e-9
-    )
+    # The attribution splits the simulated figures; the objectives are the deployed file's measured ones,
+    # with the simulation kept beside them (and close to it: these files reproduce the simulated weights).
+    def simulated_kl(p: dict[str, Any]) -> float:
+        assert p["point"]["fidelity_source"] == "measured", p["point"].get("fidelity_note")
+        return float(p["point"]["fidelity_simulated"]["kl_mean"])
+
+    assert split["metric"] == "kl_mean" and split["total"] == simulated_kl(schedule)
+    assert schedule["objectives"]["kl_mean"] == pytest.approx(split["total"], rel=1e-3)
+    assert split["alone"] == pytest.approx([simulated_kl(pruned), simulated_kl(w4)], rel=1e-9)
     assert split["leave_one_out"] == split["alone"][::-1] and split["cumulative"] == [
         split["alone"][0],
         split["total"],
