@@ -4,24 +4,23 @@ import { describe, expect, it } from "vitest";
 import { keys } from "../api/keys";
 import { HeaderAlertsBadge, ProjectAlertsBadge, openAlertsSummary } from "./OpenAlerts";
 
-const projects = [
-  { id: "p1", name: "speech", open_alerts_count: 0 },
-  { id: "p2", name: "vision", open_alerts_count: 2 },
-  { id: "p3", name: "text", open_alerts_count: 1 },
-];
+const none = { id: "p1", name: "speech", open_alerts_count: 0 };
+const two = { id: "p2", name: "vision", open_alerts_count: 2 };
+const one = { id: "p3", name: "text", open_alerts_count: 1 };
+const projects = [none, two, one];
 
 describe("openAlertsSummary", () => {
   it("adds the projects' open alerts and finds the first project that has any", () => {
-    expect(openAlertsSummary(projects)).toEqual({ total: 3, first: projects[1] });
-    expect(openAlertsSummary([projects[0]!])).toEqual({ total: 0, first: null });
+    expect(openAlertsSummary(projects)).toEqual({ total: 3, first: two });
+    expect(openAlertsSummary([none])).toEqual({ total: 0, first: null });
     expect(openAlertsSummary([])).toEqual({ total: 0, first: null });
   });
 });
 
 describe("ProjectAlertsBadge", () => {
   it("links a project's open alerts to the project, and is absent without any", () => {
-    expect(renderToStaticMarkup(<ProjectAlertsBadge project={projects[0]!} />)).toBe("");
-    expect(renderToStaticMarkup(<ProjectAlertsBadge project={projects[2]!} />)).toBe(
+    expect(renderToStaticMarkup(<ProjectAlertsBadge project={none} />)).toBe("");
+    expect(renderToStaticMarkup(<ProjectAlertsBadge project={one} />)).toBe(
       '<a class="badge badge-bad alerts-badge" href="#/projects/p3" aria-label="1 open alert in text: open the project">1 open alert</a>',
     );
   });
@@ -46,6 +45,6 @@ describe("HeaderAlertsBadge", () => {
   });
 
   it("shows nothing when no alert is open", () => {
-    expect(render([projects[0]])).toBe("");
+    expect(render([none])).toBe("");
   });
 });
