@@ -32,6 +32,10 @@ class AuditAction(enum.StrEnum):
     member_added = "member.added"
     member_role_changed = "member.role_changed"
     member_removed = "member.removed"
+    budget_created = "budget.created"
+    budget_updated = "budget.updated"
+    budget_deleted = "budget.deleted"
+    alert_acknowledged = "alert.acknowledged"
 
 
 def record(

@@ -119,6 +119,12 @@ class AuditEventOut(ORMModel):
     resource_id: str
     project_id: uuid.UUID | None
     project_name: str | None = Field(default=None, description="The project's name (null: no project).")
+    target_name: str | None = Field(
+        default=None,
+        description="What the event was about, by its current name (a model's, a dataset's, a job's name or "
+        "its kind and model, a project's, a team's, a user's username, a budget's, an alert's budget); null "
+        "when it has been deleted since.",
+    )
     detail: dict[str, Any]
 
 

@@ -123,9 +123,27 @@ try {
   await tokenRow.waitFor();
   apiToken.secretOnPageAfterReload = (await page.content()).includes(secret);
   apiToken.lastUsed = await tokenRow.locator("td").nth(3).innerText();
-  page.once("dialog", (dialog) => dialog.accept());
-  await tokenRow.getByRole("button", { name: "Revoke browser-test token" }).click();
+  // Revoking asks in the page's own dialog (issue 35: one pattern), never the browser's confirm(): "Keep it"
+  // first (focused on opening, so Enter keeps), which must keep the token, then "Revoke".
+  apiToken.nativeDialogs = 0;
+  page.on("dialog", (dialog) => {
+    apiToken.nativeDialogs += 1;
+    void dialog.dismiss();
+  });
+  const revokeButton = tokenRow.getByRole("button", { name: "Revoke browser-test token" });
+  await revokeButton.click();
+  let ask = page.getByRole("dialog", { name: "Revoke the token “browser-test token”?" });
+  await ask.waitFor();
+  apiToken.askText = await ask.innerText();
+  apiToken.focusedOnOpen = await page.evaluate(() => document.activeElement?.textContent ?? null);
+  await ask.getByRole("button", { name: "Keep it" }).click();
+  await ask.waitFor({ state: "detached" });
+  apiToken.statusAfterKeep = await tokenRow.getAttribute("data-status");
+  await revokeButton.click();
+  ask = page.getByRole("dialog", { name: "Revoke the token “browser-test token”?" });
+  await ask.getByRole("button", { name: "Revoke", exact: true }).click();
   await page.locator('tr[data-status="revoked"]', { hasText: "browser-test token" }).waitFor();
+  await ask.waitFor({ state: "detached" });
   apiToken.statusAfterRevoke = await tokenRow.getAttribute("data-status");
   apiToken.meAfterRevoke = await meWithToken(secret);
   await shot(page, "15-account-token-revoked");

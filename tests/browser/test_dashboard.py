@@ -152,6 +152,9 @@ def _assert_accounts(seen: dict[str, Any]) -> None:
     assert token["meWithToken"] == {"status": 200, "username": "admin", "auth": "token"}, token
     assert not token["secretOnPageAfterDone"] and not token["secretOnPageAfterReload"], token
     assert token["lastUsed"] != "never" and token["statusAfterRevoke"] == "revoked", token
+    # asked in the page's dialog (focus on the way out), not the browser's confirm(); "Keep it" kept it
+    assert token["nativeDialogs"] == 0 and token["focusedOnOpen"] == "Keep it", token
+    assert token["statusAfterKeep"] == "active" and "stops working at once" in token["askText"], token
     assert token["meAfterRevoke"] == 401, token
     audit = seen["audit"]
     assert audit["uploadedByAdmin"] >= 1 and audit["rows"] >= 2, audit

@@ -71,6 +71,7 @@ def test_a_recovery_job_stores_a_recovered_model_that_reproduces_its_figures(
     assert lineage["parent_model_id"] == model["id"] and lineage["job_id"] == job["id"]
     assert lineage["dataset_id"] == dataset["id"] and lineage["point_id"] == "w4-sym-channel"
     assert [m["name"] for m in lineage["methods"]] == ["equalization", "adaround", "bias_correction"]
+    assert recovered["name"] == f"{model['name']} · w4-sym-channel · CLE + AdaRound + bias correction"
 
     download = c.http.get(f"/jobs/{job['id']}/recovery/model")
     assert download.status_code == 200

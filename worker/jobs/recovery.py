@@ -31,6 +31,7 @@ from worker.engine.errors import DatasetMismatchError, EngineError, ModelLoadErr
 from worker.jobs.inputs import detached_row, read_dataset
 from worker.jobs.made_models import add_made_model, inspect_made_model
 from worker.jobs.model_files import model_file
+from worker.jobs.recovered_name import recovered_model_name
 from worker.jobs.recovery_layers import layers_before_after
 from worker.jobs.recovery_progress import counted_message, recovery_fraction
 from worker.runtime import JobContext, ResultWriter, json_safe
@@ -240,7 +241,9 @@ class RecoveryHandler:
                 },
             }
         )
-        name = params.name or f"{golden_row.name} · {outcome.plan_id} · recovered"
+        name = params.name or recovered_model_name(
+            golden_row.name, outcome.plan_id, [m.name for m in params.methods]
+        )
 
         def write(session: Session) -> None:
             if session.get(Artifact, staged.sha256) is None:

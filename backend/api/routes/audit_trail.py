@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from backend.accounts import Caller, Role
 from backend.api.account_schemas import AuditEventOut
+from backend.api.audit_names import target_names
 from backend.api.auth import CallerDep
 from backend.api.csv_text import csv_text
 from backend.api.deps import SessionDep
@@ -35,6 +36,7 @@ CSV_COLUMNS = (
     "resource_id",
     "project_id",
     "project_name",
+    "target_name",
     "detail",
 )
 
@@ -109,8 +111,10 @@ def _events(team_id: uuid.UUID, filters: AuditFilters) -> Select[AuditEvent, str
     )
 
 
-def _out(event: AuditEvent, project_name: str | None) -> AuditEventOut:
-    return AuditEventOut.model_validate(event).model_copy(update={"project_name": project_name})
+def _out(event: AuditEvent, project_name: str | None, target_name: str | None) -> AuditEventOut:
+    return AuditEventOut.model_validate(event).model_copy(
+        update={"project_name": project_name, "target_name": target_name}
+    )
 
 
 @router.get(
@@ -132,8 +136,12 @@ def list_audit_events(
     conditions = filters.conditions(team_id)
     total = session.execute(select(func.count()).select_from(AuditEvent).where(*conditions)).scalar_one()
     rows = session.execute(_events(team_id, filters).limit(limit).offset(offset)).all()
+    targets = target_names(session, [event for event, _ in rows])
     return Page[AuditEventOut](
-        items=[_out(event, name) for event, name in rows], total=total, limit=limit, offset=offset
+        items=[_out(event, name, targets[event.id]) for event, name in rows],
+        total=total,
+        limit=limit,
+        offset=offset,
     )
 
 
@@ -158,6 +166,8 @@ def export_audit_events_csv(
 ) -> Response:
     """The audit trail as CSV (team admins), with the same filters as the list; `detail` is a JSON object."""
     _admin_of(session, caller, team_id)
+    events = session.execute(_events(team_id, filters).limit(limit)).all()
+    targets = target_names(session, [event for event, _ in events])
     rows = (
         [
             _utc(event.created_at).isoformat(),  # type: ignore[union-attr]
@@ -167,9 +177,10 @@ def export_audit_events_csv(
             event.resource_id,
             event.project_id or "",
             name or "",
+            targets[event.id] or "",
             json.dumps(event.detail, sort_keys=True, ensure_ascii=False),
         ]
-        for event, name in session.execute(_events(team_id, filters).limit(limit)).all()
+        for event, name in events
     )
     return Response(
         csv_text(CSV_COLUMNS, rows),

@@ -5,20 +5,21 @@ Checking happens in the background (backend/alerts_loop.py), never in these requ
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, status
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from backend.accounts import Role
+from backend.accounts import Caller, Role
 from backend.api.auth import CallerDep
 from backend.api.budget_schemas import AlertOut, AlertPage, BudgetIn, BudgetOut
 from backend.api.deps import SessionDep
 from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_or_404
 from backend.api.schemas import Offset
+from backend.audit import AuditAction, record
 from backend.db.models import Alert, Budget, Job, Model, Project, utcnow
 from backend.errors import Conflict, Forbidden, InvalidRequest, NotFound
 
@@ -43,6 +44,17 @@ def _commit_named(session: Session, name: str) -> None:
         raise Conflict(f"a budget named {name!r} already exists in this project; pick another name") from exc
 
 
+def _record(
+    session: Session, caller: Caller, project: Project, action: AuditAction, budget: Budget, **extra: Any
+) -> None:
+    """The budget's change in the team's audit trail, committed with it (its name and scope as they are
+    after the change; `before`: the name it had, when renamed)."""
+    record(
+        session, caller, project.team_id, action, "budget", budget.id, project.id,
+        name=budget.name, scope=budget.scope, scope_value=budget.scope_value, **extra,
+    )  # fmt: skip
+
+
 def _fill(budget: Budget, body: BudgetIn) -> None:
     budget.name = body.name
     budget.scope = body.scope.value
@@ -64,10 +76,11 @@ def list_budgets(project_id: uuid.UUID, session: SessionDep, caller: CallerDep) 
 def create_budget(project_id: uuid.UUID, body: BudgetIn, session: SessionDep, caller: CallerDep) -> BudgetOut:
     """A new budget: every fidelity job of the project that succeeds from now on, on a compressed model in
     the budget's scope, is checked against its rules; a breach raises an alert."""
-    get_or_404(session, Project, project_id, caller, Role.member, "creating a budget")
+    project = get_or_404(session, Project, project_id, caller, Role.member, "creating a budget")
     budget = Budget(id=uuid.uuid4(), project_id=project_id, created_by=caller.user_id, created_at=utcnow())
     _fill(budget, body)
     session.add(budget)
+    _record(session, caller, project, AuditAction.budget_created, budget)
     _commit_named(session, body.name)
     return BudgetOut.model_validate(budget)
 
@@ -77,9 +90,18 @@ def update_budget(
     project_id: uuid.UUID, budget_id: uuid.UUID, body: BudgetIn, session: SessionDep, caller: CallerDep
 ) -> BudgetOut:
     """Replace a budget's name, scope and rules (jobs checked before keep their alerts)."""
-    get_or_404(session, Project, project_id, caller, Role.member, "changing a budget")
+    project = get_or_404(session, Project, project_id, caller, Role.member, "changing a budget")
     budget = _budget(session, project_id, budget_id)
+    before = budget.name
     _fill(budget, body)
+    _record(
+        session,
+        caller,
+        project,
+        AuditAction.budget_updated,
+        budget,
+        **({"before": before} if before != body.name else {}),
+    )
     _commit_named(session, body.name)
     return BudgetOut.model_validate(budget)
 
@@ -94,8 +116,10 @@ def delete_budget(
     project_id: uuid.UUID, budget_id: uuid.UUID, session: SessionDep, caller: CallerDep
 ) -> None:
     """Delete a budget; its alerts stay (with the budget's name)."""
-    get_or_404(session, Project, project_id, caller, Role.member, "deleting a budget")
-    session.delete(_budget(session, project_id, budget_id))
+    project = get_or_404(session, Project, project_id, caller, Role.member, "deleting a budget")
+    budget = _budget(session, project_id, budget_id)
+    _record(session, caller, project, AuditAction.budget_deleted, budget)
+    session.delete(budget)
     session.commit()
 
 
@@ -162,12 +186,16 @@ def acknowledge_alert(
     caller: CallerDep,
 ) -> AlertOut:
     """Mark an alert as seen (it leaves the badge's count). Acknowledging twice keeps the first time."""
-    get_or_404(session, Project, project_id, caller, Role.member, "acknowledging an alert")
+    project = get_or_404(session, Project, project_id, caller, Role.member, "acknowledging an alert")
     alert = session.get(Alert, alert_id)
     if alert is None or alert.project_id != project_id:
         raise NotFound(f"no alert with id {alert_id} in project {project_id}")
     if alert.acknowledged_at is None:
         alert.acknowledged_at = utcnow()
         alert.acknowledged_by = caller.user_id
+        record(
+            session, caller, project.team_id, AuditAction.alert_acknowledged, "alert", alert.id, project.id,
+            budget_name=alert.budget_name, job_id=str(alert.job_id),
+        )  # fmt: skip
         session.commit()
     return _alerts_out(session, [alert])[0]

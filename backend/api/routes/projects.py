@@ -16,7 +16,7 @@ from backend.api.errors import error_responses
 from backend.api.routes.lookup import get_or_404, require_role
 from backend.api.schemas import ProjectCreate, ProjectOut
 from backend.audit import AuditAction, record
-from backend.db.models import AuditEvent, Dataset, Job, Model, Project
+from backend.db.models import Alert, AuditEvent, Dataset, Job, Model, Project
 from backend.errors import Conflict, Forbidden, InvalidRequest, KneeboardError, NotFound, UploadTooLarge
 
 router = APIRouter(prefix="/projects", tags=["projects"])
@@ -40,8 +40,8 @@ def _utc(value: datetime) -> datetime:
 
 
 def with_counts(session: Session, projects: Sequence[Project]) -> list[ProjectOut]:
-    """The projects with their counts of models, datasets and jobs and their last activity: the latest
-    upload, launch, job start or finish, or audited change (rename, delete...), else the project's creation.
+    """The projects with their counts of models, datasets, jobs and open alerts and their last activity: the
+    latest upload, launch, job start or finish, or audited change (rename, delete...), else the project's creation.
     One grouped query per table, whatever the number of projects."""
     ids = [p.id for p in projects]
     counts: dict[str, dict[uuid.UUID, int]] = {}
@@ -75,6 +75,15 @@ def with_counts(session: Session, projects: Sequence[Project]) -> list[ProjectOu
     counts["jobs"] = {pid: n for pid, n, *_ in job_rows}
     for pid, _, *times in job_rows:
         later(pid, *times)
+    open_alerts = dict(
+        session.execute(
+            select(Alert.project_id, func.count())
+            .where(Alert.project_id.in_(ids), Alert.acknowledged_at.is_(None))
+            .group_by(Alert.project_id)
+        )
+        .tuples()
+        .all()
+    )
     team_ids = list({p.team_id for p in projects})
     audited = session.execute(
         select(AuditEvent.project_id, func.max(AuditEvent.created_at))
@@ -89,6 +98,7 @@ def with_counts(session: Session, projects: Sequence[Project]) -> list[ProjectOu
                 "models_count": counts["models"].get(p.id, 0),
                 "datasets_count": counts["datasets"].get(p.id, 0),
                 "jobs_count": counts["jobs"].get(p.id, 0),
+                "open_alerts_count": open_alerts.get(p.id, 0),
                 "last_activity_at": latest[p.id],
             }
         )
@@ -131,8 +141,8 @@ def create_project(body: ProjectCreate, session: SessionDep, caller: CallerDep) 
 def list_projects(
     session: SessionDep, caller: CallerDep, team_id: uuid.UUID | None = None
 ) -> list[ProjectOut]:
-    """The projects of your teams (of one team with `team_id`), with their counts of models, datasets and
-    jobs and their last activity."""
+    """The projects of your teams (of one team with `team_id`), with their counts of models, datasets, jobs
+    and open (unacknowledged) budget alerts and their last activity."""
     teams = [t for t in caller.roles if team_id is None or t == team_id]
     rows = session.execute(
         select(Project).where(Project.team_id.in_(teams)).order_by(Project.created_at)

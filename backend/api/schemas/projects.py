@@ -28,6 +28,9 @@ class ProjectOut(ORMModel):
     models_count: int = Field(default=0, description="Models in the project (uploaded and made by jobs).")
     datasets_count: int = Field(default=0, description="Datasets in the project.")
     jobs_count: int = Field(default=0, description="Jobs of the project, inspections included.")
+    open_alerts_count: int = Field(
+        default=0, description="Budget alerts of the project that nobody has acknowledged yet."
+    )
     last_activity_at: UTCDateTime | None = Field(
         default=None,
         description="The latest of: the project's creation, an upload, a job launched, started or finished.",

@@ -66,3 +66,72 @@ describe("an audit event's target", () => {
     expect(auditTarget({ ...base, project_id: null, action: "team.created", resource_type: "team" }).route).toBeNull();
   });
 });
+
+describe("an audit event's target, named by the API now (target_name)", () => {
+  it("reads the current name, even where the event recorded none (a tag change)", () => {
+    const event = { ...base, action: "model.updated", resource_type: "model", detail: { tags: ["int8"] } };
+    expect(auditTarget({ ...event, target_name: "digits-cnn int8" })).toEqual({
+      text: "model digits-cnn int8",
+      route: { page: "model", modelId: "r0123456789" },
+    });
+    expect(
+      auditTarget({
+        ...base,
+        action: "job.launched",
+        resource_type: "job",
+        detail: { kind: "recovery" },
+        target_name: "recovery of cnn",
+      }),
+    ).toEqual({ text: "job recovery of cnn", route: { page: "recovery", jobId: "r0123456789" } });
+  });
+
+  it("marks a deleted target and names it as recorded, else by its id, linking its project", () => {
+    const deleted = { ...base, resource_type: "model", target_name: null };
+    expect(auditTarget({ ...deleted, action: "model.uploaded", detail: { name: "tmp" } })).toEqual({
+      text: "model tmp (deleted)",
+      route: { page: "project", projectId: "p1" },
+    });
+    expect(auditTarget({ ...deleted, action: "model.updated", detail: { tags: [] } }).text).toBe(
+      "model r0123456 (deleted)",
+    );
+    expect(
+      auditTarget({
+        ...base,
+        action: "job.launched",
+        resource_type: "job",
+        detail: { kind: "sweep" },
+        target_name: null,
+      }),
+    ).toEqual({ text: "sweep job r0123456 (deleted)", route: { page: "project", projectId: "p1" } });
+  });
+
+  it("names budgets (with a rename) and alerts by their budget", () => {
+    expect(
+      auditTarget({
+        ...base,
+        action: "budget.updated",
+        resource_type: "budget",
+        detail: { name: "release gate", before: "release" },
+        target_name: "release gate",
+      }),
+    ).toEqual({ text: "budget release gate (was release)", route: { page: "project", projectId: "p1" } });
+    expect(
+      auditTarget({
+        ...base,
+        action: "budget.deleted",
+        resource_type: "budget",
+        detail: { name: "old" },
+        target_name: null,
+      }).text,
+    ).toBe("budget old (deleted)");
+    expect(
+      auditTarget({
+        ...base,
+        action: "alert.acknowledged",
+        resource_type: "alert",
+        detail: { budget_name: "strict" },
+        target_name: "strict",
+      }).text,
+    ).toBe("alert of budget strict");
+  });
+});

@@ -16,6 +16,10 @@ export const AUDIT_ACTIONS = [
   "member.added",
   "member.role_changed",
   "member.removed",
+  "budget.created",
+  "budget.updated",
+  "budget.deleted",
+  "alert.acknowledged",
 ] as const;
 
 /** Events per page of the audit table. */
@@ -27,7 +31,10 @@ export interface AuditTarget {
   route: Route | null;
 }
 
-type EventFields = Pick<AuditEvent, "action" | "resource_type" | "resource_id" | "project_id" | "detail">;
+type EventFields = Pick<
+  AuditEvent,
+  "action" | "resource_type" | "resource_id" | "project_id" | "detail" | "target_name"
+>;
 
 function text(value: unknown): string | null {
   return typeof value === "string" && value !== "" ? value : null;
@@ -39,30 +46,35 @@ function jobRoute(jobId: string, kind: string | null, projectId: string | null):
   if (kind === "fidelity") return { page: "report", jobId, query: DEFAULT_SAMPLE_QUERY };
   if (kind === "sensitivity") return { page: "sensitivity", jobId, query: DEFAULT_SENSITIVITY_QUERY };
   if (kind === "sweep") return { page: "sweep", jobId, query: DEFAULT_SWEEP_QUERY };
+  if (kind === "recovery") return { page: "recovery", jobId };
   return projectId ? { page: "project", projectId } : null;
 }
 
+/** The event's target by the name the API resolved now (`target_name`: "model digits-cnn int8"); once the
+ * target is deleted (null), by the name the event recorded then, else its short id, marked "(deleted)". */
 export function auditTarget(event: EventFields): AuditTarget {
-  const { action, resource_type: type, resource_id: id, project_id: projectId, detail } = event;
-  const deleted = action.endsWith(".deleted");
-  const name = text(detail.name) ?? text(detail.username);
+  const { resource_type: type, resource_id: id, project_id: projectId, detail } = event;
+  const current = event.target_name ?? null;
+  // null: deleted since. An event read without target_name (undefined) is named as it was recorded.
+  const marked = event.target_name === null;
+  const gone = marked || event.action.endsWith(".deleted");
+  const recorded = text(detail.name) ?? text(detail.username) ?? text(detail.budget_name);
+  const called = (fallback: string) => current ?? `${recorded ?? fallback}${marked ? " (deleted)" : ""}`;
   const projectRoute: Route | null = projectId ? { page: "project", projectId } : null;
   switch (type) {
     case "project":
-      return { text: `project ${name ?? shortId(id)}`, route: { page: "project", projectId: id } };
+      return { text: `project ${called(shortId(id))}`, route: gone ? null : { page: "project", projectId: id } };
     case "model":
-      return { text: `model ${name ?? shortId(id)}`, route: deleted ? projectRoute : { page: "model", modelId: id } };
+      return { text: `model ${called(shortId(id))}`, route: gone ? projectRoute : { page: "model", modelId: id } };
     case "dataset":
-      return { text: `dataset ${name ?? shortId(id)}`, route: projectRoute };
+      return { text: `dataset ${called(shortId(id))}`, route: projectRoute };
     case "job": {
       const kind = text(detail.kind);
-      return {
-        text: `${kind ?? ""} job ${shortId(id)}`.trim(),
-        route: deleted ? projectRoute : jobRoute(id, kind, projectId),
-      };
+      const label = current ? `job ${current}` : `${kind ?? ""} job ${shortId(id)}${marked ? " (deleted)" : ""}`.trim();
+      return { text: label, route: gone ? projectRoute : jobRoute(id, kind, projectId) };
     }
     case "user": {
-      const who = `user ${name ?? shortId(id)}`;
+      const who = `user ${called(shortId(id))}`;
       const before = text(detail.before);
       const after = text(detail.after);
       if (before && after) return { text: `${who}: ${before} → ${after}`, route: null };
@@ -70,8 +82,15 @@ export function auditTarget(event: EventFields): AuditTarget {
       return { text: role ? `${who} (${role})` : who, route: null };
     }
     case "team":
-      return { text: `team ${name ?? shortId(id)}`, route: null };
+      return { text: `team ${called(shortId(id))}`, route: null };
+    case "budget": {
+      const before = text(detail.before);
+      const renamed = before && before !== (current ?? recorded) ? ` (was ${before})` : "";
+      return { text: `budget ${called(shortId(id))}${renamed}`, route: projectRoute };
+    }
+    case "alert":
+      return { text: `alert of budget ${called(shortId(id))}`, route: projectRoute };
     default:
-      return { text: `${type} ${name ?? shortId(id)}`, route: projectRoute };
+      return { text: `${type} ${called(shortId(id))}`, route: projectRoute };
   }
 }

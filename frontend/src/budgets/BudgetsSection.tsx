@@ -1,5 +1,6 @@
 // The project's fidelity budgets: the list, and a form that creates or edits one.
 import { useState, type SyntheticEvent } from "react";
+import { ConfirmButton } from "../components/ConfirmDialog";
 import { ErrorMessage, Empty, QueryView } from "../components/QueryView";
 import "./budgets.css";
 import { formatRule, formatRules, parseRules } from "./rules";
@@ -175,19 +176,23 @@ export function BudgetsSection({ projectId, canEdit }: { projectId: string; canE
                           >
                             Edit
                           </button>
-                          <button
-                            type="button"
-                            className="small"
-                            aria-label={`Delete budget ${budget.name}`}
+                          <ConfirmButton
+                            text="Delete"
+                            ariaLabel={`Delete budget ${budget.name}`}
+                            title={`Delete the budget “${budget.name}”?`}
+                            confirm="Delete"
                             disabled={remove.isPending}
-                            onClick={() => {
-                              if (window.confirm(`Delete budget “${budget.name}”? Its alerts stay.`)) {
-                                remove.mutate(budget.id);
-                              }
+                            pending={remove.isPending}
+                            error={remove.error}
+                            onConfirm={(close) => {
+                              remove.mutate(budget.id, { onSuccess: close });
                             }}
                           >
-                            Delete
-                          </button>
+                            <p>
+                              Finished jobs are no longer checked against it. The alerts it raised stay, with its name.
+                              This cannot be undone.
+                            </p>
+                          </ConfirmButton>
                         </div>
                       </td>
                     )}

@@ -1,6 +1,7 @@
 // Server state of a project's fidelity budgets and alerts.
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap, unwrapEmpty } from "../api/http";
+import { keys } from "../api/keys";
 import type { components } from "../client/schema";
 
 export type Budget = components["schemas"]["BudgetOut"];
@@ -77,6 +78,13 @@ export function useAcknowledgeAlert(projectId: string) {
           params: { path: { project_id: projectId, alert_id: alertId } },
         }),
       ),
-    onSettled: () => client.invalidateQueries({ queryKey: budgetKeys.alerts(projectId) }),
+    onSettled: async () => {
+      // the badges where a user lands (projects list, app header) count from the projects' open_alerts_count
+      await Promise.all([
+        client.invalidateQueries({ queryKey: budgetKeys.alerts(projectId) }),
+        client.invalidateQueries({ queryKey: keys.projects }),
+        client.invalidateQueries({ queryKey: keys.project(projectId) }),
+      ]);
+    },
   });
 }

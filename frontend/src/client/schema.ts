@@ -992,8 +992,8 @@ export interface paths {
         };
         /**
          * List Projects
-         * @description The projects of your teams (of one team with `team_id`), with their counts of models, datasets and
-         *     jobs and their last activity.
+         * @description The projects of your teams (of one team with `team_id`), with their counts of models, datasets, jobs
+         *     and open (unacknowledged) budget alerts and their last activity.
          */
         get: operations["listProjects"];
         put?: never;
@@ -1833,6 +1833,11 @@ export interface components {
             resource_id: string;
             /** Resource Type */
             resource_type: string;
+            /**
+             * Target Name
+             * @description What the event was about, by its current name (a model's, a dataset's, a job's name or its kind and model, a project's, a team's, a user's username, a budget's, an alert's budget); null when it has been deleted since.
+             */
+            target_name?: string | null;
         };
         /**
          * BiasCorrectionIn
@@ -5964,6 +5969,12 @@ export interface components {
             models_count: number;
             /** Name */
             name: string;
+            /**
+             * Open Alerts Count
+             * @description Budget alerts of the project that nobody has acknowledged yet.
+             * @default 0
+             */
+            open_alerts_count: number;
             /**
              * Team Id
              * Format: uuid

@@ -2,6 +2,7 @@ import type { ReactNode } from "react";
 import { useSignOut } from "../api/auth";
 import { useMaybeCurrentUser } from "../auth/context";
 import { signedOut } from "../auth/session";
+import { HeaderAlertsBadge } from "../budgets/OpenAlerts";
 import { DEFAULT_AUDIT_QUERY, href } from "../lib/route";
 
 export interface Crumb {
@@ -9,7 +10,8 @@ export interface Crumb {
   href?: string;
 }
 
-/** The signed-in user in the header: their teams, Account, Users (site admins) and Sign out. */
+/** The signed-in user in the header: their teams, their open budget alerts, Account, Users (site admins) and
+ * Sign out. */
 function UserNav() {
   const me = useMaybeCurrentUser();
   const signOut = useSignOut();
@@ -29,6 +31,7 @@ function UserNav() {
           ))}
         </span>
       )}
+      <HeaderAlertsBadge />
       <a href={href({ page: "account" })}>Account</a>
       {me.is_site_admin && <a href={href({ page: "users" })}>Users</a>}
       <span className="signed-in-as">

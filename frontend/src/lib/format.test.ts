@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatCount, formatDuration, formatNumber, formatPercent, formatShape } from "./format";
+import { formatBytes, formatCount, formatDuration, formatNumber, formatPercent, formatShape, parseDay } from "./format";
 
 describe("formatters", () => {
   it("formats numbers with 4 significant digits, tiny ones in scientific notation", () => {
@@ -28,5 +28,17 @@ describe("formatters", () => {
   it("formats symbolic shapes", () => {
     expect(formatShape(["batch", 1, 8, 8])).toBe("batch × 1 × 8 × 8");
     expect(formatShape([])).toBe("scalar");
+  });
+});
+
+describe("parseDay", () => {
+  it("reads days as the dashboard writes them, and only real days", () => {
+    expect(parseDay(" 2026-12-07 ")).toBe("2026-12-07");
+    expect(parseDay("2026-1-5")).toBe("2026-01-05");
+    expect(parseDay("")).toBe("");
+    expect(parseDay("2028-02-29")).toBe("2028-02-29");
+    for (const bad of ["2026-02-29", "2026-13-01", "12/07/2026", "07.12.2026", "2026-12", "tomorrow"]) {
+      expect(parseDay(bad)).toBeNull();
+    }
   });
 });

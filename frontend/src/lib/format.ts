@@ -69,6 +69,19 @@ export function formatTime(iso: string | null | undefined): string {
   );
 }
 
+/** A day typed as the dashboard writes dates ("2026-12-07", ISO: the same in every locale, unlike a date
+ * input's mm/dd/yyyy): the day, "" when blank, null when it is not a real day (2026-02-30, 12/07/2026). */
+export function parseDay(text: string): string | null {
+  const day = text.trim();
+  if (day === "") return "";
+  const match = /^(\d{4})-(\d{1,2})-(\d{1,2})$/.exec(day);
+  if (!match) return null;
+  const [year, month, date] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const check = new Date(Date.UTC(year, month - 1, date));
+  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== date) return null;
+  return check.toISOString().slice(0, 10);
+}
+
 /** A tensor shape with symbolic dimensions: ["batch", 1, 8, 8] → "batch × 1 × 8 × 8". */
 export function formatShape(shape: readonly (number | string | null)[]): string {
   return shape.length === 0 ? "scalar" : shape.map((d) => (d === null ? "?" : d.toString())).join(" × ");

@@ -12,7 +12,8 @@ import { ReportPage } from "../pages/ReportPage";
 import { SensitivityPage } from "../pages/SensitivityPage";
 import { SweepPage } from "../pages/SweepPage";
 import "../styles.css";
-import { answer, parseDocument, sampleCoverage, type ReportDocument } from "./answer";
+import { answer, parseDocument, type ReportDocument } from "./answer";
+import { samplesNote } from "./banner";
 import { enterOfflineMode } from "./mode";
 import "./offline.css";
 
@@ -36,29 +37,12 @@ function Page({ doc }: { doc: ReportDocument }) {
 }
 
 function Banner({ doc }: { doc: ReportDocument }) {
-  const coverage = sampleCoverage(doc);
+  const note = samplesNote(doc);
   return (
     <p className="offline-banner" role="note">
       Offline copy of a Kneeboard {doc.kind} report, exported {formatTime(doc.exported_at)}: the numbers as stored then;
       nothing is fetched from a network.
-      {coverage && coverage.held < coverage.total && (
-        <>
-          {" "}
-          The per-sample histogram and table hold {coverage.held.toLocaleString("en-US")} of{" "}
-          {coverage.total.toLocaleString("en-US")} samples (the first by index, and the worst by KL).
-        </>
-      )}
-      {doc.inspections && doc.inspections.indices.length > 0 && (
-        <>
-          {" "}
-          Click a row of the table to inspect it: the {doc.inspections.indices.length.toString()} samples with the
-          largest KL can be inspected here
-          {doc.inspections.pictures_left_out > 0
-            ? ` (${doc.inspections.pictures_left_out.toString()} without their picture, to keep the file small)`
-            : ""}
-          .
-        </>
-      )}
+      {note && ` ${note}`}
     </p>
   );
 }

@@ -4,6 +4,7 @@ import type { ApiTokenCreated } from "../api/types";
 import { useCurrentUser } from "../auth/context";
 import { ROLE_HELP } from "../auth/roles";
 import { parseExpiryDays, tokenStatus, type TokenStatus } from "../auth/tokens";
+import { ConfirmButton } from "../components/ConfirmDialog";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { TableHead } from "../components/TableHead";
@@ -297,20 +298,23 @@ function Tokens() {
                       </td>
                       <td>
                         {!t.revoked_at && (
-                          <button
-                            type="button"
-                            className="small"
-                            aria-label={`Revoke ${t.name}`}
+                          <ConfirmButton
+                            text="Revoke"
+                            ariaLabel={`Revoke ${t.name}`}
+                            title={`Revoke the token “${t.name}”?`}
+                            confirm="Revoke"
                             disabled={revoke.isPending}
-                            onClick={() => {
-                              if (
-                                window.confirm(`Revoke the token “${t.name}”? Whatever uses it stops working at once.`)
-                              )
-                                revoke.mutate(t.id);
+                            pending={revoke.isPending}
+                            error={revoke.error}
+                            onConfirm={(close) => {
+                              revoke.mutate(t.id, { onSuccess: close });
                             }}
                           >
-                            Revoke
-                          </button>
+                            <p>
+                              Whatever uses it (<code>{t.prefix}…</code>) stops working at once. This cannot be undone:
+                              a new token has a new secret.
+                            </p>
+                          </ConfirmButton>
                         )}
                       </td>
                     </tr>

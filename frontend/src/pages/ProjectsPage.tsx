@@ -3,6 +3,7 @@ import { useCreateProject, useProjects } from "../api/projects";
 import { useCreateTeam } from "../api/teams";
 import { useCurrentUser } from "../auth/context";
 import { teamLabel, writableTeams } from "../auth/roles";
+import { ProjectAlertsBadge } from "../budgets/OpenAlerts";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { formatTime } from "../lib/format";
@@ -160,7 +161,8 @@ export function ProjectsPage() {
                   {items.map((p) => (
                     <tr key={p.id} data-project-id={p.id}>
                       <td>
-                        <a href={href({ page: "project", projectId: p.id })}>{p.name}</a>
+                        <a href={href({ page: "project", projectId: p.id })}>{p.name}</a>{" "}
+                        <ProjectAlertsBadge project={p} />
                       </td>
                       <td>
                         <a href={href({ page: "team", teamId: p.team_id, query: DEFAULT_AUDIT_QUERY })}>

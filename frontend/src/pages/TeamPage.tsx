@@ -5,6 +5,7 @@ import { useAddMember, useChangeRole, useMembers, useRemoveMember, useTeam } fro
 import type { Member, Role } from "../api/types";
 import { useCurrentUser } from "../auth/context";
 import { ROLE_HELP, ROLES } from "../auth/roles";
+import { ConfirmButton } from "../components/ConfirmDialog";
 import { Layout } from "../components/Layout";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
 import { TableHead } from "../components/TableHead";
@@ -99,15 +100,11 @@ function Members({ teamId, teamName, isAdmin }: { teamId: string; teamName: stri
   const members = useMembers(teamId);
   const changeRole = useChangeRole(teamId);
   const remove = useRemoveMember(teamId);
-  const removeMember = (m: Member) => {
-    const self = m.user_id === me.id;
-    const question = self
-      ? `Leave the team “${teamName}”? You lose access to its projects until an admin adds you again.`
-      : `Remove ${m.username} from the team “${teamName}”?`;
-    if (!window.confirm(question)) return;
+  const removeMember = (m: Member, close: () => void) => {
     remove.mutate(m.user_id, {
       onSuccess: () => {
-        if (self) window.location.hash = href({ page: "projects" });
+        close();
+        if (m.user_id === me.id) window.location.hash = href({ page: "projects" });
       },
     });
   };
@@ -143,16 +140,25 @@ function Members({ teamId, teamName, isAdmin }: { teamId: string; teamName: stri
                     <td>{formatTime(m.added_at)}</td>
                     <td>
                       {(isAdmin || self) && (
-                        <button
-                          type="button"
-                          className="small"
+                        <ConfirmButton
+                          text={self ? "Leave team" : "Remove"}
+                          title={
+                            self ? `Leave the team “${teamName}”?` : `Remove ${m.username} from the team “${teamName}”?`
+                          }
+                          confirm={self ? "Leave" : "Remove"}
                           disabled={remove.isPending}
-                          onClick={() => {
-                            removeMember(m);
+                          pending={remove.isPending}
+                          error={remove.error}
+                          onConfirm={(close) => {
+                            removeMember(m, close);
                           }}
                         >
-                          {self ? "Leave team" : "Remove"}
-                        </button>
+                          <p>
+                            {self
+                              ? "You lose access to its projects until an admin adds you again."
+                              : `${m.username} loses access to its projects; what they made stays. An admin can add them again.`}
+                          </p>
+                        </ConfirmButton>
                       )}
                     </td>
                   </tr>

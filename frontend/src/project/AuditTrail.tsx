@@ -1,5 +1,7 @@
 // A team's audit trail (team admins): filtered on the server by action (kept in the URL), person, project and
-// days (UTC), each event with its project, and the same selection as a CSV download.
+// days, each event with its project, and the same selection as a CSV download. Days are typed and read as the
+// rest of the dashboard writes them (2026-12-07, the viewer's local time, as formatTime shows the events), not
+// in a date input's locale format (mm/dd/yyyy in en-US; issue 35).
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState, type SubmitEvent } from "react";
 import { api, unwrap } from "../api/http";
@@ -10,14 +12,14 @@ import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { replaceRoute } from "../components/router";
 import type { paths } from "../client/schema";
-import { formatTime } from "../lib/format";
+import { formatTime, parseDay } from "../lib/format";
 import { href, type AuditQuery } from "../lib/route";
 import "./manage.css";
 
 const ACTIONS = [...AUDIT_ACTIONS, "model.updated", "dataset.updated", "job.updated"];
 const AUDIT_CSV = "/api/v1/teams/{team_id}/audit.csv" satisfies keyof paths;
 
-/** Filters besides the action: a username, a project id and a range of whole days (UTC), "" when unset. */
+/** Filters besides the action: a username, a project id and a range of whole local days, "" when unset. */
 export interface AuditFilters {
   actor: string;
   projectId: string;
@@ -27,10 +29,10 @@ export interface AuditFilters {
 
 export const NO_AUDIT_FILTERS: AuditFilters = { actor: "", projectId: "", from: "", to: "" };
 
-function nextDay(day: string): string {
-  const date = new Date(`${day}T00:00:00Z`);
-  date.setUTCDate(date.getUTCDate() + 1);
-  return date.toISOString().slice(0, 10);
+/** The instant a local day starts (`later` days on), as the API reads times: ISO 8601 in UTC. */
+function dayStart(day: string, later = 0): string {
+  const [year, month, date] = day.split("-").map(Number);
+  return new Date(year ?? 0, (month ?? 1) - 1, (date ?? 1) + later).toISOString();
 }
 
 /** The API query of the filters (days become since/until: the last day's end is the next day's start). */
@@ -39,8 +41,8 @@ export function auditQuery(action: string | null, filters: AuditFilters): Record
   if (action) query.action = action;
   if (filters.actor.trim()) query.actor = filters.actor.trim();
   if (filters.projectId) query.project_id = filters.projectId;
-  if (filters.from) query.since = filters.from;
-  if (filters.to) query.until = nextDay(filters.to);
+  if (filters.from) query.since = dayStart(filters.from);
+  if (filters.to) query.until = dayStart(filters.to, 1);
   return query;
 }
 
@@ -62,15 +64,44 @@ function useAuditPage(teamId: string, query: Record<string, string>, offset: num
   });
 }
 
+/** A day in the dashboard's one date format, typed (ISO year-month-day: the same in every locale). */
+function DayField({ label, value, onChange }: { label: string; value: string; onChange: (day: string) => void }) {
+  return (
+    <label>
+      {label}
+      <input
+        className="day-input"
+        value={value}
+        placeholder="2026-12-07"
+        inputMode="numeric"
+        maxLength={10}
+        spellCheck={false}
+        aria-invalid={parseDay(value) === null}
+        onChange={(e) => {
+          onChange(e.target.value);
+        }}
+      />
+    </label>
+  );
+}
+
 function Filters({ teamId, onApply }: { teamId: string; onApply: (f: AuditFilters) => void }) {
   const projects = useProjects();
   const [draft, setDraft] = useState<AuditFilters>(NO_AUDIT_FILTERS);
   const set = (change: Partial<AuditFilters>) => {
     setDraft({ ...draft, ...change });
   };
+  const from = parseDay(draft.from);
+  const to = parseDay(draft.to);
+  const problem =
+    from === null || to === null
+      ? "Write days as 2026-12-07 (year-month-day)."
+      : from && to && to < from
+        ? "The last day is before the first."
+        : null;
   const submit = (event: SubmitEvent<HTMLFormElement>) => {
     event.preventDefault();
-    onApply(draft);
+    if (problem === null) onApply({ ...draft, from: from ?? "", to: to ?? "" });
   };
   return (
     <form className="job-filters" role="search" aria-label="Filter the audit trail" onSubmit={submit}>
@@ -102,29 +133,28 @@ function Filters({ teamId, onApply }: { teamId: string; onApply: (f: AuditFilter
             ))}
         </select>
       </label>
-      <label>
-        From
-        <input
-          type="date"
-          value={draft.from}
-          onChange={(e) => {
-            set({ from: e.target.value });
-          }}
-        />
-      </label>
-      <label>
-        To
-        <input
-          type="date"
-          value={draft.to}
-          onChange={(e) => {
-            set({ to: e.target.value });
-          }}
-        />
-      </label>
-      <button type="submit" className="small">
+      <DayField
+        label="From"
+        value={draft.from}
+        onChange={(from) => {
+          set({ from });
+        }}
+      />
+      <DayField
+        label="To"
+        value={draft.to}
+        onChange={(to) => {
+          set({ to });
+        }}
+      />
+      <button type="submit" className="small" disabled={problem !== null}>
         Filter
       </button>
+      {problem && (
+        <p className="error small-text" role="alert">
+          {problem}
+        </p>
+      )}
     </form>
   );
 }
@@ -158,7 +188,8 @@ export function AuditTrail({ teamId, query }: { teamId: string; query: AuditQuer
         </label>
       </div>
       <p className="muted small-text">
-        Who uploaded, launched, cancelled, deleted and changed what, in which project, newest first. Days are UTC.{" "}
+        Who uploaded, launched, cancelled, deleted and changed what (models, datasets, jobs, budgets, alerts, members),
+        in which project, newest first, in your local time.{" "}
         <a href={auditCsvHref(teamId, apiQuery)} download>
           Download these events as CSV
         </a>

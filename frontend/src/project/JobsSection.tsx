@@ -4,6 +4,7 @@ import { POLL_MS, isActive } from "../api/polling";
 import type { Job } from "../api/types";
 import { Pager } from "../components/Pager";
 import { Empty, ErrorMessage, QueryView } from "../components/QueryView";
+import { ConfirmButton } from "../components/ConfirmDialog";
 import { JobTimesText } from "../components/JobTimes";
 import { ProgressBar, StatusBadge } from "../components/Status";
 import { TableHead } from "../components/TableHead";
@@ -161,16 +162,24 @@ function JobRow({
             </a>
           )}
           {active && canCancel && (
-            <button
-              type="button"
-              className="small"
+            <ConfirmButton
+              text="Cancel"
+              ariaLabel={`Cancel ${jobLabel(job)}`}
+              title={`Cancel ${jobLabel(job)}?`}
+              confirm="Cancel the job"
+              keep="Let it run"
               disabled={cancel.isPending}
-              onClick={() => {
-                cancel.mutate(job.id);
+              pending={cancel.isPending}
+              error={cancel.error}
+              onConfirm={(close) => {
+                cancel.mutate(job.id, { onSuccess: close });
               }}
             >
-              Cancel
-            </button>
+              <p>
+                {job.status === "running" ? "It stops where it is" : "It leaves the queue"} and keeps no results; it
+                cannot be resumed. Relaunch runs it again from the beginning.
+              </p>
+            </ConfirmButton>
           )}
           {canCancel && RELAUNCHABLE.has(job.kind) && (
             <button

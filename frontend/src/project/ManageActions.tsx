@@ -2,7 +2,8 @@
 // who may (members: what they made; team admins: anything), and its refusal is shown in the dialog.
 import { useState, type ReactNode, type SubmitEvent } from "react";
 import { ErrorMessage } from "../components/QueryView";
-import { Modal } from "./Modal";
+import { ConfirmDialog } from "../components/ConfirmDialog";
+import { Modal } from "../components/Modal";
 import { useDelete, useUpdate, type Managed } from "./manageQueries";
 import { parseTags } from "./tags";
 
@@ -122,25 +123,18 @@ function EditDialog({ what, projectId, item, label, onClose }: ManagedProps & { 
 function DeleteDialog({ what, projectId, item, label, onClose }: ManagedProps & { onClose: () => void }) {
   const remove = useDelete(what, projectId, item.id);
   return (
-    <Modal title={`Delete ${label}?`} onClose={onClose}>
+    <ConfirmDialog
+      title={`Delete ${label}?`}
+      confirm="Delete"
+      pending={remove.isPending}
+      error={remove.error}
+      onConfirm={(close) => {
+        remove.mutate(undefined, { onSuccess: close });
+      }}
+      onClose={onClose}
+    >
       <p>{WHAT_DELETE_DOES[what]} This cannot be undone.</p>
-      {remove.isError && <ErrorMessage error={remove.error} />}
-      <div className="actions">
-        <button
-          type="button"
-          className="danger"
-          disabled={remove.isPending}
-          onClick={() => {
-            remove.mutate(undefined, { onSuccess: onClose });
-          }}
-        >
-          Delete
-        </button>
-        <button type="button" className="secondary" onClick={onClose}>
-          Keep it
-        </button>
-      </div>
-    </Modal>
+    </ConfirmDialog>
   );
 }
 

@@ -132,7 +132,7 @@ export function RecoveryForm({ projectId, modelId }: { projectId: string; modelI
           <input
             type="text"
             maxLength={200}
-            placeholder="golden · configuration · recovered"
+            placeholder="golden · configuration · methods"
             value={name}
             onChange={(e) => {
               setName(e.target.value);

@@ -1,6 +1,5 @@
 // A modal dialog (the browser's <dialog>): focus stays inside, Escape closes it, the page behind is inert.
 import { useEffect, useRef, type ReactNode } from "react";
-import "./manage.css";
 
 export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: ReactNode }) {
   const ref = useRef<HTMLDialogElement>(null);
