@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from sklearn.metrics import confusion_matrix
 
-from tests.support.segmentation import CLASSES, IGNORE, segmentation_files
+from tests.support.segmentation import IGNORE, segmentation_files, sklearn_miou
 from worker.engine.compression import WeightQuant, as_compressible, compressed
 from worker.engine.errors import EngineError
 from worker.engine.fidelity.compare import FidelityParams
@@ -29,15 +28,6 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CONFIGS = [WeightQuant(2, per_channel=True), WeightQuant(3, per_channel=True)]
 BATCH = 16
-
-
-def _miou(masks: np.ndarray, pred: np.ndarray) -> float:
-    keep = masks.ravel() != IGNORE
-    matrix = confusion_matrix(masks.ravel()[keep], pred.ravel()[keep], labels=list(range(CLASSES)))
-    tp = np.diag(matrix).astype(np.float64)
-    union = matrix.sum(0) + matrix.sum(1) - tp
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.nanmean(np.where(union > 0, tp / union, np.nan)))
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +48,7 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> tuple[SensitivityResult
         for layer in result.layer_names:
             with compressed(model, {layer: config}) as (runner, _):
                 pred = runner.run({"input": pictures})["logits"].argmax(1)
-            reference[f"{layer}|{config.id}"] = _miou(masks, golden) - _miou(masks, pred)
+            reference[f"{layer}|{config.id}"] = sklearn_miou(masks, golden) - sklearn_miou(masks, pred)
     return result, reference, files.golden
 
 
