@@ -22,7 +22,8 @@ from backend.sweep_contracts import DEVICE_NAME_PATTERN as DEVICE_NAME_PATTERN
 from backend.sweep_contracts import MixedPrecisionSource as MixedPrecisionSource
 from backend.sweep_contracts import SweepJobParams as SweepJobParams
 from backend.sweep_contracts import device_queue as device_queue
-from task_specs.metrics import TASK_PREFIX, TaskName, TaskOptions, directions, metric_names
+from backend.sweep_contracts import task_directions
+from task_specs.metrics import TASK_PREFIX, TaskName, TaskOptions, metric_names
 
 
 class JobKind(StrEnum):
@@ -252,7 +253,7 @@ class SensitivityJobParams(BaseModel):
         "with or without the task. prefix) instead of KL / SQNR: a _drop or _delta ranks the largest first, "
         "a higher-is-better metric (miou_vs_golden) the smallest first. Must be a metric of the task "
         "(x-task-metrics: each task's metrics and the direction that is better).",
-        json_schema_extra=lambda schema: schema.update({"x-task-metrics": dict(directions())}),
+        json_schema_extra=lambda schema: schema.update({"x-task-metrics": task_directions()}),
     )
 
     @model_validator(mode="after")
