@@ -28,7 +28,8 @@ export interface TaskScanShape {
   allBut: boolean;
 }
 
-const plural = (n: number, word: string): string => `${n.toLocaleString("en")} ${word}${n === 1 ? "" : "s"}`;
+const plural = (n: number, word: string, many = `${word}s`): string =>
+  `${n.toLocaleString("en")} ${n === 1 ? word : many}`;
 
 /** What a scan scored on a task costs, in whole-model forward passes; null when it has no task. */
 export function taskScanCost(shape: TaskScanShape): string | null {
@@ -47,7 +48,7 @@ export function taskScanCost(shape: TaskScanShape): string | null {
   const cells = layers * configs * views;
   return (
     `${what} runs the whole model for each of ${plural(cells, "cell")} (${plural(layers, "layer")} × ` +
-    `${plural(configs, "configuration")}${allBut ? " × 2 views" : ""}): ≈ ${plural(cells, "forward pass")} ` +
+    `${plural(configs, "configuration")}${allBut ? " × 2 views" : ""}): ≈ ${plural(cells, "forward pass", "forward passes")} ` +
     `of ${of}, instead of reusing the golden prefix.`
   );
 }
