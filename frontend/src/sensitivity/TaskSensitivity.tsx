@@ -2,7 +2,7 @@
 // was ranked by first; another can be picked) and the layers most sensitive to it. A click selects the layer,
 // as in the KL / SQNR heatmap beside it. Nothing is drawn for a scan without a task.
 import type { PlotDatum } from "plotly.js";
-import { useCallback, useMemo, useState } from "react";
+import { useCallback, useState } from "react";
 import type { SensitivityReport } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
@@ -32,8 +32,9 @@ export function TaskSensitivity({
   const names = taskMetricNames(report);
   const [picked, setPicked] = useState<string | null>(null);
   const name = picked !== null && names.includes(picked) ? picked : (names[0] ?? null);
-  const figure = useMemo(() => (name === null ? null : taskHeatmapFigure(report, name)), [report, name]);
-  const ranked = useMemo(() => (name === null ? [] : taskRanking(report, name, config)), [report, name, config]);
+  // the React compiler memoizes these (a manual useMemo over the derived name could not be kept)
+  const figure = name === null ? null : taskHeatmapFigure(report, name);
+  const ranked = name === null ? [] : taskRanking(report, name, config);
   const rows = report.matrix.rows;
   const onClick = useCallback(
     (point: PlotDatum) => {
