@@ -22,7 +22,8 @@ from backend.sweep_contracts import DEVICE_NAME_PATTERN as DEVICE_NAME_PATTERN
 from backend.sweep_contracts import MixedPrecisionSource as MixedPrecisionSource
 from backend.sweep_contracts import SweepJobParams as SweepJobParams
 from backend.sweep_contracts import device_queue as device_queue
-from task_specs.metrics import TaskName, TaskOptions
+from backend.sweep_contracts import task_directions
+from task_specs.metrics import TASK_PREFIX, TaskName, TaskOptions, metric_names
 
 
 class JobKind(StrEnum):
@@ -233,12 +234,49 @@ class SensitivityJobParams(BaseModel):
         "taylor and reconstruction run the calibration set per layer).",
     )
     threads: int | None = Field(default=None, ge=1, le=256, description="Intra-op threads of the runtimes.")
+    task: TaskName = Field(
+        default="auto",
+        description="The task every cell is also scored on, as a fidelity job's `task`: a named task (or a "
+        "rank_by) runs the whole compressed model for every cell and records its task block's numbers "
+        "(task_metrics); 'auto' with no rank_by measures KL / SQNR of the primary output only.",
+    )
+    task_options: TaskOptions = Field(
+        default_factory=dict, max_length=64, description="The task's options, as a fidelity job's."
+    )
+    image_data_range: float = Field(
+        default=1.0, gt=0, le=1e6, description="Task 'image': the pictures' value range (1 or 255)."
+    )
+    rank_by: str | None = Field(
+        default=None,
+        max_length=100,
+        description="Rank layers by this task metric (e.g. map50_drop, miou_drop, wer_delta, psnr_drop_db; "
+        "with or without the task. prefix) instead of KL / SQNR: a _drop or _delta ranks the largest first, "
+        "a higher-is-better metric (miou_vs_golden) the smallest first. Must be a metric of the task "
+        "(x-task-metrics: each task's metrics and the direction that is better).",
+        json_schema_extra=lambda schema: schema.update({"x-task-metrics": task_directions()}),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> SensitivityJobParams:
         if any(not 1 <= b <= 16 for b in self.mixed_precision_bits):
             raise ValueError("mixed_precision_bits must lie between 1 and 16")
+        if self.task == "language_model" and self.task_options.get("generate_tokens"):
+            raise ValueError("a sensitivity scan does not generate text: leave generate_tokens out")
+        if self.rank_by is not None:
+            name = self.rank_by.removeprefix(TASK_PREFIX)
+            known = metric_names(self.task)
+            if TASK_PREFIX + name not in known:
+                raise ValueError(
+                    f"rank_by {self.rank_by!r} is not a metric of task {self.task!r}; its task metrics: "
+                    f"{', '.join(k.removeprefix(TASK_PREFIX) for k in known) or 'none (name a task)'}"
+                )
+            self.rank_by = name
         return self
+
+    @property
+    def task_cells(self) -> bool:
+        """Whether every cell runs the whole model through the task (a named task, or a rank_by)."""
+        return self.task != "auto" or self.rank_by is not None
 
 
 PARAMS_BY_KIND: dict[JobKind, type[BaseModel]] = {

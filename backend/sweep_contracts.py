@@ -218,7 +218,7 @@ class SweepJobParams(BaseModel):
         description="The frontier the sweep opens with: name:min or name:max, e.g. task.miou_drop:min. A "
         "task.<metric> must be a metric of the sweep's task (x-task-metrics: each task's metrics and the "
         "direction that is better).",
-        json_schema_extra=lambda schema: schema.update({"x-task-metrics": _task_directions()}),
+        json_schema_extra=lambda schema: schema.update({"x-task-metrics": task_directions()}),
     )
     bounds: list[BoundSpec] = Field(
         default_factory=list,
@@ -259,7 +259,7 @@ class SweepJobParams(BaseModel):
         return self
 
 
-def _task_directions() -> JsonDict:
+def task_directions() -> JsonDict:
     """Task → {"task.<metric>": "min" | "max"}: the dashboard reads it from the schema (no second rule there)."""
     table: JsonDict = {}
     for task, names in directions().items():

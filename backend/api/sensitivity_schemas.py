@@ -48,6 +48,10 @@ class SensitivityMatrix(BaseModel):
     sqnr_db_infinite: list[list[bool]] | None = Field(
         default=None, description="True where the compressed output equals the golden one (SQNR = +∞)."
     )
+    task_metrics: dict[str, list[list[float | None]]] = Field(
+        default_factory=dict,
+        description="Task metric name (e.g. miou_drop) → its matrix, for a scan with a task; empty otherwise.",
+    )
 
 
 class SensitivityReportOut(BaseModel):
@@ -65,9 +69,16 @@ class SensitivityReportOut(BaseModel):
         description="Samples per run the scan used: the job's batch_size, or the worker's choice when it "
         "was null (null for scans made before this was recorded).",
     )
-    ranking_metric: Literal["kl", "sqnr"] = Field(
-        description="What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive) or sqnr "
-        "(other outputs: lower SQNR = more sensitive)."
+    ranking_metric: str = Field(
+        description="What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive), sqnr "
+        "(other outputs: lower SQNR = more sensitive) or task.<metric> when the scan was ranked by a task "
+        "metric (a _drop / _delta: larger = more sensitive; a higher-is-better metric: smaller = more sensitive)."
+    )
+    task: str = Field(
+        default="auto", description="The task the cells were scored on ('auto': none, unless rank_by is set)."
+    )
+    rank_by: str | None = Field(
+        default=None, description="The task metric layers are ranked by (bare name), or null for KL / SQNR."
     )
     configs: list[SensitivityConfigOut]
     layers: list[SensitivityLayerOut]

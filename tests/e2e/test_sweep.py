@@ -71,6 +71,7 @@ def test_a_sweep_gives_points_a_frontier_and_exports_that_reproduce_them(
     # (evaluated as its own chunk, maybe by the other worker); single techniques have none.
     split = schedule["point"]["attribution"]
     assert [t["label"] for t in split["techniques"]] == ["prune 50 %", "4-bit weights"]
+
     # The attribution splits the simulated figures; the objectives are the deployed file's measured ones,
     # with the simulation kept beside them (and close to it: these files reproduce the simulated weights).
     def simulated_kl(p: dict[str, Any]) -> float:

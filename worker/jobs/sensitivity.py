@@ -7,6 +7,11 @@ store (deleted at the merge); chunks are contiguous runs of layers balanced by e
 (worker/jobs/sensitivity_chunks.py), sent largest first. The cheapest chunk also measures every configuration on
 the whole model. The merge plans mixed precision at the
 requested average bit-widths and measures each plan with all layers compressed together.
+
+A scan with a task (or a rank_by) reads the task's annotations (masks, targets, transcripts) beside the
+inputs, as a sweep does, and every cell runs the whole compressed model through the task
+(worker/engine/sensitivity/task_cells.py): the chunk split charges every cell a whole-model pass. Its
+mixed-precision plans still minimise KL (the allocator's additive per-layer cost).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class _Loaded:
     """params.batch_size, or the engine's choice for this model (the same on every worker)."""
     activation_feeds: dict[str, np.ndarray] | None  # calibrate activation ranges; disjoint from `feeds`
     split: dict[str, Any] | None  # which samples calibrated (CalibrationSplit.to_dict); None: nothing did
+    scoring: Any  # a TaskScoring when the scan has a task (or a rank_by), else None
 
 
 class SensitivityHandler:
@@ -81,7 +87,21 @@ class SensitivityHandler:
         )
         batch = params.batch_size or scan_batch_size(prepared.handle)
         split = None if prepared.split is None else prepared.split.to_dict()
-        loaded = _Loaded(params, prepared.handle, prepared.feeds, batch, prepared.calibration_feeds, split)
+        scoring = None
+        if params.task_cells:  # the task reads its annotations (masks, targets, transcripts) too
+            from worker.engine.fidelity.compare import FidelityParams
+            from worker.engine.sensitivity.scan import TaskScoring
+
+            fidelity = FidelityParams(
+                batch_size=batch,
+                task=params.task,
+                task_options=dict(params.task_options),
+                image_data_range=params.image_data_range,
+            )
+            scoring = TaskScoring(fidelity, prepared.annotations, prepared.labels)
+        loaded = _Loaded(
+            params, prepared.handle, prepared.feeds, batch, prepared.calibration_feeds, split, scoring
+        )
         self._last = (ctx.job_id, loaded)
         return loaded
 
@@ -101,22 +121,25 @@ class SensitivityHandler:
             MAX_CHUNKS_DEFAULT, math.ceil(len(names) / MAX_LAYERS_PER_CHUNK_DEFAULT)
         )
         n_chunks = min(n_chunks, len(names))
-        # "only" cells of an ONNX model run their suffix; "all but" cells and torch models' cells the whole model
+        # "only" cells of an ONNX model run their suffix; "all but" cells, torch models' cells and every cell
+        # scored on a task the whole model
         from worker.engine.compression.onnx_backend import OnnxCompressible
 
-        split = isinstance(handle, OnnxCompressible)
+        split = isinstance(handle, OnnxCompressible) and not params.task_cells
         n_configs = len(params.configs)
         whole_cells = (0 if split else n_configs) + (n_configs if params.all_but else 0)
         parts = balanced_chunks(names, handle.layers(), n_chunks, n_configs if split else 0, whole_cells)
         golden = self._share_golden(ctx, loaded)
         # the whole-model cells (one full pass per configuration) go to the cheapest chunk
         whole = min(range(len(parts)), key=lambda i: parts[i].cost) if params.whole_model else -1
+        # a task chunk also runs the golden model once for every output the task decodes
+        golden_pass = 1.0 if params.task_cells else 0.0
         return [
             {
                 "layers": part.layers,
                 "whole_model": i == whole,
                 "golden": golden,
-                "cost": round(part.cost + (len(params.configs) if i == whole else 0), 3),
+                "cost": round(part.cost + golden_pass + (len(params.configs) if i == whole else 0), 3),
             }
             for i, part in enumerate(parts)
         ]
@@ -196,6 +219,8 @@ class SensitivityHandler:
             on_progress=progress,
             reference=reference,
             activation_feeds=loaded.activation_feeds,
+            task=loaded.scoring,
+            rank_by=params.rank_by,
         )
         result: dict[str, Any] = {"only": only.to_dict(), "calibration": loaded.split}
         if params.all_but:
@@ -209,6 +234,8 @@ class SensitivityHandler:
                 on_progress=progress,
                 reference=reference,
                 activation_feeds=loaded.activation_feeds,
+                task=loaded.scoring,
+                rank_by=params.rank_by,
             ).to_dict()
         importance: dict[str, dict[str, Any]] = {}
         for layer in layers:
@@ -234,6 +261,10 @@ class SensitivityHandler:
         for _, result in chunks:
             importance |= result.get("importance", {})
         plans = self._plans(ctx, params, only, plan_mixed_precision, measure_plan)
+        if params.rank_by is not None and params.mixed_precision_bits:
+            only.notes.append(
+                f"mixed-precision plans minimise the cells' KL, not {params.rank_by} (the ranking's metric)"
+            )
         # which samples calibrated the activation-quantized cells and plans (the same on every chunk)
         split = next((result.get("calibration") for _, result in chunks), None)
         documents = {

@@ -26,6 +26,11 @@ class SensitivityCellOut(DivergenceOut):
         default_factory=list, description="Other layers changed too (a shared weight tensor)."
     )
     notes: list[str] = Field(default_factory=list)
+    task_metrics: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="The task block's top-level numbers of this cell (e.g. miou_drop, map50_drop, wer_delta); "
+        "empty when the scan had no task.",
+    )
 
 
 class SensitivityModelOut(ResultModel):

@@ -140,12 +140,13 @@ def _check_references(session: SessionDep, project_id: uuid.UUID, params: BaseMo
             )
     if isinstance(params, SweepJobParams):
         check_sweep_sources(session, project_id, caller, params)
-        if params.task != "auto":  # the mapping a fidelity job's launch checks (a tokenizer for text...)
-            model = get_in_project_or_404(session, Model, params.model_id, project_id, caller)
-            dataset = get_in_project_or_404(session, Dataset, params.dataset_id, project_id, caller)
-            problems = task_mapping_problems(params.task, dict(params.task_options), model, dataset)
-            if problems:
-                raise InvalidRequest("params.task_options: " + "; ".join(problems))
+    # a sweep's or scan's task: the mapping a fidelity job's launch checks (a tokenizer for text...)
+    if isinstance(params, SweepJobParams | SensitivityJobParams) and params.task != "auto":
+        model = get_in_project_or_404(session, Model, params.model_id, project_id, caller)
+        dataset = get_in_project_or_404(session, Dataset, params.dataset_id, project_id, caller)
+        problems = task_mapping_problems(params.task, dict(params.task_options), model, dataset)
+        if problems:
+            raise InvalidRequest("params.task_options: " + "; ".join(problems))
     if isinstance(params, SweepJobParams | SensitivityJobParams):
         _check_calibration(session, project_id, params, caller)
 

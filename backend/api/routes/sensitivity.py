@@ -135,7 +135,10 @@ def _mean(values: list[float]) -> float | None:
 def _profile(session: SessionDep, job: Job) -> SensitivityProfileOut:
     doc = job_result(session, job.id, RESULT_SENSITIVITY, f"job {job.id} has no sensitivity result")
     matrix = doc["matrix"]
-    by_kl = doc.get("ranking_metric", "kl") == "kl"
+    metric = doc.get("ranking_metric", "kl")
+    if metric not in ("kl", "sqnr"):  # ranked by a task metric: profiles of several models compare the proxy
+        metric = "kl" if doc.get("output_kind") == "classification" else "sqnr"
+    by_kl = metric == "kl"
     values = matrix["kl_mean"] if by_kl else matrix["sqnr_db"]
     score = {  # layer -> config -> score (higher = more sensitive)
         row: {col: (v if by_kl or v is None else -v) for col, v in zip(matrix["columns"], line, strict=True)}
@@ -159,7 +162,7 @@ def _profile(session: SessionDep, job: Job) -> SensitivityProfileOut:
         job_id=job.id,
         model_id=job.params["model_id"],
         model_name=None if model is None else model.name,
-        ranking_metric=doc.get("ranking_metric", "kl"),
+        ranking_metric=metric,
         configs=list(matrix["columns"]),
         layers=layers,
         by_type={

@@ -7492,6 +7492,13 @@ export interface components {
              */
             sqnr_db_infinite: boolean;
             /**
+             * Task Metrics
+             * @description The task block's top-level numbers of this cell (e.g. miou_drop, map50_drop, wer_delta); empty when the scan had no task.
+             */
+            task_metrics: {
+                [key: string]: number | null;
+            };
+            /**
              * Top1 Agreement
              * @description Share of samples with the golden top-1.
              */
@@ -7591,6 +7598,13 @@ export interface components {
              * @description True where the compressed output equals the golden one (SQNR = +∞).
              */
             sqnr_db_infinite?: boolean[][] | null;
+            /**
+             * Task Metrics
+             * @description Task metric name (e.g. miou_drop) → its matrix, for a scan with a task; empty otherwise.
+             */
+            task_metrics?: {
+                [key: string]: (number | null)[][];
+            };
             /**
              * Top1 Agreement
              * @description Share of samples with the golden top-1.
@@ -7745,13 +7759,23 @@ export interface components {
             output_kind: string;
             /** Primary Output */
             primary_output: string;
+            /**
+             * Rank By
+             * @description The task metric layers are ranked by (bare name), or null for KL / SQNR.
+             */
+            rank_by?: string | null;
             ranking: components["schemas"]["SensitivityRankingOut"];
             /**
              * Ranking Metric
-             * @description What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive) or sqnr (other outputs: lower SQNR = more sensitive).
-             * @enum {string}
+             * @description What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive), sqnr (other outputs: lower SQNR = more sensitive) or task.<metric> when the scan was ranked by a task metric (a _drop / _delta: larger = more sensitive; a higher-is-better metric: smaller = more sensitive).
              */
-            ranking_metric: "kl" | "sqnr";
+            ranking_metric: string;
+            /**
+             * Task
+             * @description The task the cells were scored on ('auto': none, unless rank_by is set).
+             * @default auto
+             */
+            task: string;
             /**
              * Whole Model
              * @description Per configuration: the divergence with every layer compressed at once.

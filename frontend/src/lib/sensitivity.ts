@@ -22,6 +22,15 @@ export type Grid = readonly (readonly (number | null | undefined)[])[];
 /** "kl" for classifiers; "sqnr" (anything else) ranks by −SQNR. */
 export const metricOf = (rankingMetric: string): Metric => (rankingMetric === "kl" ? "kl" : "sqnr");
 
+/** The output-divergence metric of a report's KL / SQNR views: its ranking's, or, for a scan ranked by a task
+ * metric (task.<name>, drawn by the task panel), KL for a classifier and SQNR for other outputs. */
+export const proxyMetric = (report: { ranking_metric: string; output_kind: string }): Metric =>
+  report.ranking_metric.startsWith("task.")
+    ? report.output_kind === "classification"
+      ? "kl"
+      : "sqnr"
+    : metricOf(report.ranking_metric);
+
 export const finite = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
 export function escapeHtml(text: string): string {

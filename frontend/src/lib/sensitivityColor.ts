@@ -3,7 +3,7 @@
 import type { SensitivityReport } from "../api/types";
 import { formatNumber } from "./format";
 import { niceTicks } from "./layerProfileAxes";
-import { finite, metricOf, type Grid } from "./sensitivity";
+import { finite, proxyMetric, type Grid } from "./sensitivity";
 
 // ---------------------------------------------------------------------------------------------------------
 // Colour axis
@@ -125,7 +125,5 @@ export function sqnrColorAxis(sqnr: Grid): ColorAxis {
 }
 
 export function colorAxisOf(report: SensitivityReport): ColorAxis {
-  return metricOf(report.ranking_metric) === "kl"
-    ? logColorAxis(report.matrix.kl_mean)
-    : sqnrColorAxis(report.matrix.sqnr_db);
+  return proxyMetric(report) === "kl" ? logColorAxis(report.matrix.kl_mean) : sqnrColorAxis(report.matrix.sqnr_db);
 }

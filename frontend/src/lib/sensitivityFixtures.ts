@@ -28,6 +28,8 @@ export const REPORT: SensitivityReport = {
   output_kind: "classification",
   n_samples: 100,
   ranking_metric: "kl",
+  task: "auto",
+  rank_by: null,
   configs: [
     {
       id: "w8-sym-tensor",

@@ -13,7 +13,7 @@ import {
   formatCellSqnr,
   formatKl,
   layersByName,
-  metricOf,
+  proxyMetric,
   describeConfig,
 } from "./sensitivity";
 import { colorAxisOf, type ColorAxis } from "./sensitivityColor";
@@ -156,7 +156,7 @@ export function heatmapFigure(report: SensitivityReport, selected: string | null
 export function cellLabels(report: SensitivityReport, axis: ColorAxis): Partial<Annotations>[] {
   const { rows, columns } = report.matrix;
   if (rows.length * columns.length > 400 || rowHeight(rows.length) < 20) return [];
-  const kl = metricOf(report.ranking_metric) === "kl";
+  const kl = proxyMetric(report) === "kl";
   const labels: Partial<Annotations>[] = [];
   rows.forEach((_, i) => {
     columns.forEach((column, j) => {

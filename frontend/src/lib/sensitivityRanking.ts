@@ -2,7 +2,7 @@
 import type { SensitivityReport } from "../api/types";
 import type { Cell } from "./csv";
 import { formatNumber } from "./format";
-import { finite, formatKl, metricOf, scoreGrid, type Grid, type Metric, layersByName } from "./sensitivity";
+import { finite, formatKl, proxyMetric, scoreGrid, type Grid, type Metric, layersByName } from "./sensitivity";
 
 // ---------------------------------------------------------------------------------------------------------
 // Rankings
@@ -35,6 +35,7 @@ export function rankLayers(
 
 /** A ranking the API sent (ranking.overall / ranking.by_config.ID), if it names exactly the matrix's rows. */
 function apiRanking(report: SensitivityReport, config: string | null): string[] | null {
+  if (report.ranking_metric.startsWith("task.")) return null; // the task's order: the KL / SQNR views rank by their own
   const list = (config === null ? report.ranking.overall : report.ranking.by_config[config]) ?? [];
   const rows = new Set(report.matrix.rows);
   if (list.length !== rows.size || !list.every((name) => rows.has(name))) return null;
@@ -47,7 +48,7 @@ function apiRanking(report: SensitivityReport, config: string | null): string[] 
  * layer in float removes the most damage (the API ranks that view the same way).
  */
 export function rankingOf(report: SensitivityReport, config: string | null): string[] {
-  const metric = metricOf(report.ranking_metric);
+  const metric = proxyMetric(report);
   const fromApi = apiRanking(report, config);
   if (fromApi) return fromApi;
   return rankLayers(
@@ -68,7 +69,7 @@ export interface RankedLayer {
 }
 
 export function rankedLayers(report: SensitivityReport, config: string | null): RankedLayer[] {
-  const metric = metricOf(report.ranking_metric);
+  const metric = proxyMetric(report);
   const grid = scoreGrid(report, metric);
   const rowOf = new Map(report.matrix.rows.map((name, i) => [name, i]));
   const column = config === null ? -1 : report.matrix.columns.indexOf(config);
@@ -92,7 +93,7 @@ export function formatScore(metric: Metric, score: number | null): string {
 }
 
 export function rankingCsv(report: SensitivityReport, config: string | null): { header: string[]; rows: Cell[][] } {
-  const metric = metricOf(report.ranking_metric);
+  const metric = proxyMetric(report);
   return {
     header: ["rank", "layer", "type", metric === "kl" ? "kl_mean" : "sqnr_db", "config"],
     rows: rankedLayers(report, config).map((r) => [

@@ -19,9 +19,10 @@ export function sweepTasks(schema: JsonObject): string[] {
   return Array.isArray(values) ? values.filter((v): v is string => typeof v === "string") : [];
 }
 
-/** Task → {"task.<metric>": "min" | "max"}, as the API states it; {} when the schema has none. */
-export function taskMetrics(schema: JsonObject): TaskMetrics {
-  const table = property(schema, "objectives")?.["x-task-metrics"];
+/** Task → {"task.<metric>": "min" | "max"}, as the API states it on `field` (a sweep's objectives, a
+ * sensitivity scan's rank_by); {} when the schema has none. */
+export function taskMetrics(schema: JsonObject, field = "objectives"): TaskMetrics {
+  const table = property(schema, field)?.["x-task-metrics"];
   const out: TaskMetrics = {};
   if (!isObject(table)) return out;
   for (const [task, metrics] of Object.entries(table)) {

@@ -13,12 +13,14 @@ import { Empty, ErrorMessage, Loading } from "../components/QueryView";
 import { ResultPageShell } from "../components/ResultPageShell";
 import { replaceRoute } from "../components/router";
 import { DEFAULT_COMPARE_QUERY, href, type SensitivityQuery } from "../lib/route";
-import { metricOf } from "../lib/sensitivity";
+import { proxyMetric } from "../lib/sensitivity";
+import { taskMetricLabel } from "../lib/sensitivityTask";
 import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { LayerDetails, methodsOf } from "../sensitivity/LayerDetails";
 import { RankingList } from "../sensitivity/RankingList";
 import { SensitivityHeatmap } from "../sensitivity/SensitivityHeatmap";
+import { TaskSensitivity } from "../sensitivity/TaskSensitivity";
 import { PlansSection, WholeModelTable } from "../sensitivity/WholeModelAndPlans";
 
 function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undefined }) {
@@ -53,7 +55,13 @@ function JobFacts({ job, report }: { job: Job; report: SensitivityReport | undef
           <Fact label="Output">
             <code>{report.primary_output}</code> ({report.output_kind})
           </Fact>
-          <Fact label="Ranked by">{metricOf(report.ranking_metric) === "kl" ? "KL mean" : "−SQNR"}</Fact>
+          <Fact label="Ranked by">
+            {report.rank_by
+              ? `${taskMetricLabel(report.rank_by)} (task ${report.task})`
+              : proxyMetric(report) === "kl"
+                ? "KL mean"
+                : "−SQNR"}
+          </Fact>
           {report.batch_size != null && (
             <Fact label="Batch">
               {report.batch_size} samples per run
@@ -156,6 +164,7 @@ function Results({
           </div>
         )}
       </section>
+      <TaskSensitivity report={report} config={ranking} selected={layer} onSelect={select} />
       <section aria-labelledby="layer-heading">
         <div className="chart-head">
           <h2 id="layer-heading">Selected layer</h2>

@@ -1,10 +1,12 @@
 // The sensitivity launcher: a model and the samples measured, the compression configurations (presets to tick,
 // or the raw JSON for experts, kept in step), the all-but view, mixed-precision average bit-widths, channel
-// importance methods, the calibration set of activation quantizers (CalibrationFields) and the scan's size.
+// importance methods, the calibration set of activation quantizers (CalibrationFields), the task the cells are
+// scored on and ranked by, with its cost before launch (SensitivityTaskFields), and the scan's size.
 // Defaults and bounds come from SensitivityJobParams' schema.
 import { useMemo, useState, type SubmitEvent } from "react";
 import { useDatasets } from "../api/datasets";
 import { useCreateJob } from "../api/jobs";
+import { useModels } from "../api/models";
 import { Checkbox } from "../components/Checkbox";
 import type { JsonObject } from "../lib/json";
 import {
@@ -18,10 +20,13 @@ import {
   presetConfigs,
   togglePreset,
 } from "../lib/sensitivityParams";
+import { inspectedLayerCount, taskScanCost } from "../lib/sensitivityTask";
 import { chosenCalibrationSet, quantizesActivations } from "../lib/sweepCalibration";
+import { parseTaskOptions } from "../lib/sweepTask";
 import { CalibrationFields } from "./CalibrationFields";
 import { TextField, describeParam } from "./fields";
 import { ConfigsFieldset, LaunchRow, ModelAndDataset, MoreSettings, useConfigs, useNumericFields } from "./launchParts";
+import { NO_SCAN_TASK, SensitivityTaskFields, type ScanTaskChoice } from "./SensitivityTaskFields";
 
 const NUMERIC = {
   max_samples: "Samples measured",
@@ -55,11 +60,25 @@ export function SensitivityForm({ projectId, schema }: { projectId: string; sche
   const [methods, setMethods] = useState<string[]>(DEFAULT_METHODS);
   const [problem, setProblem] = useState<string | null>(null);
   const [calibration, setCalibration] = useState("");
+  const [task, setTask] = useState<ScanTaskChoice>(NO_SCAN_TASK);
   const datasets = useDatasets(projectId).data ?? [];
+  const models = useModels(projectId).data ?? [];
   const { configs } = editor;
   // activation ranges are calibrated on samples the scan does not measure (a calibration set, or held out)
   const calibrates = configs.some(quantizesActivations);
   const calibrationSet = chosenCalibrationSet(datasets, dataset, calibration, calibrates);
+
+  const measured = Number(numbers.value("max_samples"));
+  const available = datasets.find((d) => d.id === dataset)?.n_samples;
+  const cost = taskScanCost({
+    task: task.task,
+    rankBy: task.rankBy,
+    layers: inspectedLayerCount(models.find((m) => m.id === model)),
+    configs: configs.length,
+    samples:
+      Number.isInteger(measured) && measured > 0 ? Math.min(measured, available ?? measured) : (available ?? null),
+    allBut,
+  });
 
   const custom = configs.filter((c) => !PRESETS.some((p) => hasConfig([c], p.config, defaults)));
 
@@ -88,6 +107,16 @@ export function SensitivityForm({ projectId, schema }: { projectId: string; sche
       importance_methods: methods,
     };
     if (calibrationSet) body.calibration_dataset_id = calibrationSet.id;
+    if (task.task !== "auto" || task.rankBy) {
+      const options = parseTaskOptions(task.options);
+      if (typeof options === "string") {
+        setProblem(options);
+        return;
+      }
+      body.task = task.task;
+      if (task.task !== "auto") body.task_options = options;
+      if (task.rankBy) body.rank_by = task.rankBy;
+    }
     const wrong = numbers.collect(body);
     if (!calibrates) delete body.calibration_samples; // nothing is calibrated: the API would refuse it
     setProblem(wrong);
@@ -117,6 +146,8 @@ export function SensitivityForm({ projectId, schema }: { projectId: string; sche
         maxRows={12}
         help={`A list of {"type": …} objects; types: ${[...types].join(", ")}. Unset fields take the API's defaults.`}
       />
+
+      <SensitivityTaskFields schema={schema} value={task} cost={cost} onChange={setTask} />
 
       <div className="launch-grid">
         <TextField

@@ -52,7 +52,9 @@ export function useNumericFields<N extends string>(schema: JsonObject, labels: R
     }
     return null;
   };
-  return { field, collect };
+  /** The text typed in a field ("" when it is blank). */
+  const value = (name: N): string => values[name] ?? "";
+  return { field, collect, value };
 }
 
 interface JsonText {

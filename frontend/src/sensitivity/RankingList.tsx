@@ -5,7 +5,7 @@ import type { SensitivityReport } from "../api/types";
 import { slug, toCsv } from "../lib/csv";
 import { downloadText } from "../lib/download";
 import { shortName } from "../lib/layerProfile";
-import { metricOf } from "../lib/sensitivity";
+import { proxyMetric } from "../lib/sensitivity";
 import { formatScore, rankedLayers, rankingCsv } from "../lib/sensitivityRanking";
 
 const FIRST = 15;
@@ -25,7 +25,7 @@ export function RankingList({
 }) {
   const [all, setAll] = useState(false);
   const ranked = useMemo(() => rankedLayers(report, config), [report, config]);
-  const metric = metricOf(report.ranking_metric);
+  const metric = proxyMetric(report);
   const shown = all ? ranked : ranked.slice(0, FIRST);
   const allBut = report.mode === "all_but";
   const download = () => {

@@ -6,7 +6,7 @@ import { useCallback, useMemo } from "react";
 import type { SensitivityReport } from "../api/types";
 import { ChartPanel } from "../components/ChartPanel";
 import { Plot } from "../components/Plot";
-import { metricOf } from "../lib/sensitivity";
+import { proxyMetric } from "../lib/sensitivity";
 import { heatmapFigure, matrixCsv } from "../lib/sensitivityHeatmap";
 
 /** Heights above this scroll inside the panel. */
@@ -32,7 +32,7 @@ export function SensitivityHeatmap({
     },
     [rows, onSelect],
   );
-  const metric = metricOf(report.ranking_metric);
+  const metric = proxyMetric(report);
   const allBut = report.mode === "all_but";
   const { axis } = figure;
   const caption = [

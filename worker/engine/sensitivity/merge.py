@@ -39,6 +39,8 @@ def merge_sensitivity(results: Sequence[SensitivityResult | Mapping[str, Any]]) 
             ("n_samples", result.n_samples, first.n_samples),
             ("batch_size", result.batch_size, first.batch_size),
             ("primary_output", result.primary_output, first.primary_output),
+            ("task", result.task, first.task),
+            ("rank_by", result.rank_by, first.rank_by),
         ):
             if mine != theirs:
                 raise SensitivityMergeError(
@@ -64,4 +66,6 @@ def merge_sensitivity(results: Sequence[SensitivityResult | Mapping[str, Any]]) 
         whole_model=whole,
         notes=list(dict.fromkeys(n for r in parsed for n in r.notes)),
         batch_size=first.batch_size,
+        task=first.task,
+        rank_by=first.rank_by,
     )

@@ -4,6 +4,11 @@
 Ranking (most sensitive first): each cell scores KL mean for classifiers, else −SQNR dB (a non-finite
 compressed output scores +inf). Per config, layers are sorted by that score; overall, by the mean score
 over configs (ties: larger maximum, then depth order).
+
+A scan with a task (`rank_by` set) ranks by one of the cells' task metrics instead (`task_cells`): by the
+project's one direction rule (`task_specs.directions.higher_is_better`, the sweep frontier's and kneeboard
+check's), a `_drop` / `_delta` scores its value (a larger drop is more sensitive) and a higher-is-better
+metric (miou_vs_golden) its negative; a cell whose metric is undefined (None) ranks last.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from task_specs.directions import higher_is_better
+from task_specs.metrics import TASK_PREFIX
 from worker.engine.compression.configs import Config, config_from_dict, weight_bits
 from worker.engine.compression.divergence import Divergence
 
@@ -32,6 +39,8 @@ class SensitivityCell:
     affected_layers: list[str]
     """Layers other than the compressed ones whose tensors changed too (shared weights)."""
     notes: list[str] = field(default_factory=list)
+    task_metrics: dict[str, float | None] = field(default_factory=dict)
+    """The task block's top-level numbers of this cell (empty when the scan has no task)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,7 +50,18 @@ class SensitivityCell:
             "compressed": list(self.compressed),
             "affected_layers": list(self.affected_layers),
             "notes": list(self.notes),
+            "task_metrics": dict(self.task_metrics),
         }
+
+    def score(self, metric: str) -> float:
+        """Sensitivity score, higher = more sensitive: "kl" / "sqnr" (see `Divergence.score`) or a task
+        metric "task.<name>" (NaN where it is undefined)."""
+        if not metric.startswith(TASK_PREFIX):
+            return self.divergence.score(metric)
+        value = self.task_metrics.get(metric.removeprefix(TASK_PREFIX))
+        if value is None:
+            return math.nan
+        return -value if higher_is_better(metric) else value
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SensitivityCell:
@@ -52,6 +72,7 @@ class SensitivityCell:
             compressed=list(data["compressed"]),
             affected_layers=list(data["affected_layers"]),
             notes=list(data["notes"]),
+            task_metrics=dict(data.get("task_metrics") or {}),  # absent in scans made without a task
         )
 
 
@@ -74,6 +95,10 @@ class SensitivityResult:
     notes: list[str] = field(default_factory=list)
     batch_size: int | None = None
     """Samples per run of the scan (None in documents written before it was recorded)."""
+    task: str = "auto"
+    """The task the cells were scored on ("auto": no task cells, unless rank_by names a metric)."""
+    rank_by: str | None = None
+    """The task metric layers are ranked by (its bare name, e.g. map50_drop); None: KL / SQNR."""
 
     @property
     def config_ids(self) -> list[str]:
@@ -90,7 +115,24 @@ class SensitivityResult:
 
     @property
     def ranking_metric(self) -> str:
+        if self.rank_by is not None:
+            return TASK_PREFIX + self.rank_by
         return "kl" if self.output_kind == "classification" else "sqnr"
+
+    @property
+    def task_metric_names(self) -> list[str]:
+        """Every task metric a cell recorded, in first-seen order."""
+        return list(dict.fromkeys(name for cell in self.cells.values() for name in cell.task_metrics))
+
+    def task_matrix(self, name: str) -> list[list[float | None]]:
+        """`matrix` of one task metric (None where a cell has no number)."""
+        return [
+            [
+                self.cells[(layer, cid)].task_metrics.get(name) if (layer, cid) in self.cells else None
+                for cid in self.config_ids
+            ]
+            for layer in self.computed_layers
+        ]
 
     def cell(self, layer: str, config: str) -> SensitivityCell:
         return self.cells[(layer, config)]
@@ -117,9 +159,7 @@ class SensitivityResult:
         def scores(layer: str) -> list[float]:
             ids = [config] if config is not None else self.config_ids
             return [
-                sign * self.cells[(layer, cid)].divergence.score(metric)
-                for cid in ids
-                if (layer, cid) in self.cells
+                sign * self.cells[(layer, cid)].score(metric) for cid in ids if (layer, cid) in self.cells
             ]
 
         def key(layer: str) -> tuple[float, float, int]:
@@ -149,6 +189,8 @@ class SensitivityResult:
             "batch_size": self.batch_size,
             "model": dict(self.model),
             "ranking_metric": metric,
+            "task": self.task,
+            "rank_by": self.rank_by,
             "matrix": {
                 "rows": self.computed_layers,
                 "columns": self.config_ids,
@@ -156,6 +198,7 @@ class SensitivityResult:
                 "sqnr_db_infinite": [
                     [v is not None and math.isinf(v) and v > 0 for v in row] for row in self.matrix("sqnr_db")
                 ],
+                "task_metrics": {name: self.task_matrix(name) for name in self.task_metric_names},
             },
             "ranking": {
                 "overall": self.ranking(),
@@ -189,4 +232,6 @@ class SensitivityResult:
             whole_model={cid: Divergence.from_dict(d) for cid, d in data.get("whole_model", {}).items()},
             notes=list(data["notes"]),
             batch_size=data.get("batch_size"),
+            task=str(data.get("task") or "auto"),
+            rank_by=data.get("rank_by"),
         )

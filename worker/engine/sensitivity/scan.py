@@ -8,6 +8,9 @@ Speed: for ONNX models the "only" cells re-run just the part of the graph downst
 from golden activations computed once per group of layers (`sensitivity_suffix`, `suffix_onnx`), with
 the same numbers as re-running the whole model (`reuse_prefix=False`, kept for tests and benchmarks).
 
+Task: with `task=TaskScoring(...)` every cell runs the whole compressed model and is scored by the task
+too (`task_cells`: the cell's `task_metrics`); `rank_by` then ranks layers by one of them.
+
 Chunks: a job may split the layers over workers, `layer_sensitivity(..., layers=chunk)` each, and
 `merge_sensitivity` joins the results. Every chunk sees the whole model (layer metadata, depth order,
 golden outputs and activation ranges are computed from the full model and the same calibration set,
@@ -44,6 +47,7 @@ from worker.engine.sensitivity.plans import (
 )
 from worker.engine.sensitivity.result import Mode, Progress, SensitivityCell, SensitivityResult
 from worker.engine.sensitivity.suffix import only_cells_from_suffix
+from worker.engine.sensitivity.task_cells import WHOLE_MODEL_NOTE, TaskScoring, task_cells
 
 __all__ = [
     "ChannelImportance",
@@ -56,6 +60,7 @@ __all__ = [
     "SensitivityCell",
     "SensitivityMergeError",
     "SensitivityResult",
+    "TaskScoring",
     "channel_importance",
     "compression_schedule",
     "importance",
@@ -111,6 +116,8 @@ def layer_sensitivity(
     reuse_prefix: bool = True,
     reference: Golden | None = None,
     activation_feeds: Feeds | None = None,
+    task: TaskScoring | None = None,
+    rank_by: str | None = None,
 ) -> SensitivityResult:
     """Sensitivity of each layer in `layers` (default: every compressible layer) to each config.
 
@@ -125,7 +132,11 @@ def layer_sensitivity(
     activation_feeds: the samples activation ranges are calibrated on, disjoint from `calibration_feeds`
     (which are the samples measured); None calibrates on the measured samples themselves (noted when a
     config quantizes activations).
+    task: score every cell on a task too (whole-model runs, see `task_cells`); rank_by: rank layers by one
+    of its metrics (bare name, e.g. "map50_drop"; needs `task`).
     """
+    if rank_by is not None and task is None:
+        raise EngineError("rank_by names a task metric: pass the task that measures it")
     if mode not in ("only", "all_but"):
         raise EngineError(f"mode must be 'only' or 'all_but', got {mode!r}")
     if batch_size is not None and batch_size < 1:
@@ -149,11 +160,39 @@ def layer_sensitivity(
     cells: dict[tuple[str, str], SensitivityCell] = {}
     total = len(targets) * len(parsed) + (len(parsed) if whole_model else 0)
     done = 0
-    for layer, config, divergence, outcome in _only_or_all_but(
-        model, calibration_feeds, parsed, targets, all_layers, mode, reference, calibration, reuse_prefix
-    ):
+    if task is not None:
+        measured: Iterator[tuple[str, Config, Divergence, CompressionOutcome, dict[str, float | None]]] = (
+            (c.layer, c.config, c.divergence, c.outcome, c.task_metrics)
+            for c in task_cells(
+                model,
+                calibration_feeds,
+                parsed,
+                targets,
+                all_layers,
+                mode == "only",
+                reference,
+                calibration,
+                task,
+            )
+        )
+    else:
+        measured = (
+            (*cell, {})
+            for cell in _only_or_all_but(
+                model,
+                calibration_feeds,
+                parsed,
+                targets,
+                all_layers,
+                mode,
+                reference,
+                calibration,
+                reuse_prefix,
+            )
+        )
+    for layer, config, divergence, outcome, metrics in measured:
         chosen = [layer] if mode == "only" else [name for name in all_layers if name != layer]
-        cells[(layer, config.id)] = _cell(layer, config, divergence, outcome, chosen, mode)
+        cells[(layer, config.id)] = _cell(layer, config, divergence, outcome, chosen, mode, metrics)
         done += 1
         if on_progress is not None:
             on_progress(done, total)
@@ -166,6 +205,13 @@ def layer_sensitivity(
             if on_progress is not None:
                 on_progress(done, total)
     notes = list(model.notes)
+    if task is not None:
+        notes.append(WHOLE_MODEL_NOTE)
+    if rank_by is not None and cells and all(c.task_metrics.get(rank_by) is None for c in cells.values()):
+        notes.append(
+            f"ranked by {rank_by}, which no cell measured (the task block left it undefined: e.g. the "
+            "dataset has no annotations to score against); every layer ties"
+        )
     if activation_feeds is None and any(needs_activation_stats(c) for c in parsed):
         notes.append(
             "activation ranges calibrated on the measured samples themselves (no separate calibration set)"
@@ -186,6 +232,8 @@ def layer_sensitivity(
         whole_model=whole,
         notes=notes,
         batch_size=reference.batch_size,
+        task=task.params.task if task is not None else "auto",
+        rank_by=rank_by,
     )
 
 
@@ -222,6 +270,7 @@ def _cell(
     outcome: CompressionOutcome,
     chosen: list[str],
     mode: Mode,
+    task_metrics: dict[str, float | None],
 ) -> SensitivityCell:
     affected = sorted({a for lst in outcome.affected_layers.values() for a in lst} - set(chosen))
     notes = list(outcome.notes)
@@ -230,7 +279,7 @@ def _cell(
     if divergence.n_nonfinite:
         notes.append(f"{divergence.n_nonfinite} of {divergence.n_samples} compressed outputs hold NaN/Inf")
     changed = [name for lst in outcome.changed.values() for name in lst]
-    return SensitivityCell(layer, config.id, divergence, changed, affected, notes)
+    return SensitivityCell(layer, config.id, divergence, changed, affected, notes, task_metrics)
 
 
 def importance(
