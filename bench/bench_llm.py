@@ -95,7 +95,8 @@ def main(argv: list[str]) -> None:
     )
     print(
         f"  peak RSS {r['peak_rss_mib']:.0f} MiB = {r['peak_rss_mib'] * 2**20 / weights:.2f}x the fp32 weights "
-        f"(goal <= {RSS_GOAL}x, {goal:.0f} MiB): {met}; after loading both models {r['after_load_rss_mib']:.0f} MiB"
+        f"(goal <= {RSS_GOAL}x, {goal:.0f} MiB): {met}; after loading both models {r['after_load_rss_mib']:.0f} MiB, "
+        f"peak by the end of the teacher-forced pass {r['peak_teacher_forced_mib']:.0f} MiB"
     )
     g, c = r["ms_per_token_golden"], r["ms_per_token_compressed"]
     print(

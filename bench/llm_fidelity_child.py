@@ -45,6 +45,7 @@ def main(argv: list[str]) -> None:
     started = time.perf_counter()
     report = compare_models(teacher_forced(golden), teacher_forced(compressed), arrays, None, params)
     teacher_forced_s = time.perf_counter() - started
+    peak_teacher_forced = _status_kib("VmHWM")
     task = next(m["task"] for m in report.outputs.values() if m.get("task") is not None)
     request = generation_request({"generate_tokens": new}, arrays, golden, compressed, TextDecoder(), batch)
     assert request is not None
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> None:
                 "baseline_rss_mib": baseline / 1024,
                 "after_load_rss_mib": after_load / 1024,
                 "peak_rss_mib": _status_kib("VmHWM") / 1024,
+                "peak_teacher_forced_mib": peak_teacher_forced / 1024,
                 "load_s": load_s,
                 "teacher_forced_s": teacher_forced_s,
                 "generation_s": generation_s,

@@ -6,6 +6,7 @@ file over the protobuf limit must be written with external data that onnxruntime
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -93,3 +94,51 @@ def test_a_file_over_the_limit_is_saved_with_external_data(
     np.testing.assert_array_equal(
         load_onnx(target, 1).run(feeds)["logits"], load_onnx(path, 1).run(feeds)["logits"]
     )
+
+
+def test_a_batch_of_big_outputs_is_folded_in_slices_with_the_same_report(
+    tiny: tuple[LlamaDecoder, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench_llm's logits (8 x 128 x 32 000 a batch) are folded a sample at a time to bound the float64 copies;
+    here a tiny SLICE_BYTES forces the same on the tiny decoder: every figure and per-sample value is the one
+    a whole-batch fold gives (up to float64 summation order)."""
+    from worker.engine.fidelity import accumulators
+    from worker.engine.fidelity.compare import FidelityParams, compare_models
+    from worker.engine.tasks.generation.teacher_forced import teacher_forced
+
+    model, path = tiny
+    noisy = LlamaDecoder(TINY, seed=3).eval()
+    with torch.no_grad():
+        for p, q in zip(noisy.parameters(), model.parameters(), strict=True):
+            p.copy_(q + 0.05 * torch.randn_like(q) * (q.dim() == 2))
+    other = export_with_cache(noisy, path.with_name("noisy.onnx"))
+    ids = np.random.default_rng(2).integers(0, TINY.vocabulary, size=(10, 9))
+    mask = np.ones_like(ids)
+    mask[3, :2] = 0  # a left-padded row: the mask must follow its sample into its slice
+    arrays = {"input_ids": ids, "attention_mask": mask}
+    params = FidelityParams(batch_size=4, task="language_model")
+
+    def report() -> tuple[Any, dict[str, np.ndarray]]:
+        out = compare_models(
+            teacher_forced(load_onnx(path, 1)), teacher_forced(load_onnx(other, 1)), arrays, None, params
+        )
+        return out.summary_dict(), out.per_sample
+
+    whole, whole_rows = report()
+    monkeypatch.setattr(accumulators, "SLICE_BYTES", 9 * TINY.vocabulary * 8)  # one sample a fold
+    sliced, sliced_rows = report()
+    assert whole_rows.keys() == sliced_rows.keys()
+    for key in whole_rows:
+        np.testing.assert_allclose(sliced_rows[key], whole_rows[key], rtol=1e-12, equal_nan=True)
+    assert _numbers(sliced) == pytest.approx(_numbers(whole), rel=1e-9, nan_ok=True)
+
+
+def _numbers(doc: Any, prefix: str = "") -> dict[str, float]:
+    """Every number of a JSON-like document by its path."""
+    if isinstance(doc, dict):
+        return {k: v for key, value in doc.items() for k, v in _numbers(value, f"{prefix}/{key}").items()}
+    if isinstance(doc, list):
+        return {k: v for i, value in enumerate(doc) for k, v in _numbers(value, f"{prefix}/{i}").items()}
+    if isinstance(doc, bool) or not isinstance(doc, int | float):
+        return {}
+    return {prefix: float(doc)}
