@@ -28,9 +28,10 @@ export const PRIVATE_CONFIG: Partial<Config> = {
   modeBarButtonsToRemove: ["select2d", "lasso2d", "sendDataToCloud"],
 };
 
-/** Below this width (a phone) the hover toolbar is off: a touch screen has no hover, the toolbar covered the
- * legends of 354 px charts, and the visible PNG button still exports (tests/browser/test_phone_pages.py). */
-export const NARROW_CHART_PX = 560;
+/** Below this width (a chart on a phone: 336-354 px at 390, under 410 on the widest phones) the hover toolbar
+ * is off: a touch screen has no hover, the toolbar covered the legends of 354 px charts, and the visible PNG
+ * button still exports (tests/browser/test_phone_pages.py). Desktop charts are 560 px and more. */
+export const NARROW_CHART_PX = 450;
 
 /** Room for the hover toolbar (~26 px, top right): a top margin of at least 32 px, and a legend drawn above the
  * plot sits right on the plot (y = 1, anchored at its bottom) with a 24 px row of its own below the toolbar (at
@@ -47,12 +48,7 @@ export function withToolbarRoom(layout: Partial<Layout>, narrow = false): Partia
     const axis = layout[key];
     if (!axis) continue;
     // an axis title longer than a phone's plot is cut at the chart's edge: smaller there (11 px, not 12)
-    const title =
-      !narrow || axis.title === undefined
-        ? axis.title
-        : typeof axis.title === "string"
-          ? { text: axis.title, font: { size: 11 } }
-          : { ...axis.title, font: { size: 11, ...axis.title.font } };
+    const title = narrow && axis.title ? { ...axis.title, font: { size: 11, ...axis.title.font } } : axis.title;
     out[key] = { automargin: true, ...axis, title };
   }
   return out;
