@@ -32,6 +32,15 @@ const PAGES = {
   team: `#/teams/${ids.team}`,
   account: "#/account",
   users: "#/users",
+  // the detail panels a click opens, from their permalinks: a sample's inspector, a sweep point's panel
+  "report-sample": `#/jobs/${ids.report}?sample=0`,
+  "sweep-point": `#/jobs/${ids.sweep}/sweep?point=1`,
+};
+
+/** What shows that a detail state opened (so that its measure is not of the page without it). */
+const OPENED = {
+  "report-sample": "[data-testid=sample-inspector]",
+  "sweep-point": "table.facts-table",
 };
 
 /** Until the title is there, the network is quiet and every chart is drawn (charts drawn when scrolled to are
@@ -269,6 +278,7 @@ await runSignedIn(config, seen, step, async (page) => {
     for (const [name, hash] of Object.entries(PAGES)) {
       step(`${viewport}: ${name}`);
       await page.goto(`${config.base}/${hash}`);
+      if (OPENED[name]) await page.locator(OPENED[name]).first().waitFor();
       await settle(page);
       await record(page, `${viewport}/${name}`);
       if (name === "project") {

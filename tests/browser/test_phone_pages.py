@@ -1,7 +1,8 @@
 """Every page of the dashboard usable at a phone's 390x844 as at a desktop's 1440x900 (issue 35, "Phones"): the
 projects list, a project with each of its launch forms and its jobs list, a model with its graph (the node
-panel open, then side by side), a fidelity report, a sensitivity scan, a sweep, a recovery's results, the
-compare page, a team, the account and the users pages. On each, in headless Chromium:
+panel open, then side by side), a fidelity report (and a sample's inspector), a sensitivity scan, a sweep (and
+a point's panel), a recovery's results, the compare page, a team, the account and the users pages. On each, in
+headless Chromium:
 
 - no page-level sideways scroll (the document scrolls no wider than the viewport);
 - every visible control reachable without scrolling sideways: inside the viewport and not clipped by a box;
@@ -43,6 +44,8 @@ PAGES = (
     "team",
     "account",
     "users",
+    "report-sample",
+    "sweep-point",
     "graph-node",
     "graph-side",
 )
