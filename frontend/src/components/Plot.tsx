@@ -28,10 +28,30 @@ export const PRIVATE_CONFIG: Partial<Config> = {
   modeBarButtonsToRemove: ["select2d", "lasso2d", "sendDataToCloud"],
 };
 
-/** The hover toolbar sits in the top margin (~26 px), so it never covers a title, legend or label. */
-export function withToolbarRoom(layout: Partial<Layout>): Partial<Layout> {
+/** Below this width (a chart on a phone: 336-354 px at 390, under 410 on the widest phones) the hover toolbar
+ * is off: a touch screen has no hover, the toolbar covered the legends of 354 px charts, and the visible PNG
+ * button still exports (tests/browser/test_phone_pages.py). Desktop charts are 560 px and more. */
+export const NARROW_CHART_PX = 450;
+
+/** Room for the hover toolbar (~26 px, top right): a top margin of at least 32 px, and a legend drawn above the
+ * plot sits right on the plot (y = 1, anchored at its bottom) with a 24 px row of its own below the toolbar (at
+ * y = 1.12 or 1.02 it met the toolbar on the report's, sweep's and recovery's charts). Axes make room for their
+ * tick labels and titles (automargin: rotated layer names ran under the "layer" title). */
+export function withToolbarRoom(layout: Partial<Layout>, narrow = false): Partial<Layout> {
   const margin = layout.margin ?? {};
-  return { ...layout, margin: { ...margin, t: Math.max(margin.t ?? 0, 32) } };
+  const legend = layout.legend;
+  const topLegend = layout.showlegend !== false && legend?.y !== undefined && legend.y >= 1;
+  const top = Math.max(margin.t ?? 0, topLegend && !narrow ? 32 + 24 : 32);
+  const out: Partial<Layout> = { ...layout, margin: { ...margin, t: top } };
+  if (topLegend) out.legend = { ...legend, y: 1, yanchor: "bottom" };
+  for (const key of ["xaxis", "yaxis"] as const) {
+    const axis = layout[key];
+    if (!axis) continue;
+    // an axis title longer than a phone's plot is cut at the chart's edge: smaller there (11 px, not 12)
+    const title = narrow && axis.title ? { ...axis.title, font: { size: 11, ...axis.title.font } } : axis.title;
+    out[key] = { automargin: true, ...axis, title };
+  }
+  return out;
 }
 
 const BASE_LAYOUT: Partial<Layout> = {
@@ -68,15 +88,22 @@ export function Plot({
     const element = ref.current;
     if (!element) return;
     let cancelled = false;
+    const narrow = element.clientWidth < NARROW_CHART_PX;
     const config: Partial<Config> = {
       ...PRIVATE_CONFIG,
+      displayModeBar: narrow ? false : "hover",
       responsive: true,
       toImageButtonOptions: { filename, format: "png", scale: 2 },
     };
     loadPlotly()
       .then(async (Plotly) => {
         if (cancelled) return;
-        const drawn = await Plotly.react(element, data, withToolbarRoom({ ...BASE_LAYOUT, height, ...layout }), config);
+        const drawn = await Plotly.react(
+          element,
+          data,
+          withToolbarRoom({ ...BASE_LAYOUT, height, ...layout }, narrow),
+          config,
+        );
         // One listener per draw: Plotly.purge (unmount) drops them, and react() keeps the old ones.
         drawn.removeAllListeners("plotly_click");
         drawn.on("plotly_click", (event) => {
