@@ -82,23 +82,14 @@ def cxcywh_to_xyxy(boxes: np.ndarray) -> np.ndarray:
     return np.concatenate([b[..., :2] - half, b[..., :2] + half], axis=-1)
 
 
-def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every box of `a` (K, 4) with every box of `b` (M, 4), both xyxy: (K, M), float64. Areas are
-    (x2 − x1)·(y2 − y1) with no +1, as COCO computes them; two empty boxes have IoU 0."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    w = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
-    h = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
-    inter = np.clip(w, 0, None) * np.clip(h, 0, None)
-    union = area_a[:, None] + area_b[None, :] - inter
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
-
-
 def _pair_iou(b: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """IoU of the box pairs (src[e], dst[e]) of `b` (K, 4) xyxy float64, as `box_iou` computes it."""
-    p, q = b[src], b[dst]
+    """IoU of the box pairs (src[e], dst[e]) of `b` (K, 4) xyxy float64."""
+    return pair_iou(b[src], b[dst])
+
+
+def pair_iou(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """IoU of each box of `p` (E, 4) with the box of `q` (E, 4) in the same row, xyxy float64. Areas are
+    (x2 − x1)·(y2 − y1) with no +1, as COCO computes them; two empty boxes have IoU 0."""
     w = np.minimum(p[:, 2], q[:, 2]) - np.maximum(p[:, 0], q[:, 0])
     h = np.minimum(p[:, 3], q[:, 3]) - np.maximum(p[:, 1], q[:, 1])
     inter = np.clip(w, 0, None) * np.clip(h, 0, None)

@@ -1,5 +1,5 @@
 """Scores of detections against a truth (the dataset's boxes, or the golden model's detections): COCO's
-box metrics over the dataset, and per-image matching scores.
+box metrics over the dataset.
 
 COCO metrics come from faster-coco-eval (the maintained C++ port of pycocotools' COCOeval; its numbers equal
 pycocotools' exactly, which the tests check), called in-process on the accumulated detections: mAP@[.5:.95],
@@ -8,12 +8,7 @@ class AP and AP@.5. Truth boxes are COCO annotations with area = width × height
 are dataset index + 1, category ids label + 1. COCO leaves a metric undefined (−1) when no truth box falls in
 it (a class or size absent from the truth); it is None here.
 
-Per image (compressed detections against the golden model's, taken as ground truth), with COCO's matching
-at IoU ≥ 0.5: each detection, by decreasing score, takes the unmatched truth box of its class with the
-highest IoU (the last one on ties, as pycocotools does). From it: AP@.5 (COCO's 101-point interpolated
-precision, averaged over the classes the truth has in that image, each class's best 100 detections; None
-without truth boxes, as COCO leaves it), F1 = 2·TP / (2·TP + FP + FN) (1 when neither has a box), mean IoU
-of the matched pairs, truth boxes missed (FN) and detections added (FP).
+Per-image scores against the golden model's detections are `detection_matching`'s.
 """
 
 from __future__ import annotations
@@ -24,12 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from worker.engine.tasks.detection_decode import Detections, box_iou
-
-MATCH_IOU = 0.5
-MAX_DETS = 100
-"""COCO's maxDets: the best 100 detections per image and class are scored."""
-RECALL_THRESHOLDS = np.linspace(0.0, 1.0, 101)
+from worker.engine.tasks.detection_decode import Detections
 
 STAT_NAMES = ("map", "map50", "map75", "map_small", "map_medium", "map_large")
 """COCO's first six summary stats, in its order; the ninth (index 8) is AR@100."""
@@ -125,55 +115,3 @@ def coco_scores(truth: list[Truth], preds: list[Detections]) -> dict[str, Any]:
     out["n_truth"] = int(counts.sum())
     out["n_detections"] = len(results)
     return out
-
-
-def match(truth: Truth, pred: Detections, iou_threshold: float = MATCH_IOU) -> tuple[np.ndarray, np.ndarray]:
-    """COCO's greedy matching (module docstring): for each detection (in `pred`'s order, by decreasing
-    score), the index of its truth box or −1, and the pair's IoU (NaN when unmatched)."""
-    k = len(pred)
-    matched = np.full(k, -1, dtype=np.int64)
-    ious = np.full(k, np.nan)
-    if k == 0 or len(truth.labels) == 0:
-        return matched, ious
-    iou = box_iou(pred.boxes, truth.boxes)
-    iou[pred.labels[:, None] != truth.labels[None, :]] = -1.0
-    taken = np.zeros(len(truth.labels), dtype=bool)
-    for j in range(k):  # one pass per detection: each match depends on the earlier ones
-        row = np.where(taken, -1.0, iou[j])
-        best = len(row) - 1 - int(np.argmax(row[::-1]))  # the last of equal maxima, as pycocotools
-        if row[best] >= iou_threshold:
-            matched[j], ious[j], taken[best] = best, row[best], True
-    return matched, ious
-
-
-def _ap_101(tp: np.ndarray, n_truth: int) -> float:
-    """COCO's 101-point interpolated AP of one class in one image (`tp` in decreasing-score order)."""
-    if tp.size == 0:
-        return 0.0
-    tps = np.cumsum(tp).astype(np.float64)
-    fps = np.cumsum(~tp).astype(np.float64)
-    recall = tps / n_truth
-    precision = tps / (tps + fps + np.spacing(1))  # pycocotools' own epsilon
-    precision = np.maximum.accumulate(precision[::-1])[::-1]
-    at = np.searchsorted(recall, RECALL_THRESHOLDS, side="left")
-    q = np.where(at < len(precision), precision[np.minimum(at, len(precision) - 1)], 0.0)
-    return float(q.mean())
-
-
-def image_scores(truth: Truth, pred: Detections) -> dict[str, float]:
-    """Per-image scores of `pred` against `truth` (module docstring); NaN where undefined."""
-    matched, ious = match(truth, pred)
-    tp = matched >= 0
-    n_tp = int(tp.sum())
-    fn, fp = len(truth.labels) - n_tp, len(pred) - n_tp
-    aps = []
-    for c in np.unique(truth.labels):
-        mine = pred.labels == c
-        aps.append(_ap_101(tp[mine][:MAX_DETS], int((truth.labels == c).sum())))
-    return {
-        "ap50": float(np.mean(aps)) if aps else math.nan,
-        "f1_50": 1.0 if n_tp + fn + fp == 0 else 2 * n_tp / (2 * n_tp + fp + fn),
-        "mean_iou": float(np.mean(ious[tp])) if n_tp else math.nan,
-        "missed": float(fn),
-        "added": float(fp),
-    }
