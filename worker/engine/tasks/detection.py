@@ -107,13 +107,11 @@ def _truth(dataset: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
 def _boxes(found: Detections | Truth, limit: int = 100) -> list[dict[str, Any]]:
     """At most `limit` boxes (the highest scores: detections come sorted), xyxy in input pixels."""
     scores = getattr(found, "scores", None)
+    boxes, labels = found.boxes[:limit].tolist(), found.labels[:limit].tolist()
+    kept = [None] * len(labels) if scores is None else [round(s, 5) for s in scores[:limit].tolist()]
     return [
-        {
-            "box": [round(float(v), 3) for v in found.boxes[i]],
-            "score": None if scores is None else round(float(scores[i]), 5),
-            "label": int(found.labels[i]),
-        }
-        for i in range(min(len(found.labels), limit))
+        {"box": [round(v, 3) for v in box], "score": score, "label": int(label)}
+        for box, score, label in zip(boxes, kept, labels, strict=True)
     ]
 
 

@@ -41,38 +41,41 @@ def _defined(x: float) -> float | None:
     return float(x) if x > -1 and math.isfinite(x) else None
 
 
-def _xywh(boxes: np.ndarray) -> list[list[float]]:
-    b = np.asarray(boxes, dtype=np.float64)
-    return np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], axis=1).tolist()
+def _columns(
+    items: list[Truth] | list[Detections],
+) -> tuple[list[int], list[list[float]], list[float], list[int]]:
+    """Every box of these images at once: image ids (index + 1), boxes xywh, their areas, category ids
+    (label + 1), as Python lists (one conversion for all images: per image it was a third of the inputs'
+    time)."""
+    counts = [len(x.labels) for x in items]
+    if not sum(counts):
+        return [], [], [], []
+    b = np.concatenate([np.asarray(x.boxes, dtype=np.float64).reshape(-1, 4) for x in items])
+    xywh = np.concatenate([b[:, :2], b[:, 2:] - b[:, :2]], axis=1)
+    labels = np.concatenate([np.asarray(x.labels, dtype=np.int64) for x in items])
+    return (
+        np.repeat(np.arange(1, len(items) + 1), counts).tolist(),
+        xywh.tolist(),
+        (xywh[:, 2] * xywh[:, 3]).tolist(),
+        (labels + 1).tolist(),
+    )
 
 
 def coco_inputs(truth: list[Truth], preds: list[Detections]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The COCO ground-truth dataset and detection results for these images (also what the tests hand to
-    pycocotools)."""
+    """The COCO ground-truth dataset and detection results for these images."""
+    t_image, t_box, t_area, t_cat = _columns(truth)
+    annotations = [
+        {"id": j + 1, "image_id": i, "category_id": c, "bbox": box, "area": area, "iscrowd": 0}
+        for j, (i, box, area, c) in enumerate(zip(t_image, t_box, t_area, t_cat, strict=True))
+    ]
+    d_image, d_box, _, d_cat = _columns(preds)
+    scores = np.concatenate([d.scores for d in preds]).tolist() if d_image else []
+    results = [
+        {"image_id": i, "category_id": c, "bbox": box, "score": score}
+        for i, c, box, score in zip(d_image, d_cat, d_box, scores, strict=True)
+    ]
     images = [{"id": i + 1} for i in range(len(truth))]
-    annotations: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    labels: set[int] = set()
-    for i, t in enumerate(truth):
-        for box, label in zip(_xywh(t.boxes), t.labels.tolist(), strict=True):
-            annotations.append(
-                {
-                    "id": len(annotations) + 1,
-                    "image_id": i + 1,
-                    "category_id": int(label) + 1,
-                    "bbox": box,
-                    "area": box[2] * box[3],
-                    "iscrowd": 0,
-                }
-            )
-            labels.add(int(label))
-    for i, d in enumerate(preds):
-        for box, score, label in zip(_xywh(d.boxes), d.scores.tolist(), d.labels.tolist(), strict=True):
-            results.append(
-                {"image_id": i + 1, "category_id": int(label) + 1, "bbox": box, "score": float(score)}
-            )
-            labels.add(int(label))
-    categories = [{"id": c + 1, "name": str(c)} for c in sorted(labels)]
+    categories = [{"id": c, "name": str(c - 1)} for c in sorted(set(t_cat) | set(d_cat))]
     return {"images": images, "annotations": annotations, "categories": categories}, results
 
 
