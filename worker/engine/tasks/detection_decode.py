@@ -24,6 +24,7 @@ large areas assume pixels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -208,15 +209,15 @@ def decode_post_nms(
 
 def _best_class(cls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each anchor's best class and its score, from class scores (N, C, A) in the model's dtype: the first of
-    equal maxima, as `np.argmax` picks it, and NaN never wins (an anchor whose scores are all NaN gets class
-    0, score −inf). `np.argmax` along the class axis walks each anchor's few classes one by one: 0.47 ms for
-    20 × 3 × 1600 anchors, half of a batch's decoding; the maximum is one vectorised reduction and the first
-    class that reaches it one masked pass per class (0.075 ms there; 26 ms against 46 at 80 × 8400)."""
-    c = np.where(np.isnan(cls), -np.inf, cls)
-    top = c.max(axis=1)
-    labels = np.full(top.shape, c.shape[1] - 1, dtype=np.int64)
-    for k in range(c.shape[1] - 2, -1, -1):  # downwards: the lowest class reaching the maximum wins
-        np.putmask(labels, c[:, k] == top, k)
+    equal maxima, as `np.argmax` picks it, and NaN never wins (an anchor whose scores are all NaN gets score
+    NaN: it is no candidate). `np.argmax` along the class axis walks each anchor's few classes one by one:
+    0.47 ms for 20 × 3 × 1600 anchors, half of a batch's decoding; the maximum is one vectorised reduction
+    and the first class that reaches it one masked pass per class (0.075 ms there; 26 ms against 46 at
+    80 × 8400)."""
+    top = np.fmax.reduce(cls, axis=1)  # NaN-ignoring maximum
+    labels = np.full(top.shape, cls.shape[1] - 1, dtype=np.int64)
+    for k in range(cls.shape[1] - 2, -1, -1):  # downwards: the lowest class reaching the maximum wins
+        np.putmask(labels, cls[:, k] == top, k)
     return labels, top
 
 
@@ -287,11 +288,6 @@ def _split_images(
     invalid += np.bincount(image[~ok], minlength=n)
     boxes, scores, image = boxes[ok], scores[ok], image[ok]
     labels = np.rint(labels[ok]).astype(np.int64)
-    bounds = np.searchsorted(image, np.arange(1, n))
-    images = [
-        Detections(b, sc, lb)
-        for b, sc, lb in zip(
-            np.split(boxes, bounds), np.split(scores, bounds), np.split(labels, bounds), strict=True
-        )
-    ]
+    bounds = np.searchsorted(image, np.arange(n + 1)).tolist()  # slices, not np.split: 3x cheaper here
+    images = [Detections(boxes[a:b], scores[a:b], labels[a:b]) for a, b in pairwise(bounds)]
     return DecodedBatch(images, invalid, capped)
