@@ -19,8 +19,9 @@ task_options (any other key is refused, naming these):
 
 Ground truth: dataset arrays `gt_boxes` ``[N, M, 4]`` xyxy and `gt_labels` ``[N, M]`` (rows whose label is
 −1 are padding). Without them the task scores label-free only. The decoding lives in `detection_decode`,
-the scores in `detection_scores`. Detections of every image are kept (O(detections)) so COCO scores them
-in one pass at the end; the per-image values are returned batch by batch.
+the scores in `detection_scores` (COCO) and `detection_matching` (per image). Detections of every image are
+kept (O(detections)) so COCO scores them in one pass at the end; the per-image values are returned batch by
+batch.
 
 The block: COCO scores of each model against the truth (`against_labels`) and of the compressed model
 against the golden one (`against_golden`), with flat keys for `kneeboard check`: `map_drop`, `map50_drop`
@@ -42,7 +43,8 @@ import numpy as np
 from task_specs import TASK_OPTIONS
 from worker.engine.errors import DatasetMismatchError, OutputMismatchError
 from worker.engine.tasks.detection_decode import DecodedBatch, Detections, decode_post_nms, decode_yolo
-from worker.engine.tasks.detection_scores import Truth, as_truth, coco_scores, image_scores
+from worker.engine.tasks.detection_matching import image_scores
+from worker.engine.tasks.detection_scores import Truth, as_truth, coco_scores
 from worker.engine.tasks.interface import SAMPLE_VIEWS_MAX, TaskContext
 
 GT_BOXES_KEY = "gt_boxes"
@@ -105,13 +107,11 @@ def _truth(dataset: Mapping[str, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
 def _boxes(found: Detections | Truth, limit: int = 100) -> list[dict[str, Any]]:
     """At most `limit` boxes (the highest scores: detections come sorted), xyxy in input pixels."""
     scores = getattr(found, "scores", None)
+    boxes, labels = found.boxes[:limit].tolist(), found.labels[:limit].tolist()
+    kept = [None] * len(labels) if scores is None else [round(s, 5) for s in scores[:limit].tolist()]
     return [
-        {
-            "box": [round(float(v), 3) for v in found.boxes[i]],
-            "score": None if scores is None else round(float(scores[i]), 5),
-            "label": int(found.labels[i]),
-        }
-        for i in range(min(len(found.labels), limit))
+        {"box": [round(v, 3) for v in box], "score": score, "label": int(label)}
+        for box, score, label in zip(boxes, kept, labels, strict=True)
     ]
 
 
@@ -222,8 +222,8 @@ class DetectionTask:
         for who, batch in (("golden", g), ("compressed", c)):
             self.invalid[who] += int(batch.invalid.sum())
             self.capped[who] += int(batch.capped.sum())
-        rows = [image_scores(as_truth(gd), cd) for gd, cd in zip(g.images, c.images, strict=True)]
-        values: dict[str, Any] = {f"{k}_vs_golden": np.array([r[k] for r in rows]) for k in PER_IMAGE}
+        scores = image_scores([as_truth(d) for d in g.images], c.images)
+        values: dict[str, Any] = {f"{k}_vs_golden": scores[k] for k in PER_IMAGE}
         values["golden_detections"] = np.array([len(d) for d in g.images])
         values["compressed_detections"] = np.array([len(d) for d in c.images])
         values["golden_invalid_boxes"] = g.invalid

@@ -24,6 +24,7 @@ large areas assume pixels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -82,23 +83,14 @@ def cxcywh_to_xyxy(boxes: np.ndarray) -> np.ndarray:
     return np.concatenate([b[..., :2] - half, b[..., :2] + half], axis=-1)
 
 
-def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every box of `a` (K, 4) with every box of `b` (M, 4), both xyxy: (K, M), float64. Areas are
-    (x2 − x1)·(y2 − y1) with no +1, as COCO computes them; two empty boxes have IoU 0."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    w = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
-    h = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
-    inter = np.clip(w, 0, None) * np.clip(h, 0, None)
-    union = area_a[:, None] + area_b[None, :] - inter
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
-
-
 def _pair_iou(b: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """IoU of the box pairs (src[e], dst[e]) of `b` (K, 4) xyxy float64, as `box_iou` computes it."""
-    p, q = b[src], b[dst]
+    """IoU of the box pairs (src[e], dst[e]) of `b` (K, 4) xyxy float64."""
+    return pair_iou(b[src], b[dst])
+
+
+def pair_iou(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """IoU of each box of `p` (E, 4) with the box of `q` (E, 4) in the same row, xyxy float64. Areas are
+    (x2 − x1)·(y2 − y1) with no +1, as COCO computes them; two empty boxes have IoU 0."""
     w = np.minimum(p[:, 2], q[:, 2]) - np.maximum(p[:, 0], q[:, 0])
     h = np.minimum(p[:, 3], q[:, 3]) - np.maximum(p[:, 1], q[:, 1])
     inter = np.clip(w, 0, None) * np.clip(h, 0, None)
@@ -215,6 +207,20 @@ def decode_post_nms(
     return DecodedBatch(images, invalid, np.zeros(n, dtype=bool))
 
 
+def _best_class(cls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each anchor's best class and its score, from class scores (N, C, A) in the model's dtype: the first of
+    equal maxima, as `np.argmax` picks it, and NaN never wins (an anchor whose scores are all NaN gets score
+    NaN: it is no candidate). `np.argmax` along the class axis walks each anchor's few classes one by one:
+    0.47 ms for 20 × 3 × 1600 anchors, half of a batch's decoding; the maximum is one vectorised reduction
+    and the first class that reaches it one masked pass per class (0.075 ms there; 26 ms against 46 at
+    80 × 8400)."""
+    top = np.fmax.reduce(cls, axis=1)  # NaN-ignoring maximum
+    labels = np.full(top.shape, cls.shape[1] - 1, dtype=np.int64)
+    for k in range(cls.shape[1] - 2, -1, -1):  # downwards: the lowest class reaching the maximum wins
+        np.putmask(labels, cls[:, k] == top, k)
+    return labels, top
+
+
 def decode_yolo(
     head: np.ndarray,
     score_threshold: float,
@@ -227,28 +233,22 @@ def decode_yolo(
     candidates: per image this took 0.2 ms at 1600 anchors, 40 % of the task's time in bench_detection."""
     h = np.asarray(head)
     n = h.shape[0]
-    cls = h[:, 4:, :]  # (N, C, A), in the model's dtype: argmax is the same in float64
     finite = np.isfinite(h).all(axis=1)  # (N, A): the box and every class score
-    labels = np.argmax(np.where(np.isnan(cls), -np.inf, cls), axis=1)  # (N, A)
-    scores = np.take_along_axis(cls, labels[:, None, :], axis=1)[:, 0, :].astype(np.float64)
+    labels, best = _best_class(h[:, 4:, :])
+    scores = best.astype(np.float64)
     with np.errstate(invalid="ignore"):
         candidate = finite & (scores >= score_threshold)
     invalid = (~finite).sum(axis=1).astype(np.int64)
-    capped = np.zeros(n, dtype=bool)
-    picked = []
-    for i in range(n):
+    capped = candidate.sum(axis=1) > MAX_CANDIDATES
+    for i in np.flatnonzero(capped):  # such an image keeps its best-scoring MAX_CANDIDATES
         idx = np.flatnonzero(candidate[i])
-        if idx.size > MAX_CANDIDATES:
-            capped[i] = True
-            idx = np.sort(idx[np.argsort(-scores[i, idx], kind="stable")[:MAX_CANDIDATES]])
-        picked.append(idx)
-    image = np.repeat(np.arange(n), [len(idx) for idx in picked])
-    anchor = np.concatenate(picked) if picked else np.zeros(0, dtype=np.int64)
+        candidate[i, idx[np.argsort(-scores[i, idx], kind="stable")[MAX_CANDIDATES:]]] = False
+    image, anchor = np.nonzero(candidate)  # image by image, anchors in order
     boxes = cxcywh_to_xyxy(h[image, :4, anchor])  # (K, 4): the candidates of every image
     s, lab = scores[image, anchor], labels[image, anchor]
     # One NMS for as many images as fit in MAX_CANDIDATES, grouped by (image, class): ~0.1 ms of numpy
     # overhead per call measured, which per image was a third of the task's decoding time at 320 px.
-    group = image * (cls.shape[1] + 1) + lab
+    group = image * (h.shape[1] - 3) + lab  # (image, class): C + 1 > any label
     kept = np.zeros(len(s), dtype=bool)
     starts = np.searchsorted(image, np.arange(n + 1))
     first = 0
@@ -259,11 +259,35 @@ def decode_yolo(
         lo, hi = starts[first], starts[last]
         kept[lo + nms_classwise(boxes[lo:hi], s[lo:hi], group[lo:hi], iou_threshold)] = True
         first = last
-    images = []
-    for i in range(n):
-        rows = np.flatnonzero(kept[starts[i] : starts[i + 1]]) + starts[i]
-        rows = rows[np.argsort(-s[rows], kind="stable")][:MAX_DETECTIONS]
-        dets, dropped = _finish(boxes[rows], s[rows], lab[rows], image_size)
-        images.append(dets)
-        invalid[i] += dropped
+    # Each image's kept boxes by decreasing score (stable: ties in anchor order), its best MAX_DETECTIONS,
+    # then clipped and checked for the whole batch at once: per image this was 200 small numpy calls a
+    # comparison (11 ms of bench_detection's 75 ms task overhead, profiled).
+    rows = np.flatnonzero(kept)
+    rows = rows[np.lexsort((rows, -s[rows], image[rows]))]
+    first_row = np.searchsorted(image[rows], np.arange(n))
+    rows = rows[np.arange(len(rows)) - first_row[image[rows]] < MAX_DETECTIONS]
+    return _split_images(boxes[rows], s[rows], lab[rows], image[rows], n, image_size, invalid, capped)
+
+
+def _split_images(
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    labels: np.ndarray,
+    image: np.ndarray,
+    n: int,
+    image_size: tuple[float, float] | None,
+    invalid: np.ndarray,
+    capped: np.ndarray,
+) -> DecodedBatch:
+    """A batch's detections, already in each image's order (`image` nondecreasing, scores decreasing within
+    an image), clipped, rid of empty boxes (added to `invalid`) and cut into its images."""
+    if n == 0:
+        return DecodedBatch([], invalid, capped)
+    boxes = clip_to_image(boxes, image_size)
+    ok = _finite_nonempty(boxes, scores)
+    invalid += np.bincount(image[~ok], minlength=n)
+    boxes, scores, image = boxes[ok], scores[ok], image[ok]
+    labels = np.rint(labels[ok]).astype(np.int64)
+    bounds = np.searchsorted(image, np.arange(n + 1)).tolist()  # slices, not np.split: 3x cheaper here
+    images = [Detections(boxes[a:b], scores[a:b], labels[a:b]) for a, b in pairwise(bounds)]
     return DecodedBatch(images, invalid, capped)
