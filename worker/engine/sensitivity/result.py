@@ -210,6 +210,13 @@ class SensitivityResult:
                     [v is not None and math.isinf(v) and v > 0 for v in row] for row in self.matrix("sqnr_db")
                 ],
                 "task_metrics": {name: self.task_matrix(name) for name in self.task_metric_names},
+                "exact": [
+                    [
+                        self.cells[(layer, cid)].exact if (layer, cid) in self.cells else False
+                        for cid in self.config_ids
+                    ]
+                    for layer in self.computed_layers
+                ],
             },
             "ranking": {
                 "overall": self.ranking(),

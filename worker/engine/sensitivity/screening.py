@@ -26,7 +26,7 @@ from typing import Any
 
 from worker.engine.compression import as_compressible
 from worker.engine.compression.configs import Config
-from worker.engine.compression.divergence import Divergence, golden_outputs
+from worker.engine.compression.divergence import Divergence, Golden, golden_outputs
 from worker.engine.compression.model import Calibration, Feeds, first_sample
 from worker.engine.compression.onnx_backend import OnnxCompressible
 from worker.engine.errors import EngineError
@@ -47,9 +47,13 @@ def screen_layers(
     seed: int = 0,
     batch_size: int | None = None,
     on_progress: Progress | None = None,
+    reference: Golden | None = None,
+    activation_feeds: Feeds | None = None,
+    whole_model: bool = False,
 ) -> SensitivityResult:
     """A screened "only" scan of every compressible layer (ONNX models): exact cells for the top_k layers
-    by estimate and `control` random others (seeded), estimated cells for the rest."""
+    by estimate and `control` random others (seeded), estimated cells for the rest. reference,
+    activation_feeds, whole_model: as `layer_sensitivity`'s."""
     if top_k < 0 or control < 0:
         raise EngineError(f"top_k and control must be at least 0, got {top_k} and {control}")
     parsed: list[Config] = _configs(configs)
@@ -59,14 +63,17 @@ def screen_layers(
     model.prepare(first_sample(calibration_feeds))
     batch_size = scan_batch_size(model) if batch_size is None else batch_size
     names = [layer.name for layer in model.layers()]
-    calibration = Calibration(model, calibration_feeds, batch_size)
+    calibration = Calibration(
+        model, calibration_feeds if activation_feeds is None else activation_feeds, batch_size
+    )
     estimates = local_errors(model, calibration_feeds, parsed, names, calibration, batch_size)
     order = sorted(names, key=lambda n: (-_mean_noise_db(estimates, n, parsed), names.index(n)))
     top = order[:top_k]
     rest = order[top_k:]
     controls = sorted(random.Random(seed).sample(rest, min(control, len(rest))), key=names.index)
     chosen = [n for n in names if n in set(top) | set(controls)]
-    reference = golden_outputs(model, calibration_feeds, batch_size)
+    if reference is None:
+        reference = golden_outputs(model, calibration_feeds, batch_size)
     exact = layer_sensitivity(
         model,
         calibration_feeds,
@@ -75,6 +82,8 @@ def screen_layers(
         batch_size=batch_size,
         reference=reference,
         on_progress=on_progress,
+        activation_feeds=activation_feeds,
+        whole_model=whole_model,
     )
     classification = exact.output_kind == "classification"
     offsets = {c.id: _offset(exact.cells, estimates, c.id, classification) for c in parsed}
