@@ -71,7 +71,9 @@ def test_exact_cells_are_the_exact_scans_cells(deep: tuple[Path, np.ndarray, Sen
     assert len(set(summary["top_layers"]) & set(exact.ranking()[:8])) >= 7
     assert summary["spearman"] is not None and summary["spearman"] > 0.5
     exact_cells = [c for c in screened.cells.values() if c.exact]
-    rho = spearmanr([-(c.estimate or 300.0) for c in exact_cells], [c.divergence.kl_mean for c in exact_cells])
+    rho = spearmanr(
+        [-(c.estimate or 300.0) for c in exact_cells], [c.divergence.kl_mean for c in exact_cells]
+    )
     assert summary["spearman"] == pytest.approx(rho.statistic, abs=1e-12)  # the engine's ranks vs scipy's
     assert any("42 of 242 cells measured exactly" in note for note in screened.notes)
 
