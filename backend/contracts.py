@@ -170,6 +170,23 @@ def _default_sensitivity_configs() -> list[CompressionConfigIn]:
     return [WeightQuantIn(bits=8), WeightQuantIn(bits=6), WeightQuantIn(bits=4), NoiseIn(bits=4)]
 
 
+class ScreeningParams(BaseModel):
+    """Screen every layer from an estimate, measure exactly only the top_k layers and a random control sample."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    top_k: int = Field(
+        default=20, ge=0, le=5000, description="Layers measured exactly: the top_k by estimate."
+    )
+    control: int = Field(
+        default=10,
+        ge=0,
+        le=5000,
+        description="Other layers measured exactly, drawn at random (seeded): how far to trust the estimate.",
+    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Seed of the control sample.")
+
+
 class SensitivityJobParams(BaseModel):
     """Compress each layer alone with each configuration and measure how far the output moves: which layers
     are robust and which are critical. Fans out over the worker pool by chunks of layers."""
@@ -255,11 +272,21 @@ class SensitivityJobParams(BaseModel):
         "(x-task-metrics: each task's metrics and the direction that is better).",
         json_schema_extra=lambda schema: schema.update({"x-task-metrics": task_directions()}),
     )
+    screening: ScreeningParams | None = Field(
+        default=None,
+        description="Screen instead of measuring every cell (ONNX models, for hundreds of layers): every "
+        "layer is estimated from one probe pass per configuration and only the top_k layers and a control "
+        "sample are measured exactly; the result marks each cell exact or estimated. null: every cell exact.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> SensitivityJobParams:
         if any(not 1 <= b <= 16 for b in self.mixed_precision_bits):
             raise ValueError("mixed_precision_bits must lie between 1 and 16")
+        if self.screening is not None and (self.all_but or self.task_cells or self.layers is not None):
+            raise ValueError(
+                "screening ranks every layer on KL / SQNR: leave all_but, layers, task and rank_by out"
+            )
         if self.task == "language_model" and self.task_options.get("generate_tokens"):
             raise ValueError("a sensitivity scan does not generate text: leave generate_tokens out")
         if self.rank_by is not None:

@@ -18,6 +18,7 @@ from bench import (
     bench_pruning,
     bench_recovery,
     bench_runtime_memory,
+    bench_screening,
     bench_search,
     bench_sensitivity,
     bench_sweep,
@@ -37,6 +38,8 @@ def main() -> None:
     bench_frontier.main()
     print()
     bench_sensitivity.main()
+    print()
+    bench_screening.main([])
     print()
     bench_detection.main()
     print()

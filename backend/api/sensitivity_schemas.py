@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from backend.api.result_schemas.common import CalibrationSamplesOut, CompressionConfigOut, DivergenceOut
 from backend.api.result_schemas.sensitivity import (
     PlanMeasurementOut,
+    ScreeningSummaryOut,
     SensitivityCellOut,
     SensitivityModelOut,
     SensitivityRankingOut,
@@ -51,6 +52,11 @@ class SensitivityMatrix(BaseModel):
     task_metrics: dict[str, list[list[float | None]]] = Field(
         default_factory=dict,
         description="Task metric name (e.g. miou_drop) → its matrix, for a scan with a task; empty otherwise.",
+    )
+    exact: list[list[bool]] | None = Field(
+        default=None,
+        description="False where a cell was estimated by screening rather than measured (null: scans made "
+        "before screening, every cell exact).",
     )
 
 
@@ -96,6 +102,9 @@ class SensitivityReportOut(BaseModel):
         description="Every cell with all its numbers and what was compressed (only with ?cells=true).",
     )
     notes: list[str]
+    screening: ScreeningSummaryOut | None = Field(
+        default=None, description="A screened scan's summary; null when every cell was measured."
+    )
     calibration: CalibrationSamplesOut | None = Field(
         default=None,
         description="Which samples calibrated the activation-quantized cells (disjoint from the measured "

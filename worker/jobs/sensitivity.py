@@ -117,6 +117,8 @@ class SensitivityHandler:
             raise EngineError(
                 "the model has no compressible layers (Conv, Linear, Embedding, recurrent, attention)"
             )
+        if params.screening is not None:
+            return self._screening_plan(ctx, loaded, names)
         n_chunks = params.chunks or min(
             MAX_CHUNKS_DEFAULT, math.ceil(len(names) / MAX_LAYERS_PER_CHUNK_DEFAULT)
         )
@@ -142,6 +144,31 @@ class SensitivityHandler:
                 "cost": round(part.cost + golden_pass + (len(params.configs) if i == whole else 0), 3),
             }
             for i, part in enumerate(parts)
+        ]
+
+    def _screening_plan(self, ctx: JobContext, loaded: _Loaded, names: list[str]) -> list[dict[str, Any]]:
+        """A screened scan is one chunk: the estimate needs every layer, and its exact cells (top_k +
+        control) are chosen from it. Cost: one probe pass per config, the exact cells at half a pass each,
+        the whole-model cells."""
+        from worker.engine.compression.onnx_backend import OnnxCompressible
+
+        params = loaded.params
+        screening = params.screening
+        assert screening is not None
+        if not isinstance(loaded.handle, OnnxCompressible):
+            raise EngineError("screening estimates layers of ONNX models only; scan this model exactly")
+        n_configs = len(params.configs)
+        exact = min(len(names), screening.top_k + screening.control)
+        cost = n_configs * (1 + 0.5 * exact) + (n_configs if params.whole_model else 0)
+        golden = self._share_golden(ctx, loaded)
+        return [
+            {
+                "layers": names,
+                "screening": True,
+                "whole_model": params.whole_model,
+                "golden": golden,
+                "cost": round(cost, 3),
+            }
         ]
 
     def _share_golden(self, ctx: JobContext, loaded: _Loaded) -> str:
@@ -194,7 +221,7 @@ class SensitivityHandler:
         return golden
 
     def run_chunk(self, ctx: JobContext, spec: dict[str, Any]) -> dict[str, Any]:
-        from worker.engine.sensitivity.scan import channel_importance, layer_sensitivity
+        from worker.engine.sensitivity.scan import layer_sensitivity
 
         loaded = self._load(ctx)
         params, handle, feeds = loaded.params, loaded.handle, loaded.feeds
@@ -208,6 +235,8 @@ class SensitivityHandler:
             ctx.progress(done[0] / max(steps, 1), f"{done[0]} of {steps} cells")
 
         reference = self._load_golden(ctx, spec.get("golden"))
+        if spec.get("screening") and params.screening is not None:
+            return self._screen(ctx, loaded, reference, layers)
         only = layer_sensitivity(
             handle,
             feeds,
@@ -237,17 +266,55 @@ class SensitivityHandler:
                 task=loaded.scoring,
                 rank_by=params.rank_by,
             ).to_dict()
+        result["importance"] = self._importance(loaded, layers)
+        return result
+
+    def _screen(self, ctx: JobContext, loaded: _Loaded, reference: Any, layers: list[str]) -> dict[str, Any]:
+        from worker.engine.sensitivity.screening import screen_layers
+
+        params = loaded.params
+        screening = params.screening
+        assert screening is not None
+        ctx.progress(0.0, "estimating every layer (one probe pass per configuration)")
+        steps = min(len(layers), screening.top_k + screening.control) * len(params.configs)
+        done = [0]
+
+        def progress(_done: int, _total: int) -> None:
+            done[0] += 1
+            ctx.progress(done[0] / max(steps, 1), f"{done[0]} of {steps} exact cells")
+
+        only = screen_layers(
+            loaded.handle,
+            loaded.feeds,
+            [c.model_dump(mode="json") for c in params.configs],
+            top_k=screening.top_k,
+            control=screening.control,
+            seed=screening.seed,
+            batch_size=loaded.batch_size,
+            on_progress=progress,
+            reference=reference,
+            activation_feeds=loaded.activation_feeds,
+            whole_model=params.whole_model,
+        )
+        return {
+            "only": only.to_dict(),
+            "calibration": loaded.split,
+            "importance": self._importance(loaded, layers),
+        }
+
+    def _importance(self, loaded: _Loaded, layers: list[str]) -> dict[str, dict[str, Any]]:
+        from worker.engine.sensitivity.scan import channel_importance
+
         importance: dict[str, dict[str, Any]] = {}
         for layer in layers:
-            for method in params.importance_methods:
+            for method in loaded.params.importance_methods:
                 try:
-                    scores = channel_importance(handle, layer, method, feeds)
+                    scores = channel_importance(loaded.handle, layer, method, loaded.feeds)
                 except EngineError as exc:  # e.g. a method this backend cannot compute
                     importance.setdefault(layer, {})[method] = {"error": str(exc)}
                     continue
                 importance.setdefault(layer, {})[method] = scores.to_dict()
-        result["importance"] = importance
-        return result
+        return importance
 
     def merge(self, ctx: JobContext, chunks: ChunkResults) -> ResultWriter:
         from worker.engine.sensitivity.scan import measure_plan, merge_sensitivity, plan_mixed_precision

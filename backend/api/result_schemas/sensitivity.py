@@ -31,6 +31,32 @@ class SensitivityCellOut(DivergenceOut):
         description="The task block's top-level numbers of this cell (e.g. miou_drop, map50_drop, wer_delta); "
         "empty when the scan had no task.",
     )
+    exact: bool = Field(
+        default=True,
+        description="False: estimated by screening (not measured); its divergence numbers are the estimate.",
+    )
+    estimate: float | None = Field(
+        default=None,
+        description="Screening's local SQNR (dB) of this cell: its compressed weights' error where the layer's "
+        "output joins the model; null when the scan did not screen.",
+    )
+
+
+class ScreeningSummaryOut(ResultModel):
+    """A screened scan: which layers were measured exactly and how well the estimate ranked them."""
+
+    top_k: int = Field(description="Layers measured exactly because the estimate ranked them highest.")
+    control: int = Field(description="Other layers measured exactly, drawn at random (seeded).")
+    seed: int
+    top_layers: list[str] = Field(default_factory=list, description="The top_k layers, in depth order.")
+    control_layers: list[str] = Field(default_factory=list, description="The control sample, in depth order.")
+    exact_cells: int = Field(description="Cells measured exactly.")
+    total_cells: int
+    spearman: float | None = Field(
+        default=None,
+        description="Spearman's rank correlation between estimate and exact score over the exact cells "
+        "(null under 3 cells).",
+    )
 
 
 class SensitivityModelOut(ResultModel):

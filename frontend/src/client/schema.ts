@@ -7152,6 +7152,48 @@ export interface components {
             [key: string]: unknown;
         };
         /**
+         * ScreeningSummaryOut
+         * @description A screened scan: which layers were measured exactly and how well the estimate ranked them.
+         */
+        ScreeningSummaryOut: {
+            /**
+             * Control
+             * @description Other layers measured exactly, drawn at random (seeded).
+             */
+            control: number;
+            /**
+             * Control Layers
+             * @description The control sample, in depth order.
+             */
+            control_layers: string[];
+            /**
+             * Exact Cells
+             * @description Cells measured exactly.
+             */
+            exact_cells: number;
+            /** Seed */
+            seed: number;
+            /**
+             * Spearman
+             * @description Spearman's rank correlation between estimate and exact score over the exact cells (null under 3 cells).
+             */
+            spearman: number | null;
+            /**
+             * Top K
+             * @description Layers measured exactly because the estimate ranked them highest.
+             */
+            top_k: number;
+            /**
+             * Top Layers
+             * @description The top_k layers, in depth order.
+             */
+            top_layers: string[];
+            /** Total Cells */
+            total_cells: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
          * SearchDeployedOut
          * @description The returned plan's verdict on its exported file (the figures its frontier point stores).
          */
@@ -7456,6 +7498,17 @@ export interface components {
              * @description Configuration id.
              */
             config: string;
+            /**
+             * Estimate
+             * @description Screening's local SQNR (dB) of this cell: its compressed weights' error where the layer's output joins the model; null when the scan did not screen.
+             */
+            estimate: number | null;
+            /**
+             * Exact
+             * @description False: estimated by screening (not measured); its divergence numbers are the estimate.
+             * @default true
+             */
+            exact: boolean;
             /** Kl Max */
             kl_max: number | null;
             /**
@@ -7578,6 +7631,11 @@ export interface components {
              * @description Configuration ids.
              */
             columns: string[];
+            /**
+             * Exact
+             * @description False where a cell was estimated by screening rather than measured (null: scans made before screening, every cell exact).
+             */
+            exact?: boolean[][] | null;
             /**
              * Kl Mean
              * @description KL(P‖Q) mean in nats per cell; lower is better.
@@ -7770,6 +7828,8 @@ export interface components {
              * @description What layers are ranked by: kl (classifiers: KL mean, higher = more sensitive), sqnr (other outputs: lower SQNR = more sensitive) or task.<metric> when the scan was ranked by a task metric (a _drop / _delta: larger = more sensitive; a higher-is-better metric: smaller = more sensitive).
              */
             ranking_metric: string;
+            /** @description A screened scan's summary; null when every cell was measured. */
+            screening?: components["schemas"]["ScreeningSummaryOut"] | null;
             /**
              * Task
              * @description The task the cells were scored on ('auto': none, unless rank_by is set).

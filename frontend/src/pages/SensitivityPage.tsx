@@ -19,6 +19,7 @@ import { useNames } from "../project/names";
 import { ChunksTable } from "../sensitivity/ChunksTable";
 import { LayerDetails, methodsOf } from "../sensitivity/LayerDetails";
 import { RankingList } from "../sensitivity/RankingList";
+import { screeningSummary } from "../sensitivity/screening";
 import { SensitivityHeatmap } from "../sensitivity/SensitivityHeatmap";
 import { TaskSensitivity } from "../sensitivity/TaskSensitivity";
 import { PlansSection, WholeModelTable } from "../sensitivity/WholeModelAndPlans";
@@ -135,6 +136,11 @@ function Results({
   return (
     <>
       <Notes notes={report.notes} />
+      {screeningSummary(report) && (
+        <p className="note" role="status" data-testid="screening-summary">
+          Screened scan: {screeningSummary(report)}. Estimated layers are marked “est.” in the ranking.
+        </p>
+      )}
       <section aria-labelledby="matrix-heading">
         <div className="chart-head">
           <h2 id="matrix-heading">Layers × configurations</h2>

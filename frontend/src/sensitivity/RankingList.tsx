@@ -7,6 +7,7 @@ import { downloadText } from "../lib/download";
 import { shortName } from "../lib/layerProfile";
 import { proxyMetric } from "../lib/sensitivity";
 import { formatScore, rankedLayers, rankingCsv } from "../lib/sensitivityRanking";
+import { layerIsExact } from "./screening";
 
 const FIRST = 15;
 
@@ -81,6 +82,14 @@ export function RankingList({
                 <span className="small-text">
                   <span className="muted">{r.type}</span> ·{" "}
                   <span className="ranked-score">{formatScore(metric, r.score)}</span>
+                  {!layerIsExact(report, r.name, config) && (
+                    <>
+                      {" "}
+                      <span className="badge badge-muted" title="Estimated by screening, not measured">
+                        est.
+                      </span>
+                    </>
+                  )}
                 </span>
               </span>
             </button>

@@ -191,7 +191,9 @@ def resolve(
     model.check_layers(list(plan))
     if calibration is not None:
         calibration.ensure_for(plan)
-    outcome = compress_tensors(model.layers(), plan, model.read, cache, _importance(model, plan, calibration))
+    outcome = compress_tensors(
+        model.layers(), plan, model.read, cache, importance_scores(model, plan, calibration)
+    )
     chains: Chains = {}
     lookup = calibration.stats if calibration is not None else None
     for name, config in plan.items():
@@ -210,7 +212,7 @@ def resolve(
     return outcome, chains
 
 
-def _importance(
+def importance_scores(
     model: CompressibleModel, plan: Mapping[str, Config], calibration: Calibration | None
 ) -> dict[tuple[str, str], list[float]]:
     """Channel importance on the calibration data for the ChannelPrune stages that rank by it."""

@@ -184,6 +184,10 @@ class OnnxCompressible(CompressibleModel):
             self._augmented = self._session(augmented.SerializeToString())
         return self._augmented
 
+    def open_session(self, data: bytes) -> OnnxRunner:
+        """A session of another graph (e.g. screening's probe) with this model's session settings."""
+        return self._session(data)
+
     def _session(self, data: bytes) -> OnnxRunner:
         import onnxruntime as ort
 

@@ -68,4 +68,5 @@ def merge_sensitivity(results: Sequence[SensitivityResult | Mapping[str, Any]]) 
         batch_size=first.batch_size,
         task=first.task,
         rank_by=first.rank_by,
+        screening=next((r.screening for r in parsed if r.screening is not None), None),  # one chunk screens
     )

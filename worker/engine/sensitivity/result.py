@@ -41,6 +41,10 @@ class SensitivityCell:
     notes: list[str] = field(default_factory=list)
     task_metrics: dict[str, float | None] = field(default_factory=dict)
     """The task block's top-level numbers of this cell (empty when the scan has no task)."""
+    exact: bool = True
+    """False: estimated by screening (`screening`), not measured; its divergence holds the estimate."""
+    estimate: float | None = None
+    """Screening's local SQNR (dB) of this cell (None when the scan did not screen, or it is infinite)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +55,8 @@ class SensitivityCell:
             "affected_layers": list(self.affected_layers),
             "notes": list(self.notes),
             "task_metrics": dict(self.task_metrics),
+            "exact": self.exact,
+            "estimate": self.estimate,
         }
 
     def score(self, metric: str) -> float:
@@ -73,6 +79,8 @@ class SensitivityCell:
             affected_layers=list(data["affected_layers"]),
             notes=list(data["notes"]),
             task_metrics=dict(data.get("task_metrics") or {}),  # absent in scans made without a task
+            exact=bool(data.get("exact", True)),  # absent in scans made before screening
+            estimate=data.get("estimate"),
         )
 
 
@@ -99,6 +107,9 @@ class SensitivityResult:
     """The task the cells were scored on ("auto": no task cells, unless rank_by names a metric)."""
     rank_by: str | None = None
     """The task metric layers are ranked by (its bare name, e.g. map50_drop); None: KL / SQNR."""
+    screening: dict[str, Any] | None = None
+    """A screened scan's summary (top_k, control, seed, top_layers, control_layers, exact_cells,
+    total_cells, spearman); None: every cell was measured."""
 
     @property
     def config_ids(self) -> list[str]:
@@ -199,6 +210,13 @@ class SensitivityResult:
                     [v is not None and math.isinf(v) and v > 0 for v in row] for row in self.matrix("sqnr_db")
                 ],
                 "task_metrics": {name: self.task_matrix(name) for name in self.task_metric_names},
+                "exact": [
+                    [
+                        self.cells[(layer, cid)].exact if (layer, cid) in self.cells else False
+                        for cid in self.config_ids
+                    ]
+                    for layer in self.computed_layers
+                ],
             },
             "ranking": {
                 "overall": self.ranking(),
@@ -207,6 +225,7 @@ class SensitivityResult:
             "cells": [self.cells[key].to_dict() for key in self._ordered_keys()],
             "whole_model": {cid: d.to_dict() for cid, d in self.whole_model.items()},
             "notes": list(self.notes),
+            "screening": dict(self.screening) if self.screening is not None else None,
         }
 
     def _ordered_keys(self) -> list[tuple[str, str]]:
@@ -234,4 +253,5 @@ class SensitivityResult:
             batch_size=data.get("batch_size"),
             task=str(data.get("task") or "auto"),
             rank_by=data.get("rank_by"),
+            screening=data.get("screening"),
         )
