@@ -147,9 +147,11 @@ def test_readme_curl_examples_run(embedded: tuple[str, Path, Process], tmp_path:
     points = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{"label":')]
     split = json.loads(next(line for line in result.stdout.splitlines() if line.startswith('{"techniques":')))
     assert split["techniques"] == ["prune 50 %", "4-bit weights"]
-    assert split["alone"] == pytest.approx([points[3]["kl"], points[2]["kl"]], rel=1e-9)
+    # The attribution splits the simulated figures; a point's KL is its deployed file's, run in onnxruntime,
+    # which reproduces the simulated weights to float rounding (7e-8 relative seen on the 4-bit point).
+    assert split["alone"] == pytest.approx([points[3]["kl"], points[2]["kl"]], rel=1e-5)
     assert split["leave_one_out"] == split["alone"][::-1]
-    assert split["cumulative"][-1] == pytest.approx(points[4]["kl"], rel=1e-9)
+    assert split["cumulative"][-1] == pytest.approx(points[4]["kl"], rel=1e-5)
     assert '"kind":"real-int8-weights"' in result.stdout
 
 
